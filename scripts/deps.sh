@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages coroner needs to build and test.
+# Idempotent: when every package is already installed it returns at once
+# without touching the network.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev
+  libsqlite3-dev libzstd-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  gdb elfutils clang zstd lz4 xz-utils file
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,36 @@
+// coroner: core-dump analysis and epidemiology. main() only parses flags and
+// hands over to a subcommand.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/analyze_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"coroner: read Linux x86_64 core dumps, one deeply or a fleet fast"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "coroner 0.1.0");
+
+  coroner::AnalyzeOptions analyze;
+  bool json = false;
+  uint64_t max_bytes = 0;
+  auto* cmd = app.add_subcommand("analyze", "report on each core: process, signal, threads, registers, modules");
+  cmd->add_option("CORE", analyze.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
+  cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
+  cmd->add_flag("--json", json, "one JSON object per core, one per line");
+  cmd->add_option("--format", analyze.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--sysroot", analyze.sysroot, "look module files up under DIR");
+  cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (cmd->parsed()) {
+    if (json) analyze.format = "json";
+    if (cmd->count("--max-bytes")) analyze.max_bytes = max_bytes;
+    return coroner::RunAnalyze(analyze);
+  }
+  return 2;
+}

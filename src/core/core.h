@@ -1,0 +1,148 @@
+// Core: one Linux x86_64 ELF core dump, read through a ByteSource.
+//
+// This is the snapshot the analysis layers see (crashpad's ProcessSnapshot):
+// threads with their registers, the process, the signal, the auxiliary
+// vector, the file mappings, the modules and the memory. Nothing here exposes
+// ELF notes to the layers above.
+//
+// Every number taken from the core is checked before use. A core that is cut
+// short (a truncated file, `--max-bytes`) still opens: what could be read is
+// there, and `missing` says in words what could not. Open() fails only when
+// the input is not an x86_64 ELF core at all or its headers cannot be read.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/memory.h"
+#include "core/registers.h"
+#include "source/byte_source.h"
+
+namespace coroner {
+
+struct SignalInfo {
+  int signo = 0;
+  int code = 0;
+  int err = 0;  // si_errno
+  std::optional<uint64_t> fault_address;  // si_addr, when the kernel filled it
+  std::optional<int> sender_pid;          // si_pid, for kill / tkill / sigqueue
+  std::optional<uint32_t> sender_uid;
+  bool from_siginfo_note = false;  // false: only NT_PRSTATUS's short pr_info was present
+};
+
+struct FpRegisters {  // from NT_FPREGSET (user_fpregs_struct)
+  uint32_t mxcsr = 0;
+  uint16_t fcw = 0, fsw = 0;
+  std::array<std::array<uint8_t, 16>, 16> xmm{};
+};
+
+struct Thread {
+  int tid = 0;
+  int cursig = 0;  // pr_cursig
+  uint64_t sigpend = 0, sighold = 0;
+  int ppid = 0, pgrp = 0, sid = 0;
+  uint64_t utime_us = 0, stime_us = 0;  // CPU time of this thread
+  Registers registers;
+  std::optional<FpRegisters> fpregs;
+  std::optional<uint64_t> xstate_size;     // NT_X86_XSTATE present, its size
+  std::optional<uint64_t> xstate_features;  // XSAVE header's xstate_bv
+  std::optional<SignalInfo> siginfo;        // per-thread NT_SIGINFO (gdb writes one per thread)
+};
+
+struct ProcessInfo {  // NT_PRPSINFO
+  int pid = 0, ppid = 0, pgrp = 0, sid = 0;
+  uint32_t uid = 0, gid = 0;
+  char state = 0;  // pr_sname: 'R', 'S', 'D', ...
+  uint64_t flags = 0;
+  std::string comm;  // pr_fname, at most 16 bytes
+  std::string args;  // pr_psargs, at most 80 bytes, NUL separators shown as spaces
+};
+
+struct AuxEntry {
+  uint64_t type, value;
+};
+
+struct Auxv {
+  std::vector<AuxEntry> entries;
+  std::optional<uint64_t> entry, phdr, phnum, pagesz, base, hwcap, hwcap2, sysinfo_ehdr, execfn_addr,
+      platform_addr, secure, uid, euid;
+  std::optional<std::string> execfn, platform;  // strings read from the core's memory
+};
+
+struct FileMapping {  // one NT_FILE entry
+  uint64_t start, end;
+  uint64_t offset;  // in bytes (NT_FILE stores pages)
+  std::string path;
+};
+
+enum class ModuleFileStatus { kUnchecked, kOk, kMissing, kMismatched, kUnreadable };
+const char* ModuleFileStatusName(ModuleFileStatus s);
+
+struct Module {
+  std::string path;    // as the process mapped it
+  uint64_t base = 0;   // lowest mapped address
+  uint64_t end = 0;    // highest mapped address + 1
+  uint64_t load_bias = 0;  // address - p_vaddr for this object's segments
+  std::string build_id;  // lowercase hex; empty when unknown
+  enum class BuildIdSource { kNone, kCore, kFile } build_id_source = BuildIdSource::kNone;
+  ModuleFileStatus file_status = ModuleFileStatus::kUnchecked;
+  std::string file_build_id;  // the build-id of the file found on disk, when read
+  bool is_vdso = false;
+};
+
+struct CoreOptions {
+  // Look modules up on disk: fills file_status, and the build-id when the core
+  // lacks it. Costs a stat (and, once per file per process, a read) per module.
+  bool check_module_files = true;
+  std::string sysroot;  // prefix for module paths on disk
+};
+
+class Core {
+ public:
+  static Expected<std::unique_ptr<Core>> Open(std::unique_ptr<ByteSource> source,
+                                              const CoreOptions& options = {});
+
+  const std::vector<Thread>& threads() const { return threads_; }
+  // The thread that took the signal: the first NT_PRSTATUS, as kernel and gdb write it.
+  size_t crashing_thread() const { return 0; }
+  const std::optional<ProcessInfo>& process() const { return process_; }
+  // The signal that killed the process: NT_SIGINFO, else the first thread's pr_info.
+  const std::optional<SignalInfo>& signal() const { return signal_; }
+  const Auxv& auxv() const { return auxv_; }
+  const std::vector<FileMapping>& files() const { return files_; }
+  const std::vector<Module>& modules() const { return modules_; }
+  Memory& memory() { return *memory_; }
+  const Memory& memory() const { return *memory_; }
+
+  // True when the core declares more bytes than are present.
+  bool truncated() const { return truncated_; }
+  // What could not be read, in words ("notes cut at offset 0x1000: ...").
+  const std::vector<std::string>& missing() const { return missing_; }
+  // Oddities in structure that did not stop the read.
+  const std::vector<std::string>& soft_errors() const { return soft_errors_; }
+
+  ByteSource& source() { return *source_; }
+  uint64_t bytes_read() const { return source_->BytesRead(); }
+  std::optional<uint64_t> size() const { return source_->Size(); }
+
+ private:
+  friend class CoreReader;
+  Core() = default;
+
+  std::unique_ptr<ByteSource> source_;
+  std::unique_ptr<Memory> memory_;
+  std::vector<Thread> threads_;
+  std::optional<ProcessInfo> process_;
+  std::optional<SignalInfo> signal_;
+  Auxv auxv_;
+  std::vector<FileMapping> files_;
+  std::vector<Module> modules_;
+  bool truncated_ = false;
+  std::vector<std::string> missing_;
+  std::vector<std::string> soft_errors_;
+};
+
+}  // namespace coroner

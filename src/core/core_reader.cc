@@ -1,0 +1,563 @@
+// Core::Open: the ELF header, the program headers, the notes and the modules
+// of an x86_64 core, each number checked before use.
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "core/byte_view.h"
+#include "core/core.h"
+#include "core/elf_image.h"
+#include "core/module_files.h"
+#include "core/signals.h"
+
+namespace coroner {
+
+namespace {
+
+// Caps on what the input may make us allocate or walk.
+constexpr uint64_t kMaxSegments = 1u << 20;
+constexpr uint64_t kMaxNoteBytes = 64u << 20;  // per PT_NOTE segment
+constexpr uint64_t kMaxThreads = 1u << 16;
+constexpr uint64_t kMaxFileEntries = 1u << 20;
+constexpr size_t kMaxAuxEntries = 512;
+constexpr size_t kMaxAuxString = 4096;
+
+// Note types the kernel and gdb write that <elf.h> may lack.
+constexpr uint32_t kNtSiginfo = 0x53494749;
+constexpr uint32_t kNtFile = 0x46494c45;
+constexpr uint32_t kNtX86Xstate = 0x202;
+
+// Offsets inside struct elf_prstatus (x86_64, 336 bytes).
+constexpr size_t kPrstatusRegs = 112;
+constexpr size_t kPrstatusMinSize = kPrstatusRegs + kRegCount * 8;
+// struct elf_prpsinfo (x86_64, 136 bytes).
+constexpr size_t kPrpsinfoSize = 136;
+
+std::string ElfTypeName(uint16_t t) {
+  switch (t) {
+    case ET_NONE: return "ET_NONE";
+    case ET_REL: return "ET_REL (an object file)";
+    case ET_EXEC: return "ET_EXEC (an executable)";
+    case ET_DYN: return "ET_DYN (a shared object or PIE executable)";
+    default: return "type " + std::to_string(t);
+  }
+}
+
+uint64_t TimevalMicros(const ByteView& v, size_t off) {
+  int64_t sec = v.AtOr<int64_t>(off, 0), usec = v.AtOr<int64_t>(off + 8, 0);
+  if (sec < 0 || usec < 0 || sec > int64_t{1} << 40) return 0;
+  return static_cast<uint64_t>(sec) * 1000000u + static_cast<uint64_t>(usec);
+}
+
+}  // namespace
+
+const char* ModuleFileStatusName(ModuleFileStatus s) {
+  switch (s) {
+    case ModuleFileStatus::kUnchecked: return "unchecked";
+    case ModuleFileStatus::kOk: return "ok";
+    case ModuleFileStatus::kMissing: return "missing";
+    case ModuleFileStatus::kMismatched: return "mismatched";
+    case ModuleFileStatus::kUnreadable: return "unreadable";
+  }
+  return "unknown";
+}
+
+class CoreReader {
+ public:
+  CoreReader(Core& core, const CoreOptions& options) : c_(core), options_(options) {}
+
+  Expected<bool> Read() {
+    auto r = ReadHeader();
+    if (!r.ok()) return r;
+    r = ReadProgramHeaders();
+    if (!r.ok()) return r;
+    constexpr size_t kMaxNoteSegments = 64;
+    if (note_segments_.size() > kMaxNoteSegments) {
+      c_.soft_errors_.push_back(std::to_string(note_segments_.size()) + " PT_NOTE segments; reading the first 64");
+      note_segments_.resize(kMaxNoteSegments);
+    }
+    for (const auto& note : note_segments_) ReadNotes(note);
+    Finish();
+    return true;
+  }
+
+ private:
+  Error Fail(ErrorKind kind, std::string msg) { return MakeError(kind, std::move(msg)); }
+
+  Expected<bool> ReadHeader() {
+    std::byte buf[sizeof(Elf64_Ehdr)];
+    auto n = c_.source_->ReadUpTo(0, buf);
+    if (!n.ok()) return n.error();
+    if (*n == 0) return Fail(ErrorKind::kNotElf, "empty file");
+    if (*n < SELFMAG || std::memcmp(buf, ELFMAG, SELFMAG) != 0) {
+      return Fail(ErrorKind::kNotElf, "not an ELF file (no \\x7fELF magic)");
+    }
+    if (*n < EI_NIDENT) return Fail(ErrorKind::kTruncated, "ELF identification cut short");
+    auto cls = static_cast<uint8_t>(buf[EI_CLASS]);
+    if (cls == ELFCLASS32) {
+      return Fail(ErrorKind::kUnsupported, "32-bit ELF (ELFCLASS32): coroner reads x86_64 cores only");
+    }
+    if (cls != ELFCLASS64) return Fail(ErrorKind::kMalformed, "unknown ELF class " + std::to_string(cls));
+    if (static_cast<uint8_t>(buf[EI_DATA]) != ELFDATA2LSB) {
+      return Fail(ErrorKind::kUnsupported, "big-endian ELF: coroner reads x86_64 cores only");
+    }
+    if (*n < sizeof(Elf64_Ehdr)) {
+      return Fail(ErrorKind::kTruncated, "ELF header cut short (" + std::to_string(*n) + " of 64 bytes)");
+    }
+    std::memcpy(&eh_, buf, sizeof eh_);
+    if (eh_.e_type != ET_CORE) {
+      return Fail(ErrorKind::kUnsupported, "not a core dump: ELF " + ElfTypeName(eh_.e_type));
+    }
+    if (eh_.e_machine != EM_X86_64) {
+      return Fail(ErrorKind::kUnsupported,
+                  "core for machine " + std::to_string(eh_.e_machine) + ", not x86_64 (62)");
+    }
+    if (eh_.e_phentsize != sizeof(Elf64_Phdr)) {
+      return Fail(ErrorKind::kMalformed, "e_phentsize is " + std::to_string(eh_.e_phentsize) +
+                                             ", expected " + std::to_string(sizeof(Elf64_Phdr)));
+    }
+    return true;
+  }
+
+  Expected<bool> ReadProgramHeaders() {
+    uint64_t phnum = eh_.e_phnum;
+    if (phnum == PN_XNUM) {  // the real count is in section header 0's sh_info
+      auto sh = c_.source_->Read<Elf64_Shdr>(eh_.e_shoff);
+      if (!sh) return Fail(ErrorKind::kTruncated, "e_phnum is PN_XNUM but section header 0 is absent");
+      phnum = sh->sh_info;
+    }
+    if (phnum == 0) return Fail(ErrorKind::kMalformed, "core has no program headers");
+    if (phnum > kMaxSegments) {
+      return Fail(ErrorKind::kMalformed, std::to_string(phnum) + " program headers (more than " +
+                                             std::to_string(kMaxSegments) + ")");
+    }
+    auto end = CheckedAdd(eh_.e_phoff, phnum * sizeof(Elf64_Phdr));
+    if (!end) return Fail(ErrorKind::kMalformed, "program header table overflows");
+    auto size = c_.source_->Size();
+    uint64_t have_phnum = phnum;
+    if (size && *end > *size) {
+      have_phnum = eh_.e_phoff >= *size ? 0 : (*size - eh_.e_phoff) / sizeof(Elf64_Phdr);
+      c_.truncated_ = true;
+      c_.missing_.push_back("program headers cut short: " + std::to_string(have_phnum) + " of " +
+                            std::to_string(phnum) + " present");
+      if (have_phnum == 0) return Fail(ErrorKind::kTruncated, "program headers are beyond the end of the data");
+    }
+    // Read in chunks so that a count the data does not back is never allocated at once.
+    constexpr uint64_t kChunk = 4096;
+    std::vector<Elf64_Phdr> chunk;
+    for (uint64_t i = 0; i < have_phnum; i += kChunk) {
+      uint64_t n = std::min(kChunk, have_phnum - i);
+      chunk.resize(n);
+      auto got = c_.source_->ReadUpTo(eh_.e_phoff + i * sizeof(Elf64_Phdr),
+                                      std::as_writable_bytes(std::span(chunk)));
+      if (!got.ok()) return got.error();
+      uint64_t whole = *got / sizeof(Elf64_Phdr);
+      for (uint64_t k = 0; k < whole; ++k) AddProgramHeader(chunk[k]);
+      if (whole < n) {
+        c_.truncated_ = true;
+        c_.missing_.push_back("program headers cut short: " + std::to_string(i + whole) + " of " +
+                              std::to_string(phnum) + " present");
+        if (i + whole == 0) return Fail(ErrorKind::kTruncated, "program headers are beyond the end of the data");
+        break;
+      }
+    }
+    BuildMemory(size);
+    return true;
+  }
+
+  void AddProgramHeader(const Elf64_Phdr& ph) {
+    if (ph.p_type == PT_NOTE) {
+      note_segments_.push_back(ph);
+      return;
+    }
+    if (ph.p_type != PT_LOAD) return;
+    if (!CheckedAdd(ph.p_vaddr, ph.p_memsz) || !CheckedAdd(ph.p_offset, ph.p_filesz)) {
+      c_.soft_errors_.push_back("PT_LOAD at " + Hex(ph.p_vaddr) + " overflows; ignored");
+      return;
+    }
+    Segment s;
+    s.vaddr = ph.p_vaddr;
+    s.memsz = ph.p_memsz;
+    s.offset = ph.p_offset;
+    s.filesz = std::min(ph.p_filesz, ph.p_memsz);
+    s.read = ph.p_flags & PF_R;
+    s.write = ph.p_flags & PF_W;
+    s.exec = ph.p_flags & PF_X;
+    if (s.memsz > 0) segments_.push_back(s);
+  }
+
+  void BuildMemory(std::optional<uint64_t> size) {
+    std::stable_sort(segments_.begin(), segments_.end(),
+                     [](const Segment& a, const Segment& b) { return a.vaddr < b.vaddr; });
+    std::vector<Segment> kept;
+    kept.reserve(segments_.size());
+    uint64_t absent_segments = 0;
+    for (auto& s : segments_) {
+      if (!kept.empty() && s.vaddr < kept.back().end()) {
+        c_.soft_errors_.push_back("PT_LOAD at " + Hex(s.vaddr) + " overlaps the one at " +
+                                  Hex(kept.back().vaddr) + "; ignored");
+        continue;
+      }
+      s.present = s.filesz;
+      if (size && s.filesz > 0) {
+        if (s.offset >= *size) s.present = 0;
+        else s.present = std::min(s.filesz, *size - s.offset);
+        if (s.present < s.filesz) {
+          c_.truncated_ = true;
+          ++absent_segments;
+        }
+      }
+      kept.push_back(s);
+    }
+    if (absent_segments > 0) {
+      c_.missing_.push_back("memory of " + std::to_string(absent_segments) + " of " +
+                            std::to_string(kept.size()) + " segments is beyond the end of the data");
+    }
+    c_.memory_ = std::make_unique<Memory>(*c_.source_, std::move(kept));
+  }
+
+  void ReadNotes(const Elf64_Phdr& ph) {
+    uint64_t want = ph.p_filesz;
+    if (want > kMaxNoteBytes) {
+      c_.soft_errors_.push_back("PT_NOTE of " + std::to_string(want) + " bytes; reading the first " +
+                                std::to_string(kMaxNoteBytes));
+      want = kMaxNoteBytes;
+    }
+    if (auto size = c_.source_->Size()) {
+      uint64_t room = ph.p_offset >= *size ? 0 : *size - ph.p_offset;
+      want = std::min(want, room);  // allocate only what the data can back
+    }
+    std::vector<std::byte> buf(static_cast<size_t>(want));
+    auto got = c_.source_->ReadUpTo(ph.p_offset, buf);
+    if (!got.ok()) {
+      c_.missing_.push_back("notes at offset " + Hex(ph.p_offset) + " unreadable: " + got.error().message);
+      return;
+    }
+    buf.resize(*got);
+    bool cut = *got < ph.p_filesz && ph.p_filesz <= kMaxNoteBytes;
+    ByteView notes(buf);
+    size_t pos = 0;
+    size_t parsed = 0;
+    while (pos < notes.size()) {
+      if (!notes.Has(pos, 12)) { cut = true; break; }
+      uint32_t namesz = *notes.At<uint32_t>(pos);
+      uint32_t descsz = *notes.At<uint32_t>(pos + 4);
+      uint32_t type = *notes.At<uint32_t>(pos + 8);
+      uint64_t name_at = pos + 12;
+      uint64_t desc_at = name_at + AlignUp4(namesz);
+      uint64_t next = desc_at + AlignUp4(descsz);
+      if (!notes.Has(name_at, namesz) || !notes.Has(desc_at, descsz)) {
+        // A note that claims more than the segment holds: cut, or corrupt.
+        if (!cut) c_.soft_errors_.push_back("note at offset " + Hex(ph.p_offset + pos) +
+                                            " claims more bytes than its segment holds");
+        cut = true;
+        break;
+      }
+      std::string name = notes.FixedString(name_at, namesz);
+      HandleNote(name, type, *notes.Sub(desc_at, descsz), ph.p_offset + pos);
+      ++parsed;
+      pos = next > notes.size() ? notes.size() : next;
+    }
+    if (cut) {
+      c_.truncated_ = true;
+      c_.missing_.push_back("notes cut at offset " + Hex(ph.p_offset + pos) + " after " +
+                            std::to_string(parsed) + " notes (" + std::to_string(threads_seen_) +
+                            " threads read): later threads and process notes may be missing");
+    }
+  }
+
+  void HandleNote(const std::string& name, uint32_t type, const ByteView& d, uint64_t at) {
+    if (name == "CORE") {
+      switch (type) {
+        case NT_PRSTATUS: return Prstatus(d, at);
+        case NT_PRFPREG: return Fpregset(d);
+        case NT_PRPSINFO: return Prpsinfo(d, at);
+        case NT_AUXV: return AuxvNote(d);
+        case kNtSiginfo: return Siginfo(d, at);
+        case kNtFile: return FileNote(d, at);
+        default: return;
+      }
+    }
+    if (name == "LINUX" && type == kNtX86Xstate && !c_.threads_.empty()) {
+      auto& t = c_.threads_.back();
+      t.xstate_size = d.size();
+      // The XSAVE header (after the 512-byte legacy area) starts with xstate_bv.
+      if (auto bv = d.At<uint64_t>(512)) t.xstate_features = *bv;
+    }
+  }
+
+  void Prstatus(const ByteView& d, uint64_t at) {
+    ++threads_seen_;
+    if (d.size() < kPrstatusMinSize) {
+      c_.soft_errors_.push_back("NT_PRSTATUS at " + Hex(at) + " has " + std::to_string(d.size()) +
+                                " bytes, expected 336; thread skipped");
+      return;
+    }
+    if (c_.threads_.size() >= kMaxThreads) {
+      if (c_.threads_.size() == kMaxThreads) c_.soft_errors_.push_back("more than 65536 threads; the rest skipped");
+      return;
+    }
+    Thread t;
+    t.cursig = d.AtOr<int16_t>(12, 0);
+    t.sigpend = d.AtOr<uint64_t>(16, 0);
+    t.sighold = d.AtOr<uint64_t>(24, 0);
+    t.tid = d.AtOr<int32_t>(32, 0);
+    t.ppid = d.AtOr<int32_t>(36, 0);
+    t.pgrp = d.AtOr<int32_t>(40, 0);
+    t.sid = d.AtOr<int32_t>(44, 0);
+    t.utime_us = TimevalMicros(d, 48);
+    t.stime_us = TimevalMicros(d, 64);
+    for (size_t i = 0; i < kRegCount; ++i) t.registers.value[i] = d.AtOr<uint64_t>(kPrstatusRegs + 8 * i, 0);
+    // pr_info (elf_siginfo: signo, code, errno) is the fallback signal.
+    SignalInfo si;
+    si.signo = d.AtOr<int32_t>(0, 0);
+    si.code = d.AtOr<int32_t>(4, 0);
+    si.err = d.AtOr<int32_t>(8, 0);
+    if (si.signo == 0) si.signo = t.cursig;
+    if (c_.threads_.empty()) prstatus_signal_ = si;
+    c_.threads_.push_back(std::move(t));
+  }
+
+  void Fpregset(const ByteView& d) {
+    if (c_.threads_.empty() || d.size() < 416) return;
+    FpRegisters fp;
+    fp.fcw = d.AtOr<uint16_t>(0, 0);
+    fp.fsw = d.AtOr<uint16_t>(2, 0);
+    fp.mxcsr = d.AtOr<uint32_t>(24, 0);
+    for (size_t i = 0; i < 16; ++i) std::memcpy(fp.xmm[i].data(), d.bytes().data() + 160 + 16 * i, 16);
+    c_.threads_.back().fpregs = fp;
+  }
+
+  void Prpsinfo(const ByteView& d, uint64_t at) {
+    if (d.size() < kPrpsinfoSize) {
+      c_.soft_errors_.push_back("NT_PRPSINFO at " + Hex(at) + " is short; ignored");
+      return;
+    }
+    ProcessInfo p;
+    p.state = static_cast<char>(d.AtOr<uint8_t>(1, 0));
+    p.flags = d.AtOr<uint64_t>(8, 0);
+    p.uid = d.AtOr<uint32_t>(16, 0);
+    p.gid = d.AtOr<uint32_t>(20, 0);
+    p.pid = d.AtOr<int32_t>(24, 0);
+    p.ppid = d.AtOr<int32_t>(28, 0);
+    p.pgrp = d.AtOr<int32_t>(32, 0);
+    p.sid = d.AtOr<int32_t>(36, 0);
+    p.comm = d.FixedString(40, 16);
+    // pr_psargs: the kernel replaces NULs between arguments with spaces.
+    std::string args = d.FixedString(56, 80);
+    while (!args.empty() && args.back() == ' ') args.pop_back();
+    p.args = std::move(args);
+    c_.process_ = std::move(p);
+  }
+
+  void Siginfo(const ByteView& d, uint64_t at) {
+    if (d.size() < 32) {
+      c_.soft_errors_.push_back("NT_SIGINFO at " + Hex(at) + " is short; ignored");
+      return;
+    }
+    SignalInfo si;
+    si.from_siginfo_note = true;
+    si.signo = d.AtOr<int32_t>(0, 0);
+    si.err = d.AtOr<int32_t>(4, 0);
+    si.code = d.AtOr<int32_t>(8, 0);
+    if (SignalHasFaultAddress(si.signo, si.code)) si.fault_address = d.AtOr<uint64_t>(16, 0);
+    if (SignalHasSender(si.code)) {
+      si.sender_pid = d.AtOr<int32_t>(16, 0);
+      si.sender_uid = d.AtOr<uint32_t>(20, 0);
+    }
+    if (!c_.threads_.empty() && !c_.threads_.back().siginfo) c_.threads_.back().siginfo = si;
+    if (!first_siginfo_) first_siginfo_ = si;
+  }
+
+  void AuxvNote(const ByteView& d) {
+    size_t n = std::min(d.size() / 16, kMaxAuxEntries);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t type = *d.At<uint64_t>(16 * i), value = *d.At<uint64_t>(16 * i + 8);
+      if (type == AT_NULL) break;
+      c_.auxv_.entries.push_back({type, value});
+      auto& a = c_.auxv_;
+      switch (type) {
+        case AT_ENTRY: a.entry = value; break;
+        case AT_PHDR: a.phdr = value; break;
+        case AT_PHNUM: a.phnum = value; break;
+        case AT_PAGESZ: a.pagesz = value; break;
+        case AT_BASE: a.base = value; break;
+        case AT_HWCAP: a.hwcap = value; break;
+        case AT_HWCAP2: a.hwcap2 = value; break;
+        case AT_SYSINFO_EHDR: a.sysinfo_ehdr = value; break;
+        case AT_EXECFN: a.execfn_addr = value; break;
+        case AT_PLATFORM: a.platform_addr = value; break;
+        case AT_SECURE: a.secure = value; break;
+        case AT_UID: a.uid = value; break;
+        case AT_EUID: a.euid = value; break;
+        default: break;
+      }
+    }
+  }
+
+  void FileNote(const ByteView& d, uint64_t at) {
+    auto count = d.At<uint64_t>(0);
+    auto page = d.At<uint64_t>(8);
+    if (!count || !page) {
+      c_.soft_errors_.push_back("NT_FILE at " + Hex(at) + " is short; ignored");
+      return;
+    }
+    uint64_t fits = (d.size() - 16) / 24;
+    if (*count > fits || *count > kMaxFileEntries) {
+      c_.soft_errors_.push_back("NT_FILE at " + Hex(at) + " claims " + std::to_string(*count) +
+                                " entries, room for " + std::to_string(fits) + "; ignored");
+      return;
+    }
+    size_t strings = 16 + static_cast<size_t>(*count) * 24;
+    std::vector<FileMapping> files;
+    files.reserve(static_cast<size_t>(*count));
+    for (uint64_t i = 0; i < *count; ++i) {
+      size_t e = 16 + static_cast<size_t>(i) * 24;
+      FileMapping m;
+      m.start = *d.At<uint64_t>(e);
+      m.end = *d.At<uint64_t>(e + 8);
+      auto off = CheckedMul(*d.At<uint64_t>(e + 16), *page);
+      m.offset = off.value_or(0);
+      if (strings >= d.size()) {
+        c_.soft_errors_.push_back("NT_FILE at " + Hex(at) + " lacks names for its last " +
+                                  std::to_string(*count - i) + " entries");
+        break;
+      }
+      const char* p = reinterpret_cast<const char*>(d.bytes().data() + strings);
+      size_t len = strnlen(p, d.size() - strings);
+      m.path.assign(p, len);
+      strings += len + 1;
+      if (m.end < m.start) {
+        c_.soft_errors_.push_back("NT_FILE entry for " + m.path + " ends before it starts; ignored");
+        continue;
+      }
+      files.push_back(std::move(m));
+    }
+    c_.files_ = std::move(files);
+  }
+
+  void Finish() {
+    if (c_.threads_.empty()) c_.missing_.push_back("no NT_PRSTATUS note: no thread registers");
+    if (!c_.process_) c_.missing_.push_back("no NT_PRPSINFO note: process name and arguments unknown");
+    if (!c_.threads_.empty() && c_.threads_[0].siginfo) c_.signal_ = c_.threads_[0].siginfo;
+    else if (first_siginfo_) c_.signal_ = first_siginfo_;
+    else if (prstatus_signal_) {
+      c_.signal_ = prstatus_signal_;
+      c_.missing_.push_back("no NT_SIGINFO note: signal code from NT_PRSTATUS, fault address unknown");
+    }
+    if (c_.files_.empty()) c_.missing_.push_back("no NT_FILE note: mapped files and modules unknown");
+    ReadModules();
+    auto& a = c_.auxv_;
+    if (a.execfn_addr) a.execfn = c_.memory_->ReadCString(*a.execfn_addr, kMaxAuxString);
+    if (a.platform_addr) a.platform = c_.memory_->ReadCString(*a.platform_addr, 64);
+  }
+
+  // One module per mapped ELF object (NT_FILE paths with code, or with an ELF
+  // header at their offset-0 mapping), plus the vDSO.
+  void ReadModules() {
+    const Memory& mem = *c_.memory_;
+    std::map<std::string, size_t> by_path;
+    std::vector<Module> modules;
+    std::vector<bool> has_code;
+    std::vector<std::optional<uint64_t>> header_at;
+    for (const auto& f : c_.files_) {
+      auto [it, fresh] = by_path.emplace(f.path, modules.size());
+      if (fresh) {
+        Module m;
+        m.path = f.path;
+        m.base = f.start;
+        m.end = f.end;
+        modules.push_back(std::move(m));
+        has_code.push_back(false);
+        header_at.push_back(std::nullopt);
+      }
+      size_t i = it->second;
+      modules[i].base = std::min(modules[i].base, f.start);
+      modules[i].end = std::max(modules[i].end, f.end);
+      if (const Segment* s = mem.Find(f.start); s && s->exec) has_code[i] = true;
+      if (f.offset == 0 && !header_at[i]) header_at[i] = f.start;
+    }
+    for (size_t i = 0; i < modules.size(); ++i) {
+      Module& m = modules[i];
+      bool elf_in_core = false;
+      if (header_at[i]) elf_in_core = ReadModuleFromMemory(m, *header_at[i]);
+      if (!elf_in_core && !has_code[i]) {
+        // No code mapped and no ELF header dumped: keep it only if the file says ELF.
+        if (!options_.check_module_files) continue;
+        auto info = LookUpModuleFile(options_.sysroot + m.path);
+        if (info.state != ModuleFileInfo::State::kFound) continue;
+      }
+      if (!elf_in_core) m.load_bias = m.base;
+      CheckFile(m);
+      c_.modules_.push_back(std::move(m));
+    }
+    if (c_.auxv_.sysinfo_ehdr) {
+      Module v;
+      v.path = "[vdso]";
+      v.is_vdso = true;
+      v.base = *c_.auxv_.sysinfo_ehdr;
+      const Segment* s = mem.Find(v.base);
+      v.end = s ? s->end() : v.base;
+      if (ReadModuleFromMemory(v, v.base) || s) c_.modules_.push_back(std::move(v));
+    }
+  }
+
+  bool ReadModuleFromMemory(Module& m, uint64_t header) {
+    const Memory& mem = *c_.memory_;
+    ReadAtFn from_header = [&](uint64_t off, std::span<std::byte> out) -> size_t {
+      auto a = CheckedAdd(header, off);
+      return a ? mem.ReadUpTo(*a, out) : 0;
+    };
+    auto image = ReadElfImage(from_header);
+    if (!image) return false;
+    auto first = FirstLoadVaddr(*image);
+    m.load_bias = first ? header - *first : header;
+    ReadAtFn absolute = [&](uint64_t addr, std::span<std::byte> out) { return mem.ReadUpTo(addr, out); };
+    uint64_t bias = m.load_bias;
+    m.build_id = ReadBuildId(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
+    if (!m.build_id.empty()) m.build_id_source = Module::BuildIdSource::kCore;
+    return true;
+  }
+
+  void CheckFile(Module& m) {
+    if (!options_.check_module_files || m.is_vdso) return;
+    auto info = LookUpModuleFile(options_.sysroot + m.path);
+    switch (info.state) {
+      case ModuleFileInfo::State::kMissing: m.file_status = ModuleFileStatus::kMissing; return;
+      case ModuleFileInfo::State::kUnreadable:
+      case ModuleFileInfo::State::kNotElf: m.file_status = ModuleFileStatus::kUnreadable; return;
+      case ModuleFileInfo::State::kFound: break;
+    }
+    m.file_build_id = info.build_id;
+    if (m.build_id.empty()) {
+      // The core did not hold the headers: the file is all we have. Its
+      // build-id is reported, marked as coming from the file.
+      m.build_id = info.build_id;
+      if (!m.build_id.empty()) m.build_id_source = Module::BuildIdSource::kFile;
+      m.file_status = ModuleFileStatus::kOk;
+      return;
+    }
+    m.file_status = info.build_id == m.build_id ? ModuleFileStatus::kOk : ModuleFileStatus::kMismatched;
+  }
+
+  Core& c_;
+  const CoreOptions& options_;
+  Elf64_Ehdr eh_{};
+  std::vector<Segment> segments_;
+  std::vector<Elf64_Phdr> note_segments_;
+  std::optional<SignalInfo> first_siginfo_, prstatus_signal_;
+  size_t threads_seen_ = 0;
+};
+
+Expected<std::unique_ptr<Core>> Core::Open(std::unique_ptr<ByteSource> source, const CoreOptions& options) {
+  std::unique_ptr<Core> core(new Core);
+  core->source_ = std::move(source);
+  CoreReader reader(*core, options);
+  auto r = reader.Read();
+  if (!r.ok()) return r.error();
+  return core;
+}
+
+}  // namespace coroner

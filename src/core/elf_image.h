@@ -1,0 +1,43 @@
+// Reading the headers and GNU build-id of an ELF object (an executable or a
+// shared library), either as it was mapped in the process (from the core's
+// memory) or as a file on disk. Both are untrusted: counts are capped and
+// every read is bounded.
+#pragma once
+
+#include <elf.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace coroner {
+
+// Reads up to out.size() bytes at `offset` of whatever the caller maps it to;
+// returns how many were read.
+using ReadAtFn = std::function<size_t(uint64_t offset, std::span<std::byte> out)>;
+
+struct ElfImage {
+  Elf64_Ehdr ehdr{};
+  std::vector<Elf64_Phdr> phdrs;  // at most kMaxImagePhdrs
+};
+
+constexpr size_t kMaxImagePhdrs = 512;
+
+// The ELF header and program headers at offset 0 of `read`. nullopt when the
+// bytes are not a 64-bit little-endian x86_64 ELF object or are cut short.
+std::optional<ElfImage> ReadElfImage(const ReadAtFn& read);
+
+// The hex GNU build-id from the PT_NOTE segments. `note_offset(phdr)` says
+// where a note segment is for `read` (p_vaddr + bias in memory, p_offset in a
+// file). Empty when there is none or it cannot be read.
+std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
+                        const std::function<uint64_t(const Elf64_Phdr&)>& note_offset);
+
+// The vaddr that file offset 0 is mapped at, per the first PT_LOAD: the load
+// bias is mapped_address_of_offset_0 - this.
+std::optional<uint64_t> FirstLoadVaddr(const ElfImage& image);
+
+}  // namespace coroner

@@ -1,0 +1,63 @@
+// Memory: the process's address space as the core's PT_LOAD segments give it.
+//
+// For any address it answers whether it was mapped, with which permissions,
+// and whether its bytes are present in this core (a segment's filesz may be
+// smaller than its memsz, and a truncated core or a prefix holds fewer bytes
+// still). Reads go through the core's ByteSource. An unmapped or absent
+// address is an answer (0 bytes, nullopt), not an error.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "source/byte_source.h"
+
+namespace coroner {
+
+struct Segment {
+  uint64_t vaddr = 0, memsz = 0;
+  uint64_t offset = 0, filesz = 0;  // where its bytes are in the core
+  uint64_t present = 0;             // bytes of filesz actually in the core (<= filesz)
+  bool read = false, write = false, exec = false;
+  uint64_t end() const { return vaddr + memsz; }
+};
+
+enum class AddressState { kUnmapped, kAbsent, kPresent };
+
+class Memory {
+ public:
+  // `segments` must be sorted by vaddr and must not overlap.
+  Memory(ByteSource& source, std::vector<Segment> segments)
+      : source_(source), segments_(std::move(segments)) {}
+
+  const std::vector<Segment>& segments() const { return segments_; }
+  const Segment* Find(uint64_t addr) const;
+  AddressState State(uint64_t addr) const;
+
+  // Reads up to out.size() bytes at addr, stopping where the present bytes
+  // stop (an unmapped gap, the end of a segment's dumped part). Contiguous
+  // segments are read across.
+  size_t ReadUpTo(uint64_t addr, std::span<std::byte> out) const;
+
+  template <typename T>
+  std::optional<T> Read(uint64_t addr) const {
+    T value;
+    if (ReadUpTo(addr, std::as_writable_bytes(std::span<T, 1>(&value, 1))) != sizeof(T)) {
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  // A NUL-terminated string of at most `limit` bytes; nullopt when no NUL is
+  // found within the limit or the bytes are absent.
+  std::optional<std::string> ReadCString(uint64_t addr, size_t limit) const;
+
+ private:
+  ByteSource& source_;
+  std::vector<Segment> segments_;
+};
+
+}  // namespace coroner

@@ -1,0 +1,25 @@
+#include "core/registers.h"
+
+namespace coroner {
+namespace {
+constexpr std::array<std::string_view, kRegCount> kNames = {
+    "r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9",     "r8",      "rax", "rcx", "rdx", "rsi",
+    "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"};
+}  // namespace
+
+const std::array<Reg, kRegCount> kRegDisplayOrder = {
+    Reg::rax, Reg::rbx, Reg::rcx, Reg::rdx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp, Reg::r8,
+    Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15, Reg::rip, Reg::eflags,
+    Reg::cs,  Reg::ss,  Reg::ds,  Reg::es,  Reg::fs,  Reg::gs,  Reg::fs_base, Reg::gs_base,
+    Reg::orig_rax};
+
+std::string_view RegName(Reg r) { return kNames[static_cast<size_t>(r)]; }
+
+std::optional<Reg> RegFromName(std::string_view name) {
+  for (size_t i = 0; i < kRegCount; ++i) {
+    if (kNames[i] == name) return static_cast<Reg>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace coroner

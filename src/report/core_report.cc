@@ -1,0 +1,231 @@
+#include "report/core_report.h"
+
+#include <fmt/format.h>
+
+#include "core/byte_view.h"
+#include "core/signals.h"
+
+namespace coroner {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json HexOrNull(const std::optional<uint64_t>& v) { return v ? Json(Hex(*v)) : Json(nullptr); }
+
+Json SignalJson(const std::optional<SignalInfo>& s) {
+  if (!s) return nullptr;
+  Json j;
+  j["number"] = s->signo;
+  j["name"] = SignalName(s->signo);
+  j["code"] = s->code;
+  auto code_name = SignalCodeName(s->signo, s->code);
+  j["code_name"] = code_name ? Json(*code_name) : Json(nullptr);
+  j["fault_address"] = HexOrNull(s->fault_address);
+  j["errno"] = s->err;
+  j["sender_pid"] = s->sender_pid ? Json(*s->sender_pid) : Json(nullptr);
+  j["from"] = s->from_siginfo_note ? "NT_SIGINFO" : "NT_PRSTATUS";
+  return j;
+}
+
+Json RegistersJson(const Registers& r) {
+  Json j = Json::object();
+  for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
+  return j;
+}
+
+// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
+// are replaced so the JSON stays valid.
+std::string Text(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (valid && len == 1 && c < 0x20 && c != '\t') valid = false;
+    if (valid) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    }
+  }
+  return out;
+}
+
+const char* BuildIdSourceName(Module::BuildIdSource s) {
+  switch (s) {
+    case Module::BuildIdSource::kCore: return "core";
+    case Module::BuildIdSource::kFile: return "file";
+    case Module::BuildIdSource::kNone: return nullptr;
+  }
+  return nullptr;
+}
+
+std::string ExePath(const Core& core) {
+  if (core.auxv().execfn) return *core.auxv().execfn;
+  // The module mapped at AT_PHDR's page is the executable.
+  if (core.auxv().phdr) {
+    for (const auto& m : core.modules()) {
+      if (*core.auxv().phdr >= m.base && *core.auxv().phdr < m.end) return m.path;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Json CoreToJson(const Core& core, const std::string& path) {
+  Json j;
+  Json c;
+  c["path"] = Text(path);
+  c["size"] = core.size() ? Json(*core.size()) : Json(nullptr);
+  c["bytes_read"] = core.bytes_read();
+  c["truncated"] = core.truncated();
+  c["missing"] = Json::array();
+  for (const auto& m : core.missing()) c["missing"].push_back(Text(m));
+  c["soft_errors"] = Json::array();
+  for (const auto& m : core.soft_errors()) c["soft_errors"].push_back(Text(m));
+  j["version"] = kAnalyzeJsonVersion;
+  j["core"] = std::move(c);
+
+  Json p;
+  if (const auto& pi = core.process()) {
+    p["pid"] = pi->pid;
+    p["ppid"] = pi->ppid;
+    p["uid"] = pi->uid;
+    p["comm"] = Text(pi->comm);
+    p["args"] = Text(pi->args);
+  } else {
+    p["pid"] = core.threads().empty() ? Json(nullptr) : Json(core.threads()[0].tid);
+    p["ppid"] = nullptr;
+    p["uid"] = nullptr;
+    p["comm"] = nullptr;
+    p["args"] = nullptr;
+  }
+  std::string exe = ExePath(core);
+  p["exe"] = exe.empty() ? Json(nullptr) : Json(Text(exe));
+  j["process"] = std::move(p);
+  j["signal"] = SignalJson(core.signal());
+  j["crashing_thread"] = core.threads().empty() ? Json(nullptr) : Json(core.crashing_thread());
+
+  Json threads = Json::array();
+  for (const auto& t : core.threads()) {
+    Json tj;
+    tj["tid"] = t.tid;
+    tj["registers"] = RegistersJson(t.registers);
+    tj["utime_us"] = t.utime_us;
+    tj["stime_us"] = t.stime_us;
+    tj["mxcsr"] = t.fpregs ? Json(Hex(t.fpregs->mxcsr)) : Json(nullptr);
+    tj["xstate_size"] = t.xstate_size ? Json(*t.xstate_size) : Json(nullptr);
+    tj["frames"] = Json::array();
+    threads.push_back(std::move(tj));
+  }
+  j["threads"] = std::move(threads);
+
+  Json modules = Json::array();
+  for (const auto& m : core.modules()) {
+    Json mj;
+    mj["path"] = Text(m.path);
+    mj["base"] = Hex(m.base);
+    mj["end"] = Hex(m.end);
+    mj["build_id"] = m.build_id.empty() ? Json(nullptr) : Json(m.build_id);
+    auto src = BuildIdSourceName(m.build_id_source);
+    mj["build_id_source"] = src ? Json(src) : Json(nullptr);
+    mj["status"] = m.is_vdso ? Json("ok")
+                   : m.file_status == ModuleFileStatus::kUnchecked
+                       ? Json(nullptr)
+                       : Json(ModuleFileStatusName(m.file_status));
+    modules.push_back(std::move(mj));
+  }
+  j["modules"] = std::move(modules);
+
+  Json files = Json::array();
+  for (const auto& f : core.files()) {
+    files.push_back(Json{{"start", Hex(f.start)}, {"end", Hex(f.end)}, {"offset", Hex(f.offset)},
+                         {"path", Text(f.path)}});
+  }
+  j["mappings"] = std::move(files);
+
+  const Auxv& a = core.auxv();
+  Json aj;
+  aj["execfn"] = a.execfn ? Json(Text(*a.execfn)) : Json(nullptr);
+  aj["platform"] = a.platform ? Json(Text(*a.platform)) : Json(nullptr);
+  aj["entry"] = HexOrNull(a.entry);
+  aj["phdr"] = HexOrNull(a.phdr);
+  aj["base"] = HexOrNull(a.base);
+  aj["pagesz"] = a.pagesz ? Json(*a.pagesz) : Json(nullptr);
+  aj["hwcap"] = HexOrNull(a.hwcap);
+  aj["hwcap2"] = HexOrNull(a.hwcap2);
+  aj["sysinfo_ehdr"] = HexOrNull(a.sysinfo_ehdr);
+  j["auxv"] = std::move(aj);
+  j["diagnosis"] = nullptr;  // filled by the diagnosis layer
+  return j;
+}
+
+Json ErrorToJson(const std::string& path, const Error& error) {
+  Json j;
+  j["version"] = kAnalyzeJsonVersion;
+  j["core"] = Json{{"path", Text(path)}};
+  j["error"] = Json{{"kind", ErrorKindName(error.kind)}, {"message", Text(error.message)}};
+  return j;
+}
+
+std::string CoreToText(const Core& core, const std::string& path) {
+  std::string out;
+  auto add = [&out](std::string s) {
+    out += s;
+    out += '\n';
+  };
+  add(fmt::format("core: {}", Text(path)));
+  std::string size = core.size() ? std::to_string(*core.size()) : "unknown";
+  add(fmt::format("  size {} bytes, read {} bytes{}", size, core.bytes_read(),
+                  core.truncated() ? ", TRUNCATED" : ""));
+  for (const auto& m : core.missing()) add("  missing: " + Text(m));
+  for (const auto& m : core.soft_errors()) add("  warning: " + Text(m));
+  if (const auto& p = core.process()) {
+    add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, Text(p->comm), p->uid, Text(p->args)));
+  }
+  std::string exe = ExePath(core);
+  if (!exe.empty()) add("executable: " + Text(exe));
+  if (const auto& s = core.signal()) {
+    auto code = SignalCodeName(s->signo, s->code);
+    std::string line = fmt::format("signal: {} ({}), code {} ({})", SignalName(s->signo), s->signo,
+                                   s->code, code ? *code : "unknown");
+    if (s->fault_address) line += ", fault address " + Hex(*s->fault_address);
+    if (s->sender_pid) line += fmt::format(", sent by pid {}", *s->sender_pid);
+    add(line);
+  }
+  add(fmt::format("threads: {}", core.threads().size()));
+  for (size_t i = 0; i < core.threads().size(); ++i) {
+    const Thread& t = core.threads()[i];
+    add(fmt::format("thread {} (LWP {}){}: rip {} rsp {}", i, t.tid,
+                    i == core.crashing_thread() ? " [crashed]" : "", Hex(t.registers.pc()),
+                    Hex(t.registers.sp())));
+  }
+  if (!core.threads().empty()) {
+    const Thread& t = core.threads()[core.crashing_thread()];
+    add(fmt::format("registers of the crashing thread (LWP {}):", t.tid));
+    std::string row;
+    int n = 0;
+    for (Reg r : kRegDisplayOrder) {
+      row += fmt::format("  {:<8}{:#018x}", RegName(r), t.registers[r]);
+      if (++n % 3 == 0) {
+        add(row);
+        row.clear();
+      }
+    }
+    if (!row.empty()) add(row);
+  }
+  add(fmt::format("modules: {}", core.modules().size()));
+  for (const auto& m : core.modules()) {
+    std::string status = m.is_vdso ? "in core" : ModuleFileStatusName(m.file_status);
+    add(fmt::format("  {:#014x}-{:#014x} {} {} [{}]", m.base, m.end,
+                    m.build_id.empty() ? std::string("(no build-id)") : m.build_id, Text(m.path), status));
+  }
+  return out;
+}
+
+}  // namespace coroner

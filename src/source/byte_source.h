@@ -1,0 +1,85 @@
+// ByteSource: the one way coroner reads bytes of a core.
+//
+// Every layer above reads a core through ReadUpTo(offset, buffer), so nothing
+// assumes the whole core is present or local: a file, a prefix of one (as if
+// only the first N bytes had been downloaded), a compressed stream or a remote
+// range reader all look the same. Each source counts the bytes it took from
+// its underlying storage, which is what `bytes_read` in the output reports.
+//
+// Implementations: FileSource (pread), PrefixSource (a bound on another
+// source), CompressedSource (zstd / lz4 / xz decoded as a stream).
+// A source is used from one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "source/expected.h"
+
+namespace coroner {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  // Reads up to out.size() bytes at offset. Returns how many were read; fewer
+  // than asked (possibly 0) means the data ends there. An Error means the
+  // storage failed, not that the offset is out of range.
+  virtual Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) = 0;
+
+  // The total size when known without reading everything (a compressed stream
+  // knows it only once decoded to the end).
+  virtual std::optional<uint64_t> Size() const = 0;
+
+  // Bytes taken from the underlying storage so far (compressed bytes for a
+  // compressed source).
+  virtual uint64_t BytesRead() const = 0;
+
+  // A short description for messages, e.g. "zstd stream".
+  virtual std::string Kind() const = 0;
+
+  // Reads exactly out.size() bytes or reports kTruncated.
+  Expected<bool> ReadExact(uint64_t offset, std::span<std::byte> out);
+
+  // Reads a trivially copyable value; nullopt when the bytes are not there
+  // (or the storage failed: callers that must tell the two apart use ReadUpTo).
+  template <typename T>
+  std::optional<T> Read(uint64_t offset) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T value;
+    auto n = ReadUpTo(offset, std::as_writable_bytes(std::span<T, 1>(&value, 1)));
+    if (!n.ok() || *n != sizeof(T)) return std::nullopt;
+    return value;
+  }
+};
+
+// Opens a local file for pread. Never maps or reads the whole file.
+Expected<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path);
+
+// Behaves as if only the first `limit` bytes of `inner` existed.
+std::unique_ptr<ByteSource> MakePrefixSource(std::unique_ptr<ByteSource> inner, uint64_t limit);
+
+enum class Compression { kNone, kZstd, kLz4, kXz };
+const char* CompressionName(Compression c);
+
+// Recognizes a compressed stream by its magic bytes (not by file name).
+Compression DetectCompression(ByteSource& source);
+
+// Decodes `inner` as a stream. Forward reads decode on; a read behind the
+// cached window restarts decoding from the beginning. Memory is bounded by
+// the cache and the decoder's window, never by the core's size.
+Expected<std::unique_ptr<ByteSource>> MakeCompressedSource(std::unique_ptr<ByteSource> inner,
+                                                           Compression compression);
+
+// Opens a core the way the CLI does: the file, bounded to max_bytes when
+// given (applied to the stored bytes, i.e. before decompression), and
+// decompressed when its magic says so.
+Expected<std::unique_ptr<ByteSource>> OpenCoreSource(const std::string& path,
+                                                     std::optional<uint64_t> max_bytes);
+
+}  // namespace coroner

@@ -1,0 +1,270 @@
+// CompressedSource: a zstd, lz4 (frame format) or xz core, as systemd-coredump
+// writes them, decoded as a stream.
+//
+// Decoded bytes are kept in a bounded cache of fixed-size blocks. Reads that go
+// forward decode on; a read of a block that has left the cache restarts the
+// decoder from the beginning (the formats give no random access). Input that
+// ends before the stream does (a prefix, a cut download) is treated as the end
+// of the data, like a truncated core; corrupt input is an Error.
+#include <lz4frame.h>
+#include <lzma.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <list>
+#include <unordered_map>
+#include <vector>
+
+#include "source/byte_source.h"
+
+namespace coroner {
+namespace {
+
+constexpr size_t kBlockSize = 64 * 1024;
+constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
+constexpr size_t kInputChunk = 64 * 1024;
+
+// One step of a streaming decoder. Step() consumes from `in` and produces into
+// `out`; it reports the end of the stream by setting `ended`.
+class StreamDecoder {
+ public:
+  virtual ~StreamDecoder() = default;
+  virtual Expected<bool> Reset() = 0;
+  virtual Expected<bool> Step(std::span<const std::byte> in, size_t& consumed,
+                              std::span<std::byte> out, size_t& produced, bool& ended) = 0;
+};
+
+class ZstdDecoder final : public StreamDecoder {
+ public:
+  ZstdDecoder() : ctx_(ZSTD_createDCtx()) {}
+  ~ZstdDecoder() override { ZSTD_freeDCtx(ctx_); }
+  Expected<bool> Reset() override {
+    if (!ctx_) return MakeError(ErrorKind::kIo, "zstd: out of memory");
+    ZSTD_DCtx_reset(ctx_, ZSTD_reset_session_and_parameters);
+    // Bound the window a hostile frame may ask for (128 MiB, zstd's default cap).
+    ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, 27);
+    return true;
+  }
+  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+                      size_t& produced, bool& ended) override {
+    ZSTD_inBuffer ib{in.data(), in.size(), 0};
+    ZSTD_outBuffer ob{out.data(), out.size(), 0};
+    size_t r = ZSTD_decompressStream(ctx_, &ob, &ib);
+    if (ZSTD_isError(r)) return MakeError(ErrorKind::kIo, std::string("zstd: ") + ZSTD_getErrorName(r));
+    consumed = ib.pos;
+    produced = ob.pos;
+    // A frame may be followed by another (concatenated frames): the stream
+    // ends only with the input.
+    ended = false;
+    return true;
+  }
+
+ private:
+  ZSTD_DCtx* ctx_;
+};
+
+class Lz4Decoder final : public StreamDecoder {
+ public:
+  Lz4Decoder() { LZ4F_createDecompressionContext(&ctx_, LZ4F_VERSION); }
+  ~Lz4Decoder() override { LZ4F_freeDecompressionContext(ctx_); }
+  Expected<bool> Reset() override {
+    if (!ctx_) return MakeError(ErrorKind::kIo, "lz4: out of memory");
+    LZ4F_resetDecompressionContext(ctx_);
+    return true;
+  }
+  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+                      size_t& produced, bool& ended) override {
+    size_t src = in.size(), dst = out.size();
+    size_t r = LZ4F_decompress(ctx_, out.data(), &dst, in.data(), &src, nullptr);
+    if (LZ4F_isError(r)) return MakeError(ErrorKind::kIo, std::string("lz4: ") + LZ4F_getErrorName(r));
+    consumed = src;
+    produced = dst;
+    ended = false;  // as for zstd, frames may be concatenated
+    return true;
+  }
+
+ private:
+  LZ4F_dctx* ctx_ = nullptr;
+};
+
+class XzDecoder final : public StreamDecoder {
+ public:
+  ~XzDecoder() override { lzma_end(&strm_); }
+  Expected<bool> Reset() override {
+    lzma_end(&strm_);
+    strm_ = LZMA_STREAM_INIT;
+    // 512 MiB bounds the dictionary a hostile header may ask for.
+    if (lzma_stream_decoder(&strm_, 512ull << 20, LZMA_CONCATENATED) != LZMA_OK) {
+      return MakeError(ErrorKind::kIo, "xz: cannot start decoder");
+    }
+    return true;
+  }
+  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+                      size_t& produced, bool& ended) override {
+    strm_.next_in = reinterpret_cast<const uint8_t*>(in.data());
+    strm_.avail_in = in.size();
+    strm_.next_out = reinterpret_cast<uint8_t*>(out.data());
+    strm_.avail_out = out.size();
+    // LZMA_CONCATENATED needs LZMA_FINISH to know the input is over.
+    lzma_ret r = lzma_code(&strm_, in.empty() ? LZMA_FINISH : LZMA_RUN);
+    consumed = in.size() - strm_.avail_in;
+    produced = out.size() - strm_.avail_out;
+    ended = (r == LZMA_STREAM_END);
+    if (r != LZMA_OK && r != LZMA_STREAM_END && r != LZMA_BUF_ERROR) {
+      return MakeError(ErrorKind::kIo, "xz: corrupt data (lzma error " + std::to_string(r) + ")");
+    }
+    return true;
+  }
+
+ private:
+  lzma_stream strm_ = LZMA_STREAM_INIT;
+};
+
+class CompressedSource final : public ByteSource {
+ public:
+  CompressedSource(std::unique_ptr<ByteSource> inner, std::unique_ptr<StreamDecoder> decoder,
+                   Compression c)
+      : inner_(std::move(inner)), decoder_(std::move(decoder)), compression_(c) {}
+
+  Expected<bool> Start() {
+    auto r = decoder_->Reset();
+    if (!r.ok()) return r.error();
+    in_offset_ = in_pos_ = in_len_ = 0;
+    input_eof_ = false;
+    decoded_ = 0;
+    ended_ = false;
+    current_.clear();
+    return true;
+  }
+
+  Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
+    size_t done = 0;
+    while (done < out.size()) {
+      uint64_t pos = offset + done;
+      uint64_t block = pos / kBlockSize;
+      auto got = Block(block);
+      if (!got.ok()) return got.error();
+      const std::vector<std::byte>* data = *got;
+      size_t in_block = static_cast<size_t>(pos % kBlockSize);
+      if (!data || in_block >= data->size()) break;  // past the end of the stream
+      size_t n = std::min(out.size() - done, data->size() - in_block);
+      std::memcpy(out.data() + done, data->data() + in_block, n);
+      done += n;
+      if (data->size() < kBlockSize) break;  // the last, short block
+    }
+    return done;
+  }
+  std::optional<uint64_t> Size() const override {
+    if (ended_) return decoded_;
+    return std::nullopt;
+  }
+  uint64_t BytesRead() const override { return inner_->BytesRead(); }
+  std::string Kind() const override { return std::string(CompressionName(compression_)) + " stream"; }
+
+ private:
+  // The decoded block `index`, or nullptr when the stream ends before it.
+  Expected<const std::vector<std::byte>*> Block(uint64_t index) {
+    if (auto it = cache_.find(index); it != cache_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return &it->second.data;
+    }
+    if (index < decoded_ / kBlockSize) {  // evicted: decode again from the start
+      auto r = Start();
+      if (!r.ok()) return r.error();
+    }
+    while (!ended_ && decoded_ / kBlockSize <= index) {
+      auto r = DecodeMore();
+      if (!r.ok()) return r.error();
+    }
+    if (auto it = cache_.find(index); it != cache_.end()) return &it->second.data;
+    return static_cast<const std::vector<std::byte>*>(nullptr);
+  }
+
+  // Decodes until the current block is full or the stream ends.
+  Expected<bool> DecodeMore() {
+    if (current_.empty()) current_.reserve(kBlockSize);
+    if (in_pos_ == in_len_ && !input_eof_) {
+      in_buf_.resize(kInputChunk);
+      auto n = inner_->ReadUpTo(in_offset_, in_buf_);
+      if (!n.ok()) return n.error();
+      in_offset_ += *n;
+      in_pos_ = 0;
+      in_len_ = *n;
+      input_eof_ = (*n == 0);
+    }
+    size_t room = kBlockSize - current_.size();
+    size_t old = current_.size();
+    current_.resize(kBlockSize);
+    size_t consumed = 0, produced = 0;
+    bool ended = false;
+    auto r = decoder_->Step(std::span(in_buf_).subspan(in_pos_, in_len_ - in_pos_), consumed,
+                            std::span(current_).subspan(old, room), produced, ended);
+    current_.resize(old + (r.ok() ? produced : 0));
+    if (!r.ok()) return r.error();
+    in_pos_ += consumed;
+    decoded_ += produced;
+    // Input exhausted and the decoder makes no progress: the stream was cut.
+    if (input_eof_ && in_pos_ == in_len_ && produced == 0) ended = true;
+    if (consumed == 0 && produced == 0 && in_pos_ < in_len_ && ++stalls_ > 4) {
+      return MakeError(ErrorKind::kIo, std::string(CompressionName(compression_)) +
+                                           ": decoder makes no progress at compressed offset " +
+                                           std::to_string(in_offset_ - in_len_ + in_pos_));
+    }
+    if (consumed != 0 || produced != 0) stalls_ = 0;
+    if (ended) ended_ = true;
+    if (current_.size() == kBlockSize || ended_) {
+      uint64_t index = (decoded_ - current_.size()) / kBlockSize;
+      Insert(index, std::move(current_));
+      current_ = {};
+    }
+    return true;
+  }
+
+  void Insert(uint64_t index, std::vector<std::byte> data) {
+    if (cache_.size() >= kMaxCachedBlocks) {
+      cache_.erase(lru_.back());
+      lru_.pop_back();
+    }
+    lru_.push_front(index);
+    cache_.emplace(index, Entry{std::move(data), lru_.begin()});
+  }
+
+  struct Entry {
+    std::vector<std::byte> data;
+    std::list<uint64_t>::iterator lru;
+  };
+
+  std::unique_ptr<ByteSource> inner_;
+  std::unique_ptr<StreamDecoder> decoder_;
+  Compression compression_;
+  std::vector<std::byte> in_buf_;
+  uint64_t in_offset_ = 0;
+  size_t in_pos_ = 0, in_len_ = 0;
+  bool input_eof_ = false;
+  uint64_t decoded_ = 0;  // bytes of output produced since the last Start()
+  bool ended_ = false;
+  int stalls_ = 0;
+  std::vector<std::byte> current_;  // the block being filled
+  std::unordered_map<uint64_t, Entry> cache_;
+  std::list<uint64_t> lru_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<ByteSource>> MakeCompressedSource(std::unique_ptr<ByteSource> inner,
+                                                           Compression compression) {
+  std::unique_ptr<StreamDecoder> decoder;
+  switch (compression) {
+    case Compression::kZstd: decoder = std::make_unique<ZstdDecoder>(); break;
+    case Compression::kLz4: decoder = std::make_unique<Lz4Decoder>(); break;
+    case Compression::kXz: decoder = std::make_unique<XzDecoder>(); break;
+    case Compression::kNone: return inner;
+  }
+  auto source = std::make_unique<CompressedSource>(std::move(inner), std::move(decoder), compression);
+  auto r = source->Start();
+  if (!r.ok()) return r.error();
+  return std::unique_ptr<ByteSource>(std::move(source));
+}
+
+}  // namespace coroner
