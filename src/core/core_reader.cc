@@ -502,6 +502,8 @@ class CoreReader {
       v.end = s ? s->end() : v.base;
       if (ReadModuleFromMemory(v, v.base) || s) c_.modules_.push_back(std::move(v));
     }
+    std::stable_sort(c_.modules_.begin(), c_.modules_.end(),
+                     [](const Module& a, const Module& b) { return a.base < b.base; });
   }
 
   bool ReadModuleFromMemory(Module& m, uint64_t header) {

@@ -1,8 +1,43 @@
 #include "source/byte_source.h"
 
+#include <algorithm>
 #include <array>
+#include <cstring>
+#include <vector>
 
 namespace coroner {
+namespace {
+
+// Keeps the first bytes of a source, read once, so that sniffing the format
+// (compression magic, then the ELF header) does not read them twice.
+class HeadCachedSource final : public ByteSource {
+ public:
+  HeadCachedSource(std::unique_ptr<ByteSource> inner, std::vector<std::byte> head)
+      : inner_(std::move(inner)), head_(std::move(head)) {}
+
+  Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
+    size_t done = 0;
+    if (offset < head_.size()) {
+      done = std::min(out.size(), head_.size() - static_cast<size_t>(offset));
+      std::memcpy(out.data(), head_.data() + offset, done);
+      if (done == out.size() || head_.size() < kHeadSize) return done;  // head is all there is
+    }
+    auto n = inner_->ReadUpTo(offset + done, out.subspan(done));
+    if (!n.ok()) return n.error();
+    return done + *n;
+  }
+  std::optional<uint64_t> Size() const override { return inner_->Size(); }
+  uint64_t BytesRead() const override { return inner_->BytesRead(); }
+  std::string Kind() const override { return inner_->Kind(); }
+
+  static constexpr size_t kHeadSize = 64;  // an Elf64_Ehdr
+
+ private:
+  std::unique_ptr<ByteSource> inner_;
+  std::vector<std::byte> head_;
+};
+
+}  // namespace
 
 const char* ErrorKindName(ErrorKind kind) {
   switch (kind) {
@@ -36,13 +71,14 @@ const char* CompressionName(Compression c) {
   return "unknown";
 }
 
-Compression DetectCompression(ByteSource& source) {
+Compression DetectCompression(std::span<const std::byte> head) {
   std::array<unsigned char, 6> m{};
-  auto n = source.ReadUpTo(0, std::as_writable_bytes(std::span(m)));
-  if (!n.ok() || *n < 4) return Compression::kNone;
+  size_t got = std::min(head.size(), m.size());
+  std::memcpy(m.data(), head.data(), got);
+  if (got < 4) return Compression::kNone;
   if (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) return Compression::kZstd;
   if (m[0] == 0x04 && m[1] == 0x22 && m[2] == 0x4d && m[3] == 0x18) return Compression::kLz4;
-  if (*n == 6 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X' && m[4] == 'Z' &&
+  if (got == 6 && m[0] == 0xfd && m[1] == '7' && m[2] == 'z' && m[3] == 'X' && m[4] == 'Z' &&
       m[5] == 0) {
     return Compression::kXz;
   }
@@ -55,7 +91,12 @@ Expected<std::unique_ptr<ByteSource>> OpenCoreSource(const std::string& path,
   if (!file.ok()) return file.error();
   std::unique_ptr<ByteSource> source = std::move(*file);
   if (max_bytes) source = MakePrefixSource(std::move(source), *max_bytes);
-  Compression c = DetectCompression(*source);
+  std::vector<std::byte> head(HeadCachedSource::kHeadSize);
+  auto n = source->ReadUpTo(0, head);
+  if (!n.ok()) return n.error();
+  head.resize(*n);
+  Compression c = DetectCompression(head);
+  source = std::make_unique<HeadCachedSource>(std::move(source), std::move(head));
   if (c == Compression::kNone) return source;
   return MakeCompressedSource(std::move(source), c);
 }

@@ -67,8 +67,8 @@ std::unique_ptr<ByteSource> MakePrefixSource(std::unique_ptr<ByteSource> inner, 
 enum class Compression { kNone, kZstd, kLz4, kXz };
 const char* CompressionName(Compression c);
 
-// Recognizes a compressed stream by its magic bytes (not by file name).
-Compression DetectCompression(ByteSource& source);
+// Recognizes a compressed stream by the magic bytes at its head (not by file name).
+Compression DetectCompression(std::span<const std::byte> head);
 
 // Decodes `inner` as a stream. Forward reads decode on; a read behind the
 // cached window restarts decoding from the beginning. Memory is bounded by

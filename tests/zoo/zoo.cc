@@ -1,0 +1,103 @@
+#include "zoo/zoo.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+
+namespace coroner::testing {
+namespace {
+
+std::vector<std::vector<std::string>> ReadTsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cols;
+    std::stringstream ss(line);
+    std::string col;
+    while (std::getline(ss, col, '\t')) cols.push_back(col);
+    rows.push_back(cols);
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string ZooDir() {
+  const char* z = std::getenv("CORONER_ZOO");
+  if (!z) throw std::runtime_error("CORONER_ZOO is not set (run the tests through ctest)");
+  return z;
+}
+
+std::vector<ZooCore> LoadZoo() {
+  std::vector<ZooCore> zoo;
+  for (const auto& r : ReadTsv(ZooDir() + "/manifest.tsv")) {
+    if (r.size() < 5) continue;
+    zoo.push_back({r[0], r[1], r[2], r[3], r[4]});
+  }
+  return zoo;
+}
+
+std::map<std::string, Expectation> LoadExpectations() {
+  const char* src = std::getenv("CORONER_SOURCE_DIR");
+  if (!src) throw std::runtime_error("CORONER_SOURCE_DIR is not set");
+  std::map<std::string, Expectation> m;
+  for (const auto& r : ReadTsv(std::string(src) + "/tests/crashers/expected.tsv")) {
+    if (r.size() < 5) continue;
+    m[r[0]] = {r[1], r[2], r[3], std::stoi(r[4])};
+  }
+  return m;
+}
+
+GdbOracle ParseGdbOracle(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  GdbOracle o;
+  static const std::regex kTerminated(R"(^Program terminated with signal (SIG[A-Z0-9]+),)");
+  static const std::regex kThreadRow(R"(^[* ] +\d+ +(Thread|LWP|process) )");
+  static const std::regex kThreadHead(R"(^Thread \d+ \(.*\b(?:LWP|process) (\d+)\)\)?:)");
+  static const std::regex kReg(R"(^([a-z0-9_]+) +(0x[0-9a-f]+)\b)");
+  static const std::regex kMap(R"(^ +(0x[0-9a-f]+) +(0x[0-9a-f]+) +0x[0-9a-f]+ +(0x[0-9a-f]+) +(\S.*)$)");
+  std::string section, line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (line.rfind("@@", 0) == 0) {
+      section = line.substr(2);
+      continue;
+    }
+    if (section.empty()) {
+      if (std::regex_search(line, m, kTerminated)) o.signal_name = m[1];
+    } else if (section == "threads") {
+      if (std::regex_search(line, m, kThreadRow)) ++o.thread_count;
+    } else if (section == "registers") {
+      if (std::regex_search(line, m, kThreadHead)) {
+        o.threads.push_back({std::stoi(m[1]), {}});
+      } else if (!o.threads.empty() && std::regex_search(line, m, kReg)) {
+        o.threads.back().registers[m[1]] = std::stoull(m[2], nullptr, 16);
+      }
+    } else if (section == "siginfo") {
+      std::istringstream ss(line);
+      std::string key, value;
+      ss >> key >> value;
+      try {
+        if (key == "si_signo") o.sig_signo = std::stoi(value);
+        if (key == "si_code") o.sig_code = std::stoi(value);
+        if (key == "si_addr") o.sig_addr = std::stoull(value, nullptr, 16);
+      } catch (const std::exception&) {
+        // gdb printed an error instead of a value: leave it unset
+      }
+    } else if (section == "mappings") {
+      if (std::regex_search(line, m, kMap)) {
+        o.mappings.push_back({std::stoull(m[1], nullptr, 16), std::stoull(m[2], nullptr, 16),
+                              std::stoull(m[3], nullptr, 16), m[4]});
+      }
+    }
+  }
+  return o;
+}
+
+}  // namespace coroner::testing

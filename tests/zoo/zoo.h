@@ -1,0 +1,52 @@
+// The crash zoo as the tests see it: the manifest the zoo's Makefile writes
+// (one real core per build variant), what each crasher's source says must
+// happen (tests/crashers/expected.tsv), and gdb's view of every core.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coroner::testing {
+
+struct ZooCore {
+  std::string variant;  // null_deref-O0
+  std::string crasher;  // null_deref
+  std::string binary, core, oracle;
+};
+
+struct Expectation {
+  std::string signal, code, fault_address;
+  int threads = 0;
+};
+
+// The zoo directory: $CORONER_ZOO (set by ctest).
+std::string ZooDir();
+std::vector<ZooCore> LoadZoo();
+std::map<std::string, Expectation> LoadExpectations();
+
+struct GdbThread {
+  int tid = 0;
+  std::map<std::string, uint64_t> registers;
+};
+
+struct GdbMapping {
+  uint64_t start, end, offset;
+  std::string path;
+  bool operator==(const GdbMapping&) const = default;
+};
+
+struct GdbOracle {
+  std::string signal_name;  // from "Program terminated with signal SIGSEGV"
+  int thread_count = 0;     // rows of `info threads`
+  std::vector<GdbThread> threads;
+  std::optional<int> sig_signo, sig_code;
+  std::optional<uint64_t> sig_addr;
+  std::vector<GdbMapping> mappings;
+};
+
+GdbOracle ParseGdbOracle(const std::string& path);
+
+}  // namespace coroner::testing
