@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "source/expected.h"
 
@@ -60,6 +61,9 @@ class ByteSource {
 
 // Opens a local file for pread. Never maps or reads the whole file.
 Expected<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path);
+
+// Bytes already in memory (a synthesized core in a test, a fuzzer's input).
+std::unique_ptr<ByteSource> MakeMemorySource(std::vector<std::byte> bytes);
 
 // Behaves as if only the first `limit` bytes of `inner` existed.
 std::unique_ptr<ByteSource> MakePrefixSource(std::unique_ptr<ByteSource> inner, uint64_t limit);

@@ -1,0 +1,70 @@
+# coroner's front door. Everything a user or CI runs starts here.
+#   make deps     install the Debian packages coroner needs (idempotent)
+#   make build    build/coroner, optimized with debug info
+#   make test     deps + build + the whole test suite, the suite again under
+#                 ASan+UBSan, and a bounded libFuzzer run of the core parser
+#   make demo     build the crash zoo and analyze every core in it
+#   make bench    speed and bytes-read figures against gdb
+#   make install PREFIX=DIR
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+PREFIX ?= /usr/local
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+# Warnings are errors in CI (CI=true) and for anyone who asks.
+WERROR ?= $(if $(CI),ON,OFF)
+ZOO := $(abspath $(BUILD))/zoo
+
+.PHONY: all deps build check test test-asan fuzz zoo demo bench install clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_WERROR=$(WERROR)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+zoo:
+	@$(MAKE) -s -C tests/crashers OUT=$(ZOO) -j$(JOBS)
+
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test: deps build
+	$(MAKE) check
+	$(MAKE) test-asan
+	$(MAKE) fuzz
+
+# The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, on the
+# same zoo cores.
+test-asan: zoo
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCORONER_SANITIZE=ON \
+	  -DCORONER_WERROR=$(WERROR) -DCORONER_ZOO_DIR=$(ZOO)
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+
+# libFuzzer on the ELF/note parser and the decompressors, for FUZZ_SECONDS
+# each, seeded with heads of the zoo's cores.
+fuzz: zoo
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_FUZZ=ON -DBUILD_TESTING=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer
+	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
+
+demo: build zoo
+	@scripts/demo.sh $(BUILD)/coroner $(ZOO)
+
+bench: build zoo
+	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

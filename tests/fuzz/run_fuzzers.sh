@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# run_fuzzers.sh FUZZ_BUILD ZOO SECONDS
+# Runs each fuzzer for SECONDS, seeded with the first 64 KiB of the zoo's
+# kernel cores (and the compressed ones for the stream fuzzer). Fails on any
+# crash, leak, sanitizer report or timeout the fuzzer finds.
+set -euo pipefail
+build=$1 zoo=$2 seconds=$3
+corpus=$build/corpus
+mkdir -p "$corpus/core" "$corpus/source" "$build/artifacts"
+for c in "$zoo"/cores/*-O0.core "$zoo"/cores/*-static.core; do
+  head -c 65536 "$c" > "$corpus/core/$(basename "$c")"
+done
+i=0
+for c in "$zoo"/cores/*.zst "$zoo"/cores/*.lz4 "$zoo"/cores/*.xz; do
+  case "$c" in *.zst) p='\x00';; *.lz4) p='\x01';; *.xz) p='\x02';; esac
+  { printf "$p"; head -c 32768 "$c"; } > "$corpus/source/seed$i"
+  i=$((i + 1))
+done
+# Sanitizer reports and crashes make libFuzzer exit non-zero.
+for f in core source; do
+  echo "fuzz: ${f}_fuzzer for ${seconds}s"
+  "$build/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len=65536 -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
+    "$corpus/$f" 2>"$build/${f}_fuzzer.log" || { tail -50 "$build/${f}_fuzzer.log"; exit 1; }
+  grep -E '^stat::number_of_executed_units' "$build/${f}_fuzzer.log" || true
+done
