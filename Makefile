@@ -57,10 +57,10 @@ fuzz: zoo
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
 
-demo: build zoo
+demo: deps build zoo
 	@scripts/demo.sh $(BUILD)/coroner $(ZOO)
 
-bench: build zoo
+bench: deps build zoo
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
 
 install: build
