@@ -5,6 +5,8 @@
 #include "core/core.h"
 #include "report/core_report.h"
 #include "source/byte_source.h"
+#include "symbolize/symbol_provider.h"
+#include "unwind/backtrace.h"
 
 namespace coroner {
 
@@ -13,6 +15,14 @@ int RunAnalyze(const AnalyzeOptions& options) {
   CoreOptions core_options;
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;
+  SymbolOptions symbol_options;
+  symbol_options.sysroot = options.sysroot;
+  symbol_options.debug_dirs = options.debug_dirs;
+  symbol_options.extra_files = options.exe_files;
+  // One provider for the whole batch: module files are opened once per build-id.
+  FileSymbolProvider provider(symbol_options);
+  UnwindOptions unwind_options;
+  unwind_options.max_frames = options.max_frames;
   bool json = options.format == "json";
   for (const auto& path : options.cores) {
     auto source = OpenCoreSource(path, options.max_bytes);
@@ -24,10 +34,20 @@ int RunAnalyze(const AnalyzeOptions& options) {
       status = 1;
       if (!json) continue;
       out = ErrorToJson(path, core.error()).dump();
-    } else if (json) {
-      out = CoreToJson(**core, path).dump();
     } else {
-      out = CoreToText(**core, path);
+      CoreAnalysis analysis;
+      analysis.core = core->get();
+      analysis.path = path;
+      std::optional<ModuleMap> modules;
+      if (!options.registers_only) {
+        modules.emplace(**core, provider);
+        analysis.modules = &*modules;
+        StackMemory stack((*core)->memory());
+        for (const auto& t : (*core)->threads()) {
+          analysis.backtraces.push_back(BuildBacktrace(t, *modules, stack, unwind_options));
+        }
+      }
+      out = json ? CoreToJson(analysis).dump() : CoreToText(analysis);
     }
     out += '\n';
     std::fwrite(out.data(), 1, out.size(), stdout);

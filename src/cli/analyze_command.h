@@ -13,7 +13,11 @@ struct AnalyzeOptions {
   std::optional<uint64_t> max_bytes;
   std::string format = "text";  // text | json
   std::string sysroot;
+  std::vector<std::string> debug_dirs;
+  std::vector<std::string> exe_files;  // --exe
   bool check_module_files = true;
+  bool registers_only = false;  // no unwinding or symbolization
+  size_t max_frames = 1024;
 };
 
 // Prints the reports to stdout, a one-line reason per failed core to stderr.

@@ -75,9 +75,50 @@ std::string ExePath(const Core& core) {
   return {};
 }
 
+Json FrameJson(const Frame& f) {
+  Json j;
+  j["index"] = f.index;
+  j["pc"] = Hex(f.pc);
+  j["function"] = f.function.empty() ? Json(nullptr) : Json(Text(f.function));
+  j["module"] = f.module ? Json(Text(f.module->module->path)) : Json(nullptr);
+  j["offset"] = HexOrNull(f.offset);
+  j["file"] = f.file.empty() ? Json(nullptr) : Json(Text(f.file));
+  j["line"] = f.line > 0 ? Json(f.line) : Json(nullptr);
+  j["inlined"] = f.inlined;
+  j["trust"] = FrameTrustName(f.trust);
+  j["sp"] = Hex(f.sp);
+  j["signal_frame"] = f.signal_trampoline;
+  return j;
+}
+
+const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
+  if (!map) return nullptr;
+  for (const auto& mm : map->modules()) {
+    if (mm.module == &m) return &mm;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
-Json CoreToJson(const Core& core, const std::string& path) {
+std::string FrameLine(const Frame& f) {
+  if (f.signal_trampoline) return fmt::format("#{:<2} {:#018x} <signal handler called>", f.index, f.pc);
+  std::string s = fmt::format("#{:<2} {:#018x} in {}", f.index, f.pc, f.function.empty() ? "??" : Text(f.function));
+  if (f.module) {
+    s += " (" + Text(f.module->module->path);
+    if (f.function.empty() && f.offset) s += "+" + Hex(*f.offset);
+    s += ")";
+  }
+  if (!f.file.empty()) s += fmt::format(" at {}:{}", Text(f.file), f.line);
+  if (f.inlined) s += " [inlined]";
+  if (f.trust == FrameTrust::kScan) s += " [found by stack scan]";
+  if (f.trust == FrameTrust::kFp) s += " [found by frame pointer]";
+  return s;
+}
+
+Json CoreToJson(const CoreAnalysis& analysis) {
+  const Core& core = *analysis.core;
+  const std::string& path = analysis.path;
   Json j;
   Json c;
   c["path"] = Text(path);
@@ -121,6 +162,11 @@ Json CoreToJson(const Core& core, const std::string& path) {
     tj["mxcsr"] = t.fpregs ? Json(Hex(t.fpregs->mxcsr)) : Json(nullptr);
     tj["xstate_size"] = t.xstate_size ? Json(*t.xstate_size) : Json(nullptr);
     tj["frames"] = Json::array();
+    size_t ti = threads.size();
+    if (ti < analysis.backtraces.size()) {
+      for (const auto& f : analysis.backtraces[ti].frames) tj["frames"].push_back(FrameJson(f));
+      tj["stop_reason"] = analysis.backtraces[ti].stop_reason;
+    }
     threads.push_back(std::move(tj));
   }
   j["threads"] = std::move(threads);
@@ -138,6 +184,14 @@ Json CoreToJson(const Core& core, const std::string& path) {
                    : m.file_status == ModuleFileStatus::kUnchecked
                        ? Json(nullptr)
                        : Json(ModuleFileStatusName(m.file_status));
+    if (const MappedModule* mm = FindMapped(analysis.modules, m)) {
+      if (mm->path_mismatched) mj["status"] = "mismatched";
+      Json sym;
+      sym["found_by"] = mm->found_by.empty() ? Json(nullptr) : Json(mm->found_by);
+      sym["binary"] = mm->image && !mm->image->binary_path().empty() ? Json(Text(mm->image->binary_path())) : Json(nullptr);
+      sym["debug_file"] = mm->image && mm->image->has_dwarf() ? Json(Text(mm->image->debug_path())) : Json(nullptr);
+      mj["symbols"] = std::move(sym);
+    }
     modules.push_back(std::move(mj));
   }
   j["modules"] = std::move(modules);
@@ -173,7 +227,9 @@ Json ErrorToJson(const std::string& path, const Error& error) {
   return j;
 }
 
-std::string CoreToText(const Core& core, const std::string& path) {
+std::string CoreToText(const CoreAnalysis& analysis) {
+  const Core& core = *analysis.core;
+  const std::string& path = analysis.path;
   std::string out;
   auto add = [&out](std::string s) {
     out += s;
@@ -219,6 +275,13 @@ std::string CoreToText(const Core& core, const std::string& path) {
     }
     if (!row.empty()) add(row);
   }
+  for (size_t i = 0; i < analysis.backtraces.size() && i < core.threads().size(); ++i) {
+    const Backtrace& bt = analysis.backtraces[i];
+    add(fmt::format("\nthread {} (LWP {}){}:", i, core.threads()[i].tid, i == core.crashing_thread() ? " crashed" : ""));
+    for (const auto& f : bt.frames) add(FrameLine(f));
+    if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
+  }
+  if (!analysis.backtraces.empty()) add("");
   add(fmt::format("modules: {}", core.modules().size()));
   for (const auto& m : core.modules()) {
     std::string status = m.is_vdso ? "in core" : ModuleFileStatusName(m.file_status);

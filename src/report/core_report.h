@@ -7,17 +7,31 @@
 #include <string>
 
 #include "core/core.h"
+#include "symbolize/module_map.h"
+#include "unwind/backtrace.h"
 
 namespace coroner {
 
 // Version of the analyze JSON document; bump on any incompatible change.
 constexpr int kAnalyzeJsonVersion = 1;
 
-nlohmann::ordered_json CoreToJson(const Core& core, const std::string& path);
+// What the report is made from: the core, and (unless registers only) its
+// module map and one backtrace per thread, in thread order.
+struct CoreAnalysis {
+  const Core* core = nullptr;
+  std::string path;
+  const ModuleMap* modules = nullptr;
+  std::vector<Backtrace> backtraces;
+};
+
+nlohmann::ordered_json CoreToJson(const CoreAnalysis& analysis);
 
 // A JSON object for an input that could not be analyzed at all.
 nlohmann::ordered_json ErrorToJson(const std::string& path, const Error& error);
 
-std::string CoreToText(const Core& core, const std::string& path);
+std::string CoreToText(const CoreAnalysis& analysis);
+
+// "#3  0x00005555555551a0 in walk (/opt/app/prog) at prog.c:12", gdb's shape.
+std::string FrameLine(const Frame& frame);
 
 }  // namespace coroner

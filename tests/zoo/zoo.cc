@@ -62,8 +62,10 @@ GdbOracle ParseGdbOracle(const std::string& path) {
   static const std::regex kThreadHead(R"(^Thread \d+ \(.*\b(?:LWP|process) (\d+)\)\)?:)");
   static const std::regex kReg(R"(^([a-z0-9_]+) +(0x[0-9a-f]+)\b)");
   static const std::regex kMap(R"(^ +(0x[0-9a-f]+) +(0x[0-9a-f]+) +0x[0-9a-f]+ +(0x[0-9a-f]+) +(\S.*)$)");
+  static const std::regex kFrame(R"(^frame \d+ (0x[0-9a-f]+) (\w+) (.*)\t(.*)\t(\d+)$)");
   std::string section, line;
   std::smatch m;
+  int frames_tid = 0;
   while (std::getline(in, line)) {
     if (line.rfind("@@", 0) == 0) {
       section = line.substr(2);
@@ -89,6 +91,13 @@ GdbOracle ParseGdbOracle(const std::string& path) {
         if (key == "si_addr") o.sig_addr = std::stoull(value, nullptr, 16);
       } catch (const std::exception&) {
         // gdb printed an error instead of a value: leave it unset
+      }
+    } else if (section == "frames") {
+      if (line.rfind("@thread ", 0) == 0) {
+        frames_tid = std::stoi(line.substr(8));
+        o.frames[frames_tid];
+      } else if (std::regex_search(line, m, kFrame)) {
+        o.frames[frames_tid].push_back({std::stoull(m[1], nullptr, 16), m[2], m[3], m[4], std::stoi(m[5])});
       }
     } else if (section == "mappings") {
       if (std::regex_search(line, m, kMap)) {

@@ -38,7 +38,16 @@ struct GdbMapping {
   bool operator==(const GdbMapping&) const = default;
 };
 
+struct GdbFrame {
+  uint64_t pc = 0;
+  std::string type;      // normal, inline, tailcall, sigtramp
+  std::string function;  // as gdb names it; "??" when unknown
+  std::string file;      // "-" when unknown
+  int line = 0;
+};
+
 struct GdbOracle {
+  std::map<int, std::vector<GdbFrame>> frames;  // by tid, innermost first
   std::string signal_name;  // from "Program terminated with signal SIGSEGV"
   int thread_count = 0;     // rows of `info threads`
   std::vector<GdbThread> threads;

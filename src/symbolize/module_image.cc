@@ -1,0 +1,298 @@
+#include "symbolize/module_image.h"
+
+#include <dwarf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "symbolize/demangle.h"
+
+namespace coroner {
+namespace {
+
+struct ElfFile {
+  int fd = -1;
+  Elf* elf = nullptr;
+};
+
+ElfFile OpenElf(const std::string& path) {
+  static const bool initialized = elf_version(EV_CURRENT) != EV_NONE;
+  if (!initialized || path.empty()) return {};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    if (elf) elf_end(elf);
+    ::close(fd);
+    return {};
+  }
+  return {fd, elf};
+}
+
+void CloseElf(int fd, Elf* elf) {
+  if (elf) elf_end(elf);
+  if (fd >= 0) ::close(fd);
+}
+
+bool HasSection(Elf* elf, const char* wanted, bool need_bits) {
+  size_t shstrndx;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return false;
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh)) continue;
+    const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+    if (name && std::strcmp(name, wanted) == 0) return !need_bits || sh.sh_type != SHT_NOBITS;
+  }
+  return false;
+}
+
+// The DIE's linkage name, following DW_AT_abstract_origin / DW_AT_specification.
+const char* LinkageName(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+      dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr)) {
+    return dwarf_formstring(&attr);
+  }
+  return nullptr;
+}
+
+std::string FunctionName(Dwarf_Die* die) {
+  if (const char* linkage = LinkageName(die)) return DisplayName(linkage);
+  const char* name = dwarf_diename(die);
+  return name ? std::string(name) : std::string();
+}
+
+}  // namespace
+
+std::string ElfBuildId(Elf* elf) {
+  size_t n;
+  if (elf_getphdrnum(elf, &n) != 0) return {};
+  auto hex = [](const unsigned char* p, size_t len) {
+    static const char d[] = "0123456789abcdef";
+    std::string s;
+    for (size_t i = 0; i < len; ++i) {
+      s.push_back(d[p[i] >> 4]);
+      s.push_back(d[p[i] & 15]);
+    }
+    return s;
+  };
+  // Notes through sections: works for separate debug files too, whose
+  // PT_NOTE segments may be stripped of their bytes.
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t off = 0, name_off, desc_off;
+    GElf_Nhdr nh;
+    while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+          std::memcmp(static_cast<char*>(data->d_buf) + name_off, "GNU", 4) == 0 && nh.n_descsz <= 64) {
+        return hex(static_cast<unsigned char*>(data->d_buf) + desc_off, nh.n_descsz);
+      }
+    }
+  }
+  return {};
+}
+
+ModuleImage::~ModuleImage() {
+  if (eh_cfi_) dwarf_cfi_end(eh_cfi_);
+  if (dwarf_) dwarf_end(dwarf_);
+  if (debug_elf_ != elf_) CloseElf(debug_fd_, debug_elf_);
+  CloseElf(fd_, elf_);
+}
+
+std::shared_ptr<ModuleImage> ModuleImage::Open(const std::string& binary, const std::string& debug_file) {
+  std::shared_ptr<ModuleImage> img(new ModuleImage);
+  ElfFile bin = OpenElf(binary);
+  ElfFile dbg = (debug_file.empty() || debug_file == binary) ? ElfFile{} : OpenElf(debug_file);
+  if (!bin.elf && !dbg.elf) return nullptr;
+  img->fd_ = bin.fd;
+  img->elf_ = bin.elf;
+  img->binary_path_ = bin.elf ? binary : std::string();
+  if (dbg.elf) {
+    img->debug_fd_ = dbg.fd;
+    img->debug_elf_ = dbg.elf;
+    img->debug_path_ = debug_file;
+  } else if (bin.elf) {
+    img->debug_elf_ = bin.elf;  // the binary is its own debug file, if it has DWARF
+    img->debug_path_ = binary;
+  }
+  Elf* main = bin.elf ? bin.elf : dbg.elf;
+  img->build_id_ = ElfBuildId(main);
+
+  // Segments of the binary (a debug file's segments have no bytes).
+  size_t phnum = 0;
+  if (bin.elf && elf_getphdrnum(bin.elf, &phnum) == 0) {
+    bool first = true;
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(bin.elf, static_cast<int>(i), &ph) || ph.p_type != PT_LOAD) continue;
+      if (first && ph.p_vaddr >= ph.p_offset) img->link_base_ = (ph.p_vaddr - ph.p_offset) & ~uint64_t{0xfff};
+      first = false;
+      img->loads_.push_back({ph.p_vaddr, ph.p_filesz, ph.p_offset, (ph.p_flags & PF_X) != 0});
+    }
+  } else if (dbg.elf && elf_getphdrnum(dbg.elf, &phnum) == 0) {
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr ph;
+      if (gelf_getphdr(dbg.elf, static_cast<int>(i), &ph) && ph.p_type == PT_LOAD) {
+        img->link_base_ = (ph.p_vaddr - std::min(ph.p_vaddr, ph.p_offset)) & ~uint64_t{0xfff};
+        break;
+      }
+    }
+  }
+
+  if (bin.elf && HasSection(bin.elf, ".eh_frame", true)) img->eh_cfi_ = dwarf_getcfi_elf(bin.elf);
+  if (img->debug_elf_ && HasSection(img->debug_elf_, ".debug_info", true)) {
+    img->dwarf_ = dwarf_begin_elf(img->debug_elf_, DWARF_C_READ, nullptr);
+    if (img->dwarf_ && HasSection(img->debug_elf_, ".debug_frame", true)) img->debug_cfi_ = dwarf_getcfi(img->dwarf_);
+  }
+  if (dbg.elf) img->LoadSymbols(dbg.elf);
+  if (bin.elf) img->LoadSymbols(bin.elf);
+  // Aliases at one address: a global name beats a weak or local one, then
+  // the public spelling beats the internal one ("clone3" over "__clone3",
+  // as gdb shows them), then the larger size.
+  auto underscores = [](const std::string& n) { return n.find_first_not_of('_'); };
+  std::sort(img->symbols_.begin(), img->symbols_.end(), [&](const Symbol& a, const Symbol& b) {
+    if (a.addr != b.addr) return a.addr < b.addr;
+    if (a.rank != b.rank) return a.rank < b.rank;
+    if (underscores(a.name) != underscores(b.name)) return underscores(a.name) < underscores(b.name);
+    return a.size > b.size;
+  });
+  img->symbols_.erase(std::unique(img->symbols_.begin(), img->symbols_.end(),
+                                  [](const Symbol& a, const Symbol& b) { return a.addr == b.addr; }),
+                      img->symbols_.end());
+  return img;
+}
+
+void ModuleImage::LoadSymbols(Elf* elf) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
+    if (sh.sh_type == SHT_SYMTAB) has_symtab_ = true;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data || sh.sh_entsize == 0) continue;
+    size_t count = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      int type = GELF_ST_TYPE(sym.st_info);
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF) continue;
+      const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (!name || !*name) continue;
+      int bind = GELF_ST_BIND(sym.st_info);
+      int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+      symbols_.push_back({sym.st_value, sym.st_size, name, rank});
+    }
+  }
+}
+
+Dwarf_Frame* ModuleImage::FrameAt(uint64_t vaddr) const {
+  Dwarf_Frame* frame = nullptr;
+  if (eh_cfi_ && dwarf_cfi_addrframe(eh_cfi_, vaddr, &frame) == 0) return frame;
+  frame = nullptr;
+  if (debug_cfi_ && dwarf_cfi_addrframe(debug_cfi_, vaddr, &frame) == 0) return frame;
+  return nullptr;
+}
+
+const Symbol* ModuleImage::SymbolAt(uint64_t vaddr) const {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
+                             [](uint64_t a, const Symbol& s) { return a < s.addr; });
+  if (it == symbols_.begin()) return nullptr;
+  --it;
+  if (it->size > 0 && vaddr - it->addr >= it->size) {
+    // Outside this symbol: maybe inside an earlier, larger one; else unknown.
+    return nullptr;
+  }
+  return &*it;
+}
+
+std::vector<SourceFunction> ModuleImage::FunctionsAt(uint64_t vaddr) const {
+  std::vector<SourceFunction> out;
+  if (!dwarf_) return out;
+  Dwarf_Die cu;
+  if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return out;
+  // The assembler names an assembly function by its first label, often an
+  // internal alias ("__clone3"); the symbol table's public name is what a
+  // reader (and gdb) calls it, so the name is left to the symbol table.
+  Dwarf_Attribute producer;
+  const char* prod = dwarf_formstring(dwarf_attr(&cu, DW_AT_producer, &producer));
+  bool assembler = prod && std::strncmp(prod, "GNU AS", 6) == 0;
+  std::string file;
+  int line = 0;
+  if (Dwarf_Line* l = dwarf_getsrc_die(&cu, vaddr)) {
+    if (const char* f = dwarf_linesrc(l, nullptr, nullptr)) file = f;
+    dwarf_lineno(l, &line);
+  }
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(&cu, vaddr, &scopes);
+  // Past an inlined instance, dwarf_getscopes follows the inlined function's
+  // definition, not its caller; the concrete chain of callers comes from
+  // dwarf_getscopes_die on the innermost instance.
+  for (int i = 0; i < n; ++i) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Die inner = scopes[i];
+    Dwarf_Die* chain = nullptr;
+    int m = dwarf_getscopes_die(&inner, &chain);
+    if (m > 0) {
+      std::free(scopes);
+      scopes = chain;
+      n = m;
+    } else {
+      std::free(chain);
+    }
+    break;
+  }
+  for (int i = 0; i < n; ++i) {
+    int tag = dwarf_tag(&scopes[i]);
+    if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
+    SourceFunction f;
+    if (!assembler) f.name = FunctionName(&scopes[i]);
+    f.file = file;
+    f.line = line;
+    f.inlined = tag == DW_TAG_inlined_subroutine;
+    out.push_back(std::move(f));
+    if (tag == DW_TAG_subprogram) break;
+    // The caller's position is this inline instance's call site.
+    Dwarf_Attribute attr;
+    Dwarf_Word value;
+    line = 0;
+    if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &value) == 0) {
+      line = static_cast<int>(value);
+    }
+    file.clear();
+    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &value) == 0) {
+      Dwarf_Files* files;
+      size_t nfiles;
+      if (dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 && value < nfiles) {
+        if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) file = name;
+      }
+    }
+  }
+  std::free(scopes);
+  return out;
+}
+
+size_t ModuleImage::ReadCode(uint64_t vaddr, std::span<std::byte> out) const {
+  for (const auto& l : loads_) {
+    if (vaddr < l.vaddr || vaddr - l.vaddr >= l.filesz) continue;
+    uint64_t in = vaddr - l.vaddr;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), l.filesz - in));
+    ssize_t got = ::pread(fd_, out.data(), n, static_cast<off_t>(l.offset + in));
+    return got < 0 ? 0 : static_cast<size_t>(got);
+  }
+  return 0;
+}
+
+bool ModuleImage::IsCode(uint64_t vaddr) const {
+  for (const auto& l : loads_) {
+    if (l.exec && vaddr >= l.vaddr && vaddr - l.vaddr < l.filesz) return true;
+  }
+  return false;
+}
+
+}  // namespace coroner

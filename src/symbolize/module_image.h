@@ -1,0 +1,100 @@
+// ModuleImage: one ELF object (executable or shared library) opened from
+// disk for unwinding and symbolization, identified by its build-id.
+//
+// It holds the binary (code bytes and .eh_frame CFI) and, where one was found,
+// the separate debug file (.symtab, DWARF, .debug_frame). Lookups take
+// link-time addresses: vaddr = runtime address - the module's load bias.
+// Images are shared (std::shared_ptr) by every core of a batch that maps the
+// same build-id; an image is immutable after Open() apart from libdw's own
+// lazily built caches, so it is used from one thread at a time.
+#pragma once
+
+#include <elfutils/libdw.h>
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace coroner {
+
+struct Symbol {
+  uint64_t addr = 0, size = 0;  // link-time address
+  std::string name;             // as in the symbol table (mangled)
+  int rank = 0;                 // binding preference among aliases: global 0, weak 1, local 2
+};
+
+// One function at an address: the outermost is the real (physical) function,
+// the others are inlined into it.
+struct SourceFunction {
+  std::string name;  // demangled, without parameters; empty when unknown
+  std::string file;  // source file of the address within this function
+  int line = 0;
+  bool inlined = false;
+};
+
+class ModuleImage {
+ public:
+  ~ModuleImage();
+  ModuleImage(const ModuleImage&) = delete;
+  ModuleImage& operator=(const ModuleImage&) = delete;
+
+  // Opens `binary` (may be empty when only a debug file is known) and
+  // `debug_file` (may be empty or equal to binary). nullptr when neither opens.
+  static std::shared_ptr<ModuleImage> Open(const std::string& binary, const std::string& debug_file);
+
+  const std::string& binary_path() const { return binary_path_; }
+  const std::string& debug_path() const { return debug_path_; }
+  const std::string& build_id() const { return build_id_; }
+  bool has_dwarf() const { return dwarf_ != nullptr; }
+  bool has_symtab() const { return has_symtab_; }
+
+  // The link-time address of file offset 0 (first PT_LOAD's p_vaddr -
+  // p_offset, page aligned): load bias = mapped address of offset 0 - this.
+  uint64_t link_base() const { return link_base_; }
+
+  // CFI for a link-time address: .eh_frame of the binary, else .debug_frame.
+  // The returned frame must be freed with free(). nullptr when there is none.
+  Dwarf_Frame* FrameAt(uint64_t vaddr) const;
+
+  // The symbol covering vaddr (or the nearest below it when sizes are 0).
+  const Symbol* SymbolAt(uint64_t vaddr) const;
+
+  // The functions at vaddr, innermost (inlined) first, from DWARF; empty when
+  // there is no DWARF for it.
+  std::vector<SourceFunction> FunctionsAt(uint64_t vaddr) const;
+
+  // Code bytes at a link-time address from the binary's PT_LOAD segments.
+  size_t ReadCode(uint64_t vaddr, std::span<std::byte> out) const;
+
+  // True when vaddr lies in an executable PT_LOAD segment of the binary.
+  bool IsCode(uint64_t vaddr) const;
+
+ private:
+  ModuleImage() = default;
+  void LoadSymbols(Elf* elf);
+
+  std::string binary_path_, debug_path_, build_id_;
+  int fd_ = -1, debug_fd_ = -1;
+  Elf* elf_ = nullptr;
+  Elf* debug_elf_ = nullptr;
+  Dwarf* dwarf_ = nullptr;
+  Dwarf_CFI* eh_cfi_ = nullptr;
+  Dwarf_CFI* debug_cfi_ = nullptr;  // owned by dwarf_
+  uint64_t link_base_ = 0;
+  bool has_symtab_ = false;
+  struct Load {
+    uint64_t vaddr, filesz, offset;
+    bool exec;
+  };
+  std::vector<Load> loads_;
+  std::vector<Symbol> symbols_;  // sorted by addr
+};
+
+// The GNU build-id (lowercase hex) of an opened ELF; empty when none.
+std::string ElfBuildId(Elf* elf);
+
+}  // namespace coroner

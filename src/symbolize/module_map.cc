@@ -1,0 +1,60 @@
+#include "symbolize/module_map.h"
+
+#include <algorithm>
+
+#include "symbolize/demangle.h"
+
+namespace coroner {
+
+ModuleMap::ModuleMap(const Core& core, SymbolProvider& provider) : core_(core) {
+  for (const auto& m : core.modules()) {
+    MappedModule mm;
+    mm.module = &m;
+    ModuleLookup found = provider.Find(m);
+    mm.image = found.image;
+    mm.found_by = found.found_by;
+    mm.path_mismatched = found.path_mismatched;
+    mm.bias = mm.image ? m.base - mm.image->link_base() : m.load_bias;
+    modules_.push_back(std::move(mm));
+  }
+  std::sort(modules_.begin(), modules_.end(),
+            [](const MappedModule& a, const MappedModule& b) { return a.module->base < b.module->base; });
+}
+
+const MappedModule* ModuleMap::Find(uint64_t pc) const {
+  auto it = std::upper_bound(modules_.begin(), modules_.end(), pc,
+                             [](uint64_t a, const MappedModule& m) { return a < m.module->base; });
+  if (it == modules_.begin()) return nullptr;
+  --it;
+  return pc < it->module->end ? &*it : nullptr;
+}
+
+PcSymbol ModuleMap::Symbolize(uint64_t pc) const {
+  PcSymbol s;
+  s.module = Find(pc);
+  if (!s.module) return s;
+  s.offset = s.module->ToLink(pc);
+  if (!s.module->image) return s;
+  s.functions = s.module->image->FunctionsAt(s.offset);
+  if (const Symbol* sym = s.module->image->SymbolAt(s.offset)) {
+    s.symbol = DisplayName(sym->name);
+    s.symbol_offset = s.offset - sym->addr;
+  }
+  return s;
+}
+
+size_t ModuleMap::ReadCode(uint64_t pc, std::span<std::byte> out) const {
+  if (const MappedModule* m = Find(pc); m && m->image) {
+    size_t n = m->image->ReadCode(m->ToLink(pc), out);
+    if (n > 0) return n;
+  }
+  return core_.memory().ReadUpTo(pc, out);
+}
+
+bool ModuleMap::IsCode(uint64_t pc) const {
+  if (const Segment* s = core_.memory().Find(pc)) return s->exec;
+  if (const MappedModule* m = Find(pc); m && m->image) return m->image->IsCode(m->ToLink(pc));
+  return false;
+}
+
+}  // namespace coroner

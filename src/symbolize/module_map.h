@@ -1,0 +1,61 @@
+// ModuleMap: the modules of one core, each with its opened image (when one
+// was found) and the load bias that turns runtime addresses into the image's
+// link-time addresses. Answers "which module holds this pc" and "what is
+// there": the symbolized functions (inline frames first), module offset.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/core.h"
+#include "symbolize/module_image.h"
+#include "symbolize/symbol_provider.h"
+
+namespace coroner {
+
+struct MappedModule {
+  const Module* module;                 // owned by the Core
+  std::shared_ptr<ModuleImage> image;   // nullptr when no file was found
+  uint64_t bias = 0;                    // runtime address - link-time address
+  std::string found_by;
+  bool path_mismatched = false;
+  uint64_t ToLink(uint64_t pc) const { return pc - bias; }
+};
+
+// What is at one pc: the module and offset, and the functions there (more
+// than one when inlined; innermost first). `functions` is empty when the
+// module has neither symbols nor DWARF for it.
+struct PcSymbol {
+  const MappedModule* module = nullptr;
+  uint64_t offset = 0;  // link-time address within the module
+  std::vector<SourceFunction> functions;
+  std::string symbol;          // ELF symbol name, demangled without parameters
+  uint64_t symbol_offset = 0;  // pc - symbol start
+};
+
+class ModuleMap {
+ public:
+  ModuleMap(const Core& core, SymbolProvider& provider);
+
+  const MappedModule* Find(uint64_t pc) const;
+  const std::vector<MappedModule>& modules() const { return modules_; }
+
+  // `pc` is looked up as is; callers pass pc - 1 for return addresses so
+  // that the call instruction, not the next one, is symbolized.
+  PcSymbol Symbolize(uint64_t pc) const;
+
+  // Reads code bytes at a runtime address: from the module's file, else
+  // from the core (vDSO, JIT code).
+  size_t ReadCode(uint64_t pc, std::span<std::byte> out) const;
+  // True when pc lies in executable memory (the core's segment flags, or the
+  // module file's executable segments).
+  bool IsCode(uint64_t pc) const;
+
+ private:
+  const Core& core_;
+  std::vector<MappedModule> modules_;  // sorted by base
+};
+
+}  // namespace coroner

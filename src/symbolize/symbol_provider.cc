@@ -1,0 +1,116 @@
+#include "symbolize/symbol_provider.h"
+
+#include <elfutils/debuginfod.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace coroner {
+namespace {
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string BuildIdPath(const std::string& dir, const std::string& build_id, const char* suffix) {
+  if (build_id.size() < 3) return {};
+  return dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + suffix;
+}
+
+}  // namespace
+
+FileSymbolProvider::FileSymbolProvider(SymbolOptions options) : options_(std::move(options)) {
+  options_.debug_dirs.push_back("/usr/lib/debug");
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (options_.use_debuginfod && urls && *urls) debuginfod_ = debuginfod_begin();
+  for (const auto& f : options_.extra_files) {
+    if (auto img = ModuleImage::Open(f, {}); img && !img->build_id().empty()) {
+      extra_by_build_id_.emplace(img->build_id(), f);
+    }
+  }
+}
+
+FileSymbolProvider::~FileSymbolProvider() {
+  if (debuginfod_) debuginfod_end(static_cast<debuginfod_client*>(debuginfod_));
+}
+
+ModuleLookup FileSymbolProvider::Find(const Module& module) {
+  std::string key = module.build_id.empty() ? "path:" + module.path : module.build_id;
+  std::lock_guard lock(mutex_);
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  ModuleLookup found = Locate(module);
+  cache_.emplace(key, found);
+  return found;
+}
+
+std::string FileSymbolProvider::Debuginfod(const std::string& build_id, bool executable) {
+  if (!debuginfod_ || build_id.empty()) return {};
+  auto* client = static_cast<debuginfod_client*>(debuginfod_);
+  char* path = nullptr;
+  auto* id = reinterpret_cast<const unsigned char*>(build_id.c_str());
+  int fd = executable ? debuginfod_find_executable(client, id, 0, &path)
+                      : debuginfod_find_debuginfo(client, id, 0, &path);
+  std::string result;
+  if (fd >= 0) {
+    ::close(fd);
+    if (path) result = path;
+  }
+  std::free(path);
+  return result;
+}
+
+ModuleLookup FileSymbolProvider::Locate(const Module& module) {
+  ModuleLookup r;
+  if (module.is_vdso) return r;  // its code is in the core; nothing on disk
+  const std::string& id = module.build_id;
+  // The binary: code bytes and .eh_frame. Opened once here and reused.
+  std::shared_ptr<ModuleImage> binary;
+  auto try_binary = [&](const std::string& p, const char* how) {
+    if (binary || !Exists(p)) return;
+    auto probe = ModuleImage::Open(p, {});
+    if (!probe) return;
+    if (id.empty() || probe->build_id() == id) {
+      binary = probe;
+      r.found_by = how;
+    } else if (std::string(how) == "path") {
+      r.path_mismatched = true;
+    }
+  };
+  if (auto it = extra_by_build_id_.find(id); !id.empty() && it != extra_by_build_id_.end()) {
+    try_binary(it->second, "exe");
+  }
+  try_binary(options_.sysroot + module.path, "path");
+  for (const auto& dir : options_.debug_dirs) try_binary(BuildIdPath(dir, id, ""), "debug-dir");
+  if (!binary) try_binary(Debuginfod(id, true), "debuginfod");
+
+  std::string want = !id.empty() ? id : binary ? binary->build_id() : std::string();
+  if (binary && binary->has_dwarf()) {
+    r.image = binary;
+    return r;
+  }
+  // The separate debug file: .symtab, DWARF, .debug_frame.
+  std::string debug;
+  const char* debug_how = nullptr;
+  auto try_debug = [&](const std::string& p, const char* how) {
+    if (!debug.empty() || !Exists(p)) return;
+    auto probe = ModuleImage::Open({}, p);
+    if (probe && !want.empty() && probe->build_id() == want) {
+      debug = p;
+      debug_how = how;
+    }
+  };
+  for (const auto& dir : options_.debug_dirs) try_debug(BuildIdPath(dir, want, ".debug"), "debug-dir");
+  if (debug.empty()) try_debug(Debuginfod(want, false), "debuginfod");
+  if (debug.empty()) {
+    r.image = binary;
+    return r;
+  }
+  if (r.found_by.empty()) r.found_by = debug_how;
+  r.image = ModuleImage::Open(binary ? binary->binary_path() : std::string(), debug);
+  return r;
+}
+
+}  // namespace coroner

@@ -1,0 +1,43 @@
+#include "unwind/backtrace.h"
+
+namespace coroner {
+
+Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
+                         const UnwindOptions& options) {
+  Backtrace bt;
+  UnwindResult raw = Unwind(thread, modules, memory, options);
+  bt.physical_frames = raw.frames.size();
+  bt.stop_reason = raw.stop_reason;
+  for (size_t i = 0; i < raw.frames.size(); ++i) {
+    const RawFrame& r = raw.frames[i];
+    // A return address points after the call: symbolize the call itself.
+    uint64_t lookup = r.exact_pc || r.pc == 0 ? r.pc : r.pc - 1;
+    PcSymbol sym = modules.Symbolize(lookup);
+    Frame base;
+    base.pc = r.pc;
+    base.module = sym.module;
+    if (sym.module) base.offset = sym.offset;
+    base.trust = r.trust;
+    base.signal_trampoline = r.signal_trampoline;
+    base.physical = i;
+    base.sp = r.sp;
+    if (sym.functions.empty()) {
+      base.function = sym.symbol;
+      base.index = bt.frames.size();
+      bt.frames.push_back(base);
+      continue;
+    }
+    for (const auto& f : sym.functions) {
+      Frame fr = base;
+      fr.function = f.name.empty() ? sym.symbol : f.name;
+      fr.file = f.file;
+      fr.line = f.line;
+      fr.inlined = f.inlined;
+      fr.index = bt.frames.size();
+      bt.frames.push_back(std::move(fr));
+    }
+  }
+  return bt;
+}
+
+}  // namespace coroner

@@ -1,0 +1,38 @@
+// Backtrace: a thread's unwound frames, symbolized, with inlined functions
+// shown as frames of their own (as gdb shows them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "unwind/unwinder.h"
+
+namespace coroner {
+
+struct Frame {
+  size_t index = 0;
+  uint64_t pc = 0;
+  const MappedModule* module = nullptr;  // nullptr when no module holds pc
+  std::optional<uint64_t> offset;        // link-time address within the module
+  std::string function;                  // demangled, no parameters; empty when unknown
+  std::string file;
+  int line = 0;
+  bool inlined = false;  // an inlined call inside the next frame's function
+  FrameTrust trust = FrameTrust::kContext;
+  bool signal_trampoline = false;  // gdb's "<signal handler called>"
+  size_t physical = 0;             // index of the unwound frame it belongs to
+  uint64_t sp = 0;
+};
+
+struct Backtrace {
+  std::vector<Frame> frames;
+  size_t physical_frames = 0;
+  std::string stop_reason;
+};
+
+Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
+                         const UnwindOptions& options = {});
+
+}  // namespace coroner

@@ -1,0 +1,35 @@
+#include "unwind/stack_memory.h"
+
+#include <cstring>
+
+namespace coroner {
+
+const StackMemory::Page* StackMemory::GetPage(uint64_t page) {
+  if (auto it = pages_.find(page); it != pages_.end()) return &it->second;
+  if (pages_.size() >= kMaxPages) return nullptr;
+  Page p;
+  p.present = memory_.ReadUpTo(page, p.bytes);
+  return &pages_.emplace(page, p).first->second;
+}
+
+std::optional<uint64_t> StackMemory::Read64(uint64_t addr) {
+  uint64_t page = addr & ~(kPage - 1);
+  size_t in = static_cast<size_t>(addr - page);
+  uint64_t value = 0;
+  if (in + 8 <= kPage) {
+    const Page* p = GetPage(page);
+    if (!p || in + 8 > p->present) return std::nullopt;
+    std::memcpy(&value, p->bytes.data() + in, 8);
+    return value;
+  }
+  // Straddles two pages.
+  const Page* a = GetPage(page);
+  const Page* b = GetPage(page + kPage);
+  if (!a || !b || a->present < kPage || b->present < in + 8 - kPage) return std::nullopt;
+  size_t first = kPage - in;
+  std::memcpy(&value, a->bytes.data() + in, first);
+  std::memcpy(reinterpret_cast<std::byte*>(&value) + first, b->bytes.data(), 8 - first);
+  return value;
+}
+
+}  // namespace coroner

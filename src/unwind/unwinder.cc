@@ -1,0 +1,333 @@
+#include "unwind/unwinder.h"
+
+#include <dwarf.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace coroner {
+namespace {
+
+constexpr int kRaColumn = 16;
+constexpr int kRsp = 7;
+constexpr int kRbp = 6;
+
+struct FreeDeleter {
+  void operator()(Dwarf_Frame* f) const { std::free(f); }
+};
+
+// Evaluates a CFI expression (libdw's Dwarf_Op form). `is_value` reports
+// whether the result is a value (DW_OP_stack_value) rather than an address.
+std::optional<uint64_t> Evaluate(const Dwarf_Op* ops, size_t nops, const DwarfRegisters& regs,
+                                 std::optional<uint64_t> cfa, StackMemory& mem, bool& is_value) {
+  constexpr size_t kMaxStack = 64;
+  uint64_t stack[kMaxStack];
+  size_t sp = 0;
+  is_value = false;
+  auto push = [&](uint64_t v) {
+    if (sp == kMaxStack) return false;
+    stack[sp++] = v;
+    return true;
+  };
+  auto reg = [&](uint64_t r) -> std::optional<uint64_t> {
+    if (r >= regs.size()) return std::nullopt;
+    return regs[r];
+  };
+  for (size_t i = 0; i < nops; ++i) {
+    const Dwarf_Op& op = ops[i];
+    uint8_t a = op.atom;
+    if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
+      if (!push(a - DW_OP_lit0)) return std::nullopt;
+    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
+      auto v = reg(a - DW_OP_breg0);
+      if (!v || !push(*v + static_cast<int64_t>(op.number))) return std::nullopt;
+    } else if (a >= DW_OP_reg0 && a <= DW_OP_reg31) {
+      auto v = reg(a - DW_OP_reg0);
+      if (!v) return std::nullopt;
+      is_value = true;  // a register location: its value is the result
+      return v;
+    } else {
+      switch (a) {
+        case DW_OP_call_frame_cfa:
+          if (!cfa || !push(*cfa)) return std::nullopt;
+          break;
+        case DW_OP_bregx: {
+          auto v = reg(op.number);
+          if (!v || !push(*v + static_cast<int64_t>(op.number2))) return std::nullopt;
+          break;
+        }
+        case DW_OP_regx: {
+          auto v = reg(op.number);
+          if (!v) return std::nullopt;
+          is_value = true;
+          return v;
+        }
+        case DW_OP_addr: case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u:
+        case DW_OP_const8u: case DW_OP_constu: case DW_OP_const1s: case DW_OP_const2s:
+        case DW_OP_const4s: case DW_OP_const8s: case DW_OP_consts:
+          if (!push(op.number)) return std::nullopt;
+          break;
+        case DW_OP_plus_uconst:
+          if (sp < 1) return std::nullopt;
+          stack[sp - 1] += op.number;
+          break;
+        case DW_OP_deref: {
+          if (sp < 1) return std::nullopt;
+          auto v = mem.Read64(stack[sp - 1]);
+          if (!v) return std::nullopt;
+          stack[sp - 1] = *v;
+          break;
+        }
+        case DW_OP_dup:
+          if (sp < 1 || !push(stack[sp - 1])) return std::nullopt;
+          break;
+        case DW_OP_drop:
+          if (sp < 1) return std::nullopt;
+          --sp;
+          break;
+        case DW_OP_swap:
+          if (sp < 2) return std::nullopt;
+          std::swap(stack[sp - 1], stack[sp - 2]);
+          break;
+        case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+        case DW_OP_shl: case DW_OP_shr: case DW_OP_shra: case DW_OP_mul:
+        case DW_OP_ge: case DW_OP_gt: case DW_OP_le: case DW_OP_lt: case DW_OP_eq: case DW_OP_ne: {
+          if (sp < 2) return std::nullopt;
+          uint64_t b = stack[--sp], x = stack[sp - 1];
+          int64_t sx = static_cast<int64_t>(x), sb = static_cast<int64_t>(b);
+          uint64_t r = 0;
+          switch (a) {
+            case DW_OP_plus: r = x + b; break;
+            case DW_OP_minus: r = x - b; break;
+            case DW_OP_and: r = x & b; break;
+            case DW_OP_or: r = x | b; break;
+            case DW_OP_xor: r = x ^ b; break;
+            case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
+            case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
+            case DW_OP_shra: r = static_cast<uint64_t>(b >= 64 ? (sx < 0 ? -1 : 0) : sx >> b); break;
+            case DW_OP_mul: r = x * b; break;
+            case DW_OP_ge: r = sx >= sb; break;
+            case DW_OP_gt: r = sx > sb; break;
+            case DW_OP_le: r = sx <= sb; break;
+            case DW_OP_lt: r = sx < sb; break;
+            case DW_OP_eq: r = x == b; break;
+            case DW_OP_ne: r = x != b; break;
+          }
+          stack[sp - 1] = r;
+          break;
+        }
+        case DW_OP_stack_value:
+          is_value = true;
+          break;
+        case DW_OP_nop:
+          break;
+        default:
+          return std::nullopt;  // not used by x86_64 CFI in practice
+      }
+    }
+  }
+  if (sp == 0) return std::nullopt;
+  return stack[sp - 1];
+}
+
+// One step by CFI. nullopt when the module has no CFI for the pc or a rule
+// cannot be evaluated.
+std::optional<RawFrame> StepCfi(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem,
+                                bool& end_of_stack) {
+  end_of_stack = false;
+  uint64_t lookup = cur.exact_pc ? cur.pc : cur.pc - 1;
+  const MappedModule* m = modules.Find(lookup);
+  if (!m || !m->image) return std::nullopt;
+  std::unique_ptr<Dwarf_Frame, FreeDeleter> frame(m->image->FrameAt(m->ToLink(lookup)));
+  if (!frame) return std::nullopt;
+
+  Dwarf_Op* ops = nullptr;
+  size_t nops = 0;
+  if (dwarf_frame_cfa(frame.get(), &ops, &nops) != 0 || nops == 0) return std::nullopt;
+  bool is_value;
+  auto cfa = Evaluate(ops, nops, cur.regs, std::nullopt, mem, is_value);
+  if (!cfa) return std::nullopt;
+
+  Dwarf_Addr start, end;
+  bool signal = false;
+  int ra = dwarf_frame_info(frame.get(), &start, &end, &signal);
+  if (ra < 0 || ra > kRaColumn) ra = kRaColumn;
+
+  RawFrame next;
+  for (int r = 0; r <= kRaColumn; ++r) {
+    Dwarf_Op mem_ops[3];
+    Dwarf_Op* rops = nullptr;
+    size_t rn = 0;
+    if (dwarf_frame_register(frame.get(), r, mem_ops, &rops, &rn) != 0) continue;
+    if (rn == 0) {
+      // null ops: same value; ops_mem: undefined.
+      if (rops == nullptr) next.regs[r] = cur.regs[r];
+      continue;
+    }
+    bool value = false;
+    auto v = Evaluate(rops, rn, cur.regs, cfa, mem, value);
+    if (!v) continue;
+    if (value) {
+      next.regs[r] = v;
+    } else {
+      next.regs[r] = mem.Read64(*v);
+    }
+  }
+  auto return_address = next.regs[ra];
+  if (!return_address) {
+    end_of_stack = true;  // the CFI says there is no caller (_start, clone)
+    return std::nullopt;
+  }
+  // The caller's stack pointer is the CFA (the x86_64 default rule), unless
+  // the CFI restores it from memory (signal frames).
+  if (!next.regs[kRsp]) next.regs[kRsp] = *cfa;
+  next.pc = *return_address;
+  next.regs[kRaColumn] = next.pc;
+  next.sp = *next.regs[kRsp];
+  next.trust = cur.signal_trampoline ? FrameTrust::kSignal : FrameTrust::kCfi;
+  // After a signal trampoline the pc is the interrupted instruction itself.
+  next.exact_pc = signal;
+  if (signal) next.trust = FrameTrust::kSignal;
+  return next;
+}
+
+std::optional<RawFrame> StepFramePointer(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem) {
+  auto rbp = cur.regs[kRbp];
+  if (!rbp || *rbp % 8 != 0 || *rbp < cur.sp || *rbp - cur.sp > (64u << 20)) return std::nullopt;
+  auto saved_rbp = mem.Read64(*rbp);
+  auto ra = mem.Read64(*rbp + 8);
+  if (!saved_rbp || !ra || !modules.IsCode(*ra)) return std::nullopt;
+  RawFrame next;
+  next.pc = *ra;
+  next.sp = *rbp + 16;
+  next.regs[kRsp] = next.sp;
+  next.regs[kRbp] = *saved_rbp;
+  next.regs[kRaColumn] = next.pc;
+  // Callee-saved registers other than rbp are not known without CFI.
+  next.trust = FrameTrust::kFp;
+  next.exact_pc = false;
+  return next;
+}
+
+std::optional<RawFrame> StepScan(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem,
+                                 size_t words, bool include_sp) {
+  for (size_t i = include_sp ? 0 : 1; i < words; ++i) {
+    uint64_t slot = cur.sp + 8 * i;
+    auto w = mem.Read64(slot);
+    if (!w) return std::nullopt;  // ran off the stack's present bytes
+    if (!LooksLikeReturnAddress(modules, *w)) continue;
+    RawFrame next;
+    next.pc = *w;
+    next.sp = slot + 8;
+    next.regs[kRsp] = next.sp;
+    next.regs[kRbp] = cur.regs[kRbp];  // may still be a valid frame pointer
+    next.regs[kRaColumn] = next.pc;
+    next.trust = FrameTrust::kScan;
+    next.exact_pc = false;
+    return next;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* FrameTrustName(FrameTrust t) {
+  switch (t) {
+    case FrameTrust::kContext: return "context";
+    case FrameTrust::kCfi: return "cfi";
+    case FrameTrust::kFp: return "fp";
+    case FrameTrust::kScan: return "scan";
+    case FrameTrust::kSignal: return "signal";
+  }
+  return "unknown";
+}
+
+DwarfRegisters ToDwarfRegisters(const Registers& r) {
+  DwarfRegisters d;
+  const Reg order[] = {Reg::rax, Reg::rdx, Reg::rcx, Reg::rbx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp, Reg::r8,
+                       Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15, Reg::rip};
+  for (size_t i = 0; i < 17; ++i) d[i] = r[order[i]];
+  return d;
+}
+
+bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr) {
+  if (addr < 8 || !modules.IsCode(addr)) return false;
+  std::byte b[8];
+  if (modules.ReadCode(addr - 8, b) != 8) return false;
+  auto at = [&](int back) { return static_cast<uint8_t>(b[8 - back]); };
+  if (at(5) == 0xe8) return true;  // call rel32
+  // call r/m64: ff /2, 2 to 7 bytes (with an optional REX prefix).
+  for (int n = 2; n <= 7; ++n) {
+    if (at(n) == 0xff && ((at(n - 1) >> 3) & 7) == 2) {
+      uint8_t modrm = at(n - 1);
+      int mod = modrm >> 6, rm = modrm & 7;
+      int len = 2;
+      if (mod != 3 && rm == 4) ++len;  // SIB
+      if (mod == 1) len += 1;
+      else if (mod == 2 || (mod == 0 && rm == 5)) len += 4;
+      else if (mod == 0 && rm == 4 && (at(n - 2) & 7) == 5) len += 4;  // SIB with no base
+      if (len == n) return true;
+    }
+  }
+  return false;
+}
+
+UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory& mem,
+                    const UnwindOptions& options) {
+  UnwindResult result;
+  RawFrame top;
+  top.pc = thread.registers.pc();
+  top.sp = thread.registers.sp();
+  top.regs = ToDwarfRegisters(thread.registers);
+  top.trust = FrameTrust::kContext;
+  top.exact_pc = true;
+  result.frames.push_back(top);
+
+  while (result.frames.size() < options.max_frames) {
+    RawFrame& cur = result.frames.back();
+    cur.signal_trampoline = false;
+    std::optional<RawFrame> next;
+    bool end_of_stack = false;
+    bool pc_is_code = modules.IsCode(cur.pc);
+    if (pc_is_code) {
+      next = StepCfi(cur, modules, mem, end_of_stack);
+      if (next && next->exact_pc) {
+        // The frame just stepped through was the signal trampoline.
+        cur.signal_trampoline = true;
+      }
+      if (end_of_stack) {
+        result.stop_reason = "end of stack (no return address in the CFI)";
+        break;
+      }
+      if (!next) next = StepFramePointer(cur, modules, mem);
+    }
+    if (!next) {
+      // pc 0 or in data, or nothing else worked: look for a return address,
+      // starting at [rsp] for the top frame (a call through NULL left it there).
+      bool top_frame = result.frames.size() == 1;
+      next = StepScan(cur, modules, mem, options.scan_words, top_frame || !pc_is_code);
+    }
+    if (!next) {
+      result.stop_reason = pc_is_code ? "no CFI, frame pointer or return address found"
+                                      : "pc is not in executable memory and no return address found";
+      break;
+    }
+    if (next->pc == 0) {
+      result.stop_reason = "end of stack (return address 0)";
+      break;
+    }
+    // The stack grows down: a caller's frame is above its callee's, except
+    // across a signal frame (an alternate signal stack).
+    if (next->sp <= cur.sp && !cur.signal_trampoline) {
+      result.stop_reason = "stack pointer did not move up: corrupt or looping stack";
+      break;
+    }
+    result.frames.push_back(*next);
+  }
+  if (result.frames.size() >= options.max_frames) {
+    result.stop_reason = "frame limit of " + std::to_string(options.max_frames) + " reached";
+  }
+  return result;
+}
+
+}  // namespace coroner

@@ -1,0 +1,60 @@
+// The unwinder: one thread's call stack from its registers and the core's
+// memory, in the fixed order context -> CFI -> frame pointer -> stack scan
+// (rust-minidump, Breakpad), each frame marked with how it was found.
+//
+// CFI comes from the module files' .eh_frame / .debug_frame through libdw;
+// the rules are evaluated here against registers and memory read from the
+// core, so a prefix or compressed core unwinds the same way (missing pages
+// simply end the walk). Signal frames are stepped through by their CFI
+// (glibc's __restore_rt describes the saved ucontext). Bounded by a frame
+// count and by requiring the stack pointer to move up.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/core.h"
+#include "symbolize/module_map.h"
+#include "unwind/stack_memory.h"
+
+namespace coroner {
+
+enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal };
+const char* FrameTrustName(FrameTrust t);
+
+// Registers in DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
+using DwarfRegisters = std::array<std::optional<uint64_t>, 17>;
+DwarfRegisters ToDwarfRegisters(const Registers& r);
+
+struct RawFrame {
+  uint64_t pc = 0;
+  uint64_t sp = 0;
+  FrameTrust trust = FrameTrust::kContext;
+  // pc is the exact instruction (frame 0, or the context a signal
+  // interrupted), not a return address: symbolize pc, not pc - 1.
+  bool exact_pc = true;
+  bool signal_trampoline = false;  // this frame is the kernel's signal return (__restore_rt)
+  DwarfRegisters regs;             // what is known of the registers in this frame
+};
+
+struct UnwindOptions {
+  size_t max_frames = 1024;
+  size_t scan_words = 1024;  // how far a stack scan looks, in 8-byte words
+};
+
+struct UnwindResult {
+  std::vector<RawFrame> frames;
+  std::string stop_reason;  // why the walk ended, in words
+};
+
+UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
+                    const UnwindOptions& options = {});
+
+// Whether `addr` looks like a return address: in executable memory, just
+// after a call instruction.
+bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr);
+
+}  // namespace coroner

@@ -1,0 +1,128 @@
+// Backtraces of every zoo core against gdb's on the same core: the frames of
+// the crashing thread (and of every thread of multi-threaded cores), in
+// order, by pc and by function name; file:line of frame 0 where debug info
+// exists. gdb's synthesized tail-call frames are left out: coroner reports
+// the physical frames only.
+#include <gtest/gtest.h>
+
+#include "core/core.h"
+#include "symbolize/demangle.h"
+#include "symbolize/symbol_provider.h"
+#include "unwind/backtrace.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+struct Analyzed {
+  std::unique_ptr<Core> core;
+  std::unique_ptr<ModuleMap> modules;
+  std::vector<Backtrace> backtraces;
+};
+
+FileSymbolProvider& Provider() {
+  static FileSymbolProvider provider{SymbolOptions{}};
+  return provider;
+}
+
+Analyzed Analyze(const std::string& path) {
+  Analyzed a;
+  auto source = OpenCoreSource(path, std::nullopt);
+  if (!source.ok()) throw std::runtime_error(source.error().message);
+  auto core = Core::Open(std::move(*source));
+  if (!core.ok()) throw std::runtime_error(core.error().message);
+  a.core = std::move(*core);
+  a.modules = std::make_unique<ModuleMap>(*a.core, Provider());
+  StackMemory stack(a.core->memory());
+  for (const auto& t : a.core->threads()) a.backtraces.push_back(BuildBacktrace(t, *a.modules, stack));
+  return a;
+}
+
+std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+// Compares one thread; returns how many frames were compared.
+size_t ExpectSameFrames(const std::vector<testing::GdbFrame>& gdb_all, const Backtrace& ours,
+                        const std::string& what) {
+  std::vector<testing::GdbFrame> gdb;
+  for (const auto& f : gdb_all) {
+    if (f.type != "tailcall") gdb.push_back(f);
+  }
+  EXPECT_GE(ours.frames.size(), std::min<size_t>(gdb.size(), 64)) << what << ": " << ours.stop_reason;
+  size_t n = std::min(gdb.size(), ours.frames.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& g = gdb[i];
+    const Frame& f = ours.frames[i];
+    std::string where = what + " frame " + std::to_string(i);
+    EXPECT_EQ(f.pc, g.pc) << where;
+    if (g.type == "sigtramp") {
+      EXPECT_TRUE(f.signal_trampoline) << where;
+      continue;
+    }
+    EXPECT_FALSE(f.signal_trampoline) << where;
+    EXPECT_EQ(f.inlined, gdb.size() > i + 1 && g.type == "inline") << where;
+    if (g.function != "??") {
+      EXPECT_EQ(f.function, StripParameters(g.function)) << where;
+    }
+    if (f.pc != g.pc) break;  // the rest would only repeat the first difference
+  }
+  return n;
+}
+
+class BacktraceTest : public ::testing::TestWithParam<testing::ZooCore> {};
+
+TEST_P(BacktraceTest, MatchesGdb) {
+  const auto& z = GetParam();
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  Analyzed a = Analyze(z.core);
+  const Thread& crashed = a.core->threads()[a.core->crashing_thread()];
+  ASSERT_TRUE(gdb.frames.count(crashed.tid));
+  const auto& gframes = gdb.frames.at(crashed.tid);
+  const Backtrace& bt = a.backtraces[a.core->crashing_thread()];
+  ASSERT_FALSE(gframes.empty());
+  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread"), 2u);
+  // file:line of frame 0 where gdb has it.
+  if (gframes[0].file != "-") {
+    EXPECT_EQ(Basename(bt.frames[0].file), Basename(gframes[0].file));
+    EXPECT_EQ(bt.frames[0].line, gframes[0].line);
+  }
+  // Every other thread too.
+  size_t others = 0;
+  for (size_t i = 0; i < a.core->threads().size(); ++i) {
+    if (i == a.core->crashing_thread()) continue;
+    int tid = a.core->threads()[i].tid;
+    ASSERT_TRUE(gdb.frames.count(tid));
+    ExpectSameFrames(gdb.frames.at(tid), a.backtraces[i], "thread " + std::to_string(tid));
+    ++others;
+  }
+  EXPECT_EQ(others + 1, a.core->threads().size());
+}
+
+TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
+  Analyzed a = Analyze(GetParam().core);
+  const Backtrace& bt = a.backtraces[a.core->crashing_thread()];
+  ASSERT_FALSE(bt.frames.empty());
+  EXPECT_EQ(bt.frames[0].trust, FrameTrust::kContext);
+  for (size_t i = 1; i < bt.frames.size(); ++i) {
+    const Frame& f = bt.frames[i];
+    if (f.physical == 0) {
+      EXPECT_EQ(f.trust, FrameTrust::kContext);  // an inlined frame at the crash pc
+    } else {
+      EXPECT_NE(f.trust, FrameTrust::kContext);
+    }
+    // After a signal trampoline comes the interrupted context.
+    if (bt.frames[i - 1].signal_trampoline) {
+      EXPECT_EQ(f.trust, FrameTrust::kSignal);
+    }
+  }
+  EXPECT_FALSE(bt.stop_reason.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, BacktraceTest, ::testing::ValuesIn(testing::LoadZoo()),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.variant;
+                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace coroner
