@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev libzstd-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  gdb elfutils clang zstd lz4 xz-utils file
+  gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils
 )
 
 missing=()

@@ -10,33 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "unit/run_coroner.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
 namespace {
 
 using Json = nlohmann::json;
-
-struct CommandResult {
-  int status;
-  std::string out, err;
-};
-
-CommandResult Coroner(const std::string& args) {
-  std::string err_path = ::testing::TempDir() + "/coroner_stderr";
-  std::string cmd = std::string(std::getenv("CORONER_BIN")) + " " + args + " 2>" + err_path;
-  CommandResult r{-1, {}, {}};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
-}
+using testing::CommandResult;
+using testing::Coroner;
 
 std::string Core(const std::string& variant) { return testing::ZooDir() + "/cores/" + variant + ".core"; }
 testing::GdbOracle Oracle(const std::string& variant) {
