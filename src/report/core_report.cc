@@ -187,9 +187,13 @@ Json CoreToJson(const CoreAnalysis& analysis) {
     if (const MappedModule* mm = FindMapped(analysis.modules, m)) {
       if (mm->path_mismatched) mj["status"] = "mismatched";
       Json sym;
-      sym["found_by"] = mm->found_by.empty() ? Json(nullptr) : Json(mm->found_by);
-      sym["binary"] = mm->image && !mm->image->binary_path().empty() ? Json(Text(mm->image->binary_path())) : Json(nullptr);
-      sym["debug_file"] = mm->image && mm->image->has_dwarf() ? Json(Text(mm->image->debug_path())) : Json(nullptr);
+      auto or_null = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(Text(v)); };
+      bool has_binary = mm->image && !mm->image->binary_path().empty();
+      bool has_debug = mm->image && (mm->image->has_dwarf() || mm->image->has_symtab()) && !mm->debug_found_by.empty();
+      sym["binary"] = has_binary ? or_null(mm->image->binary_path()) : Json(nullptr);
+      sym["binary_found_by"] = or_null(mm->binary_found_by);
+      sym["debug_file"] = has_debug ? or_null(mm->image->debug_path()) : Json(nullptr);
+      sym["debug_found_by"] = has_debug ? or_null(mm->debug_found_by) : Json(nullptr);
       mj["symbols"] = std::move(sym);
     }
     modules.push_back(std::move(mj));

@@ -12,7 +12,8 @@ ModuleMap::ModuleMap(const Core& core, SymbolProvider& provider) : core_(core) {
     mm.module = &m;
     ModuleLookup found = provider.Find(m);
     mm.image = found.image;
-    mm.found_by = found.found_by;
+    mm.binary_found_by = found.binary_found_by;
+    mm.debug_found_by = found.debug_found_by;
     mm.path_mismatched = found.path_mismatched;
     mm.bias = mm.image ? m.base - mm.image->link_base() : m.load_bias;
     modules_.push_back(std::move(mm));

@@ -19,7 +19,7 @@ struct MappedModule {
   const Module* module;                 // owned by the Core
   std::shared_ptr<ModuleImage> image;   // nullptr when no file was found
   uint64_t bias = 0;                    // runtime address - link-time address
-  std::string found_by;
+  std::string binary_found_by, debug_found_by;
   bool path_mismatched = false;
   uint64_t ToLink(uint64_t pc) const { return pc - bias; }
 };

@@ -74,7 +74,7 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
     if (!probe) return;
     if (id.empty() || probe->build_id() == id) {
       binary = probe;
-      r.found_by = how;
+      r.binary_found_by = how;
     } else if (std::string(how) == "path") {
       r.path_mismatched = true;
     }
@@ -89,17 +89,17 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   std::string want = !id.empty() ? id : binary ? binary->build_id() : std::string();
   if (binary && binary->has_dwarf()) {
     r.image = binary;
+    r.debug_found_by = r.binary_found_by;
     return r;
   }
   // The separate debug file: .symtab, DWARF, .debug_frame.
   std::string debug;
-  const char* debug_how = nullptr;
   auto try_debug = [&](const std::string& p, const char* how) {
     if (!debug.empty() || !Exists(p)) return;
     auto probe = ModuleImage::Open({}, p);
     if (probe && !want.empty() && probe->build_id() == want) {
       debug = p;
-      debug_how = how;
+      r.debug_found_by = how;
     }
   };
   for (const auto& dir : options_.debug_dirs) try_debug(BuildIdPath(dir, want, ".debug"), "debug-dir");
@@ -108,7 +108,6 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
     r.image = binary;
     return r;
   }
-  if (r.found_by.empty()) r.found_by = debug_how;
   r.image = ModuleImage::Open(binary ? binary->binary_path() : std::string(), debug);
   return r;
 }

@@ -24,7 +24,10 @@ namespace coroner {
 
 struct ModuleLookup {
   std::shared_ptr<ModuleImage> image;  // nullptr when nothing usable was found
-  std::string found_by;  // "path", "debug-dir", "debuginfod"; empty when not found
+  // How the binary and the debug file were found: "path", "exe",
+  // "debug-dir", "debuginfod"; empty when not found (or when the binary holds
+  // its own debug info: debug_found_by is then binary_found_by).
+  std::string binary_found_by, debug_found_by;
   bool path_mismatched = false;  // the file at the mapped path has another build-id
 };
 

@@ -51,7 +51,8 @@ TEST(Symbols, DebugDirGivesNamesAndLines) {
   EXPECT_EQ(frames[1]["function"], "main");
   const Json& m = Module(j, Bin("null_deref-stripped"));
   EXPECT_EQ(m["status"], "ok");
-  EXPECT_EQ(m["symbols"]["found_by"], "path");
+  EXPECT_EQ(m["symbols"]["binary_found_by"], "path");
+  EXPECT_EQ(m["symbols"]["debug_found_by"], "debug-dir");
   std::string debug = m["symbols"]["debug_file"];
   EXPECT_EQ(debug.rfind(testing::ZooDir() + "/debug/.build-id/" + m["build_id"].get<std::string>().substr(0, 2), 0), 0u)
       << debug;
@@ -80,7 +81,7 @@ TEST(Symbols, ExeFindsAMovedBinaryByBuildId) {
   fs::copy_file(Bin("null_deref-O0"), moved, fs::copy_options::overwrite_existing);
   Json j = Analyze("--sysroot " + root.string() + " --exe " + moved.string() + " " + Core("null_deref-O0"));
   const Json& m = Module(j, Bin("null_deref-O0"));
-  EXPECT_EQ(m["symbols"]["found_by"], "exe");
+  EXPECT_EQ(m["symbols"]["binary_found_by"], "exe");
   EXPECT_EQ(j["threads"][0]["frames"][0]["function"], "walk");
   EXPECT_EQ(j["threads"][0]["frames"][1]["function"], "main");
 }
