@@ -7,6 +7,7 @@
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
 #include "unwind/backtrace.h"
+#include "unwind/signal_context.h"
 
 namespace coroner {
 
@@ -45,6 +46,10 @@ int RunAnalyze(const AnalyzeOptions& options) {
         StackMemory stack((*core)->memory());
         for (const auto& t : (*core)->threads()) {
           analysis.backtraces.push_back(BuildBacktrace(t, *modules, stack, unwind_options));
+        }
+        if (!analysis.backtraces.empty()) {
+          analysis.fault_context =
+              RecoverFaultContext(**core, analysis.backtraces[(*core)->crashing_thread()], stack);
         }
       }
       out = json ? CoreToJson(analysis).dump() : CoreToText(analysis);

@@ -30,7 +30,10 @@ struct SignalInfo {
   std::optional<uint64_t> fault_address;  // si_addr, when the kernel filled it
   std::optional<int> sender_pid;          // si_pid, for kill / tkill / sigqueue
   std::optional<uint32_t> sender_uid;
-  bool from_siginfo_note = false;  // false: only NT_PRSTATUS's short pr_info was present
+  // Where it was read: NT_SIGINFO; only NT_PRSTATUS's short pr_info; a
+  // signal frame's siginfo; or derived from a signal frame's sigcontext
+  // (trap number, error code, cr2) when the handler took no siginfo.
+  enum class Source { kSiginfoNote, kPrstatus, kSignalFrame, kSigcontext } source = Source::kPrstatus;
 };
 
 struct FpRegisters {  // from NT_FPREGSET (user_fpregs_struct)

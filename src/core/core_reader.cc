@@ -358,7 +358,7 @@ class CoreReader {
       return;
     }
     SignalInfo si;
-    si.from_siginfo_note = true;
+    si.source = SignalInfo::Source::kSiginfoNote;
     si.signo = d.AtOr<int32_t>(0, 0);
     si.err = d.AtOr<int32_t>(4, 0);
     si.code = d.AtOr<int32_t>(8, 0);

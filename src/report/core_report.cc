@@ -23,7 +23,12 @@ Json SignalJson(const std::optional<SignalInfo>& s) {
   j["fault_address"] = HexOrNull(s->fault_address);
   j["errno"] = s->err;
   j["sender_pid"] = s->sender_pid ? Json(*s->sender_pid) : Json(nullptr);
-  j["from"] = s->from_siginfo_note ? "NT_SIGINFO" : "NT_PRSTATUS";
+  switch (s->source) {
+    case SignalInfo::Source::kSiginfoNote: j["from"] = "NT_SIGINFO"; break;
+    case SignalInfo::Source::kPrstatus: j["from"] = "NT_PRSTATUS"; break;
+    case SignalInfo::Source::kSignalFrame: j["from"] = "signal frame siginfo"; break;
+    case SignalInfo::Source::kSigcontext: j["from"] = "signal frame sigcontext"; break;
+  }
   return j;
 }
 
@@ -167,6 +172,12 @@ Json CoreToJson(const CoreAnalysis& analysis) {
       for (const auto& f : analysis.backtraces[ti].frames) tj["frames"].push_back(FrameJson(f));
       tj["stop_reason"] = analysis.backtraces[ti].stop_reason;
     }
+    if (ti == core.crashing_thread() && analysis.fault_context) {
+      const FaultContext& fc = *analysis.fault_context;
+      tj["fault_context"] = Json{{"registers", RegistersJson(fc.registers)},
+                                 {"signal", SignalJson(fc.signal)},
+                                 {"frame_address", Hex(fc.frame_address)}};
+    }
     threads.push_back(std::move(tj));
   }
   j["threads"] = std::move(threads);
@@ -257,6 +268,16 @@ std::string CoreToText(const CoreAnalysis& analysis) {
     if (s->fault_address) line += ", fault address " + Hex(*s->fault_address);
     if (s->sender_pid) line += fmt::format(", sent by pid {}", *s->sender_pid);
     add(line);
+  }
+  if (const auto& fc = analysis.fault_context) {
+    auto code = SignalCodeName(fc->signal.signo, fc->signal.code);
+    std::string line = fmt::format("real fault, from the signal frame at {}: {} ({}), code {} ({})",
+                                   Hex(fc->frame_address), SignalName(fc->signal.signo), fc->signal.signo,
+                                   fc->signal.code, code ? *code : "unknown");
+    if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
+    add(line);
+    add(fmt::format("  at rip {} rsp {} (the handler re-raised the signal)", Hex(fc->registers.pc()),
+                    Hex(fc->registers.sp())));
   }
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {

@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
+#include "unwind/signal_context.h"
 
 namespace coroner {
 
@@ -22,6 +23,8 @@ struct CoreAnalysis {
   std::string path;
   const ModuleMap* modules = nullptr;
   std::vector<Backtrace> backtraces;
+  // The real fault behind a re-raised signal, for the crashing thread.
+  std::optional<FaultContext> fault_context;
 };
 
 nlohmann::ordered_json CoreToJson(const CoreAnalysis& analysis);

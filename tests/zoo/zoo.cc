@@ -96,6 +96,15 @@ GdbOracle ParseGdbOracle(const std::string& path) {
       if (line.rfind("@thread ", 0) == 0) {
         frames_tid = std::stoi(line.substr(8));
         o.frames[frames_tid];
+      } else if (line.rfind("sigctx ", 0) == 0) {
+        if (o.signal_context.count(frames_tid)) continue;
+        std::istringstream ss(line.substr(7));
+        std::string kv;
+        auto& regs = o.signal_context[frames_tid];
+        while (ss >> kv) {
+          auto eq = kv.find('=');
+          if (eq != std::string::npos) regs[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1), nullptr, 16);
+        }
       } else if (std::regex_search(line, m, kFrame)) {
         o.frames[frames_tid].push_back({std::stoull(m[1], nullptr, 16), m[2], m[3], m[4], std::stoi(m[5])});
       }

@@ -48,6 +48,8 @@ struct GdbFrame {
 
 struct GdbOracle {
   std::map<int, std::vector<GdbFrame>> frames;  // by tid, innermost first
+  // The registers gdb restores from the first signal frame of each thread.
+  std::map<int, std::map<std::string, uint64_t>> signal_context;
   std::string signal_name;  // from "Program terminated with signal SIGSEGV"
   int thread_count = 0;     // rows of `info threads`
   std::vector<GdbThread> threads;

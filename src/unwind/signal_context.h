@@ -1,0 +1,36 @@
+// The fault a fatal-signal handler hid by re-raising.
+//
+// A handler that catches SIGSEGV and re-raises it from inside itself (LLVM's,
+// folly's, glog's, Abseil's) leaves a core whose registers sit in raise() and
+// whose siginfo says SI_TKILL. The kernel's rt_sigframe for the first signal
+// is still on the stack, just above the handler: the ucontext with the
+// registers at the fault and the siginfo with the real si_code and address.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "core/core.h"
+#include "unwind/backtrace.h"
+#include "unwind/stack_memory.h"
+
+namespace coroner {
+
+struct FaultContext {
+  uint64_t frame_address = 0;  // where the rt_sigframe's ucontext is
+  Registers registers;         // from uc_mcontext; fs_base/gs_base are the thread's own
+  SignalInfo signal;           // from the frame's siginfo
+};
+
+// The kernel's rt_sigframe above the signal trampoline frame `trampoline`
+// (its sp is the ucontext's address): registers and siginfo.
+std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucontext, StackMemory& memory);
+
+// The real fault behind a re-raised signal: when the core's signal was sent
+// (si_code <= 0) and a signal frame on the crashing thread's stack holds a
+// fault the kernel raised (SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGTRAP with a
+// positive code), that frame's context. nullopt otherwise.
+std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrace& crashing,
+                                                StackMemory& memory);
+
+}  // namespace coroner
