@@ -6,8 +6,6 @@
 #include "report/core_report.h"
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
-#include "unwind/backtrace.h"
-#include "unwind/signal_context.h"
 
 namespace coroner {
 
@@ -42,15 +40,8 @@ int RunAnalyze(const AnalyzeOptions& options) {
       std::optional<ModuleMap> modules;
       if (!options.registers_only) {
         modules.emplace(**core, provider);
-        analysis.modules = &*modules;
         StackMemory stack((*core)->memory());
-        for (const auto& t : (*core)->threads()) {
-          analysis.backtraces.push_back(BuildBacktrace(t, *modules, stack, unwind_options));
-        }
-        if (!analysis.backtraces.empty()) {
-          analysis.fault_context =
-              RecoverFaultContext(**core, analysis.backtraces[(*core)->crashing_thread()], stack);
-        }
+        AnalyzeThreads(analysis, *modules, stack, unwind_options);
       }
       out = json ? CoreToJson(analysis).dump() : CoreToText(analysis);
     }

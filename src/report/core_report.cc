@@ -80,6 +80,20 @@ std::string ExePath(const Core& core) {
   return {};
 }
 
+Json InstructionsJson(const std::vector<Instruction>& ins) {
+  Json a = Json::array();
+  for (const auto& i : ins) {
+    a.push_back(Json{{"address", Hex(i.address)}, {"bytes", i.bytes}, {"text", i.text}, {"current", i.current}});
+  }
+  return a;
+}
+
+void AddInstructions(std::string& out, const std::vector<Instruction>& ins) {
+  for (const auto& i : ins) {
+    out += fmt::format("{} {:#014x}:  {:<24} {}\n", i.current ? "=>" : "  ", i.address, i.bytes, i.text);
+  }
+}
+
 Json FrameJson(const Frame& f) {
   Json j;
   j["index"] = f.index;
@@ -169,14 +183,24 @@ Json CoreToJson(const CoreAnalysis& analysis) {
     tj["frames"] = Json::array();
     size_t ti = threads.size();
     if (ti < analysis.backtraces.size()) {
-      for (const auto& f : analysis.backtraces[ti].frames) tj["frames"].push_back(FrameJson(f));
+      size_t last_physical = SIZE_MAX;
+      for (const auto& f : analysis.backtraces[ti].frames) {
+        Json fj = FrameJson(f);
+        bool first_of_physical = f.physical != last_physical;
+        last_physical = f.physical;
+        if (ti == core.crashing_thread() && first_of_physical && f.physical < analysis.crashing_disassembly.size()) {
+          fj["disassembly"] = InstructionsJson(analysis.crashing_disassembly[f.physical]);
+        }
+        tj["frames"].push_back(std::move(fj));
+      }
       tj["stop_reason"] = analysis.backtraces[ti].stop_reason;
     }
     if (ti == core.crashing_thread() && analysis.fault_context) {
       const FaultContext& fc = *analysis.fault_context;
       tj["fault_context"] = Json{{"registers", RegistersJson(fc.registers)},
                                  {"signal", SignalJson(fc.signal)},
-                                 {"frame_address", Hex(fc.frame_address)}};
+                                 {"frame_address", Hex(fc.frame_address)},
+                                 {"disassembly", InstructionsJson(analysis.fault_disassembly)}};
     }
     threads.push_back(std::move(tj));
   }
@@ -232,6 +256,25 @@ Json CoreToJson(const CoreAnalysis& analysis) {
   j["auxv"] = std::move(aj);
   j["diagnosis"] = nullptr;  // filled by the diagnosis layer
   return j;
+}
+
+void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,
+                    const UnwindOptions& options) {
+  const Core& core = *analysis.core;
+  analysis.modules = &modules;
+  for (const auto& t : core.threads()) analysis.backtraces.push_back(BuildBacktrace(t, modules, stack, options));
+  if (analysis.backtraces.empty()) return;
+  const Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
+  analysis.fault_context = RecoverFaultContext(core, crashing, stack);
+  // One disassembly per unwound frame (inlined frames share their pc).
+  size_t last = SIZE_MAX;
+  for (const auto& f : crashing.frames) {
+    if (f.physical == last) continue;
+    last = f.physical;
+    bool exact = f.physical == 0 || f.trust == FrameTrust::kSignal;
+    analysis.crashing_disassembly.push_back(Disassemble(modules, f.pc, exact));
+  }
+  if (analysis.fault_context) analysis.fault_disassembly = Disassemble(modules, analysis.fault_context->registers.pc(), true);
 }
 
 Json ErrorToJson(const std::string& path, const Error& error) {
@@ -307,6 +350,15 @@ std::string CoreToText(const CoreAnalysis& analysis) {
     if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
   }
   if (!analysis.backtraces.empty()) add("");
+  const std::vector<Instruction>& crash_ins =
+      analysis.fault_context ? analysis.fault_disassembly
+                             : (analysis.crashing_disassembly.empty() ? analysis.fault_disassembly
+                                                                      : analysis.crashing_disassembly[0]);
+  if (!crash_ins.empty()) {
+    add(analysis.fault_context ? "crashing instruction (the real fault):" : "crashing instruction:");
+    AddInstructions(out, crash_ins);
+    add("");
+  }
   add(fmt::format("modules: {}", core.modules().size()));
   for (const auto& m : core.modules()) {
     std::string status = m.is_vdso ? "in core" : ModuleFileStatusName(m.file_status);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "symbolize/disassembler.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
 #include "unwind/signal_context.h"
@@ -25,7 +26,16 @@ struct CoreAnalysis {
   std::vector<Backtrace> backtraces;
   // The real fault behind a re-raised signal, for the crashing thread.
   std::optional<FaultContext> fault_context;
+  // Instructions around the pc of each unwound (physical) frame of the
+  // crashing thread, and around the real fault's pc when recovered.
+  std::vector<std::vector<Instruction>> crashing_disassembly;
+  std::vector<Instruction> fault_disassembly;
 };
+
+// Fills backtraces, fault_context and the disassembly from the core and
+// its module map.
+void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,
+                    const UnwindOptions& options);
 
 nlohmann::ordered_json CoreToJson(const CoreAnalysis& analysis);
 

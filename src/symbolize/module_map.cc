@@ -45,6 +45,12 @@ PcSymbol ModuleMap::Symbolize(uint64_t pc) const {
 }
 
 size_t ModuleMap::ReadCode(uint64_t pc, std::span<std::byte> out) const {
+  // The core's own bytes when it dumped them (the vDSO, JIT code, code
+  // patched at run time), else the module's file.
+  if (core_.memory().State(pc) == AddressState::kPresent) {
+    size_t n = core_.memory().ReadUpTo(pc, out);
+    if (n == out.size()) return n;
+  }
   if (const MappedModule* m = Find(pc); m && m->image) {
     size_t n = m->image->ReadCode(m->ToLink(pc), out);
     if (n > 0) return n;

@@ -7,6 +7,7 @@
 
 #include "core/core.h"
 #include "symbolize/demangle.h"
+#include "symbolize/disassembler.h"
 #include "symbolize/symbol_provider.h"
 #include "unwind/backtrace.h"
 #include "unwind/signal_context.h"
@@ -200,6 +201,38 @@ TEST_P(BacktraceTest, RecoversTheFaultBehindAReRaise) {
     EXPECT_EQ(fc->registers[*RegFromName(name)], value) << name;
   }
   EXPECT_EQ(gdb.signal_context.at(tid).size(), 18u);
+}
+
+}  // namespace
+}  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// The crashing instruction against gdb's `x/2i $pc`: same address, same
+// length (where the next one starts), same mnemonic (Capstone adds AT&T size
+// suffixes that gdb leaves out: movq/mov, retq/ret).
+TEST_P(BacktraceTest, CrashingInstructionMatchesGdb) {
+  const auto& z = GetParam();
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  ASSERT_EQ(gdb.instructions.size(), 2u);
+  Analyzed a = Analyze(z.core);
+  const Thread& t = a.core->threads()[a.core->crashing_thread()];
+  auto ins = Disassemble(*a.modules, t.registers.pc(), true);
+  auto cur = std::find_if(ins.begin(), ins.end(), [](const Instruction& i) { return i.current; });
+  ASSERT_NE(cur, ins.end());
+  EXPECT_EQ(cur->address, gdb.instructions[0].address);
+  std::string gm = gdb.instructions[0].mnemonic;
+  if (cur->text == "(not decoded)") {
+    // Capstone 4 lacks some AVX-512 forms; gdb decodes them.
+    EXPECT_TRUE(gm[0] == 'v' || gm[0] == 'k') << gm;
+    return;
+  }
+  EXPECT_EQ(cur->address + cur->bytes.size() / 2, gdb.instructions[1].address);
+  std::string ours = cur->text.substr(0, cur->text.find(' '));
+  bool same = ours == gm || (ours.size() == gm.size() + 1 && ours.rfind(gm, 0) == 0 &&
+                             std::string("bwlq").find(ours.back()) != std::string::npos);
+  EXPECT_TRUE(same) << "coroner: " << cur->text << ", gdb: " << gm;
 }
 
 }  // namespace

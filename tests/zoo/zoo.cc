@@ -62,6 +62,7 @@ GdbOracle ParseGdbOracle(const std::string& path) {
   static const std::regex kThreadHead(R"(^Thread \d+ \(.*\b(?:LWP|process) (\d+)\)\)?:)");
   static const std::regex kReg(R"(^([a-z0-9_]+) +(0x[0-9a-f]+)\b)");
   static const std::regex kMap(R"(^ +(0x[0-9a-f]+) +(0x[0-9a-f]+) +0x[0-9a-f]+ +(0x[0-9a-f]+) +(\S.*)$)");
+  static const std::regex kInsn(R"(^(?:=>)?\s+(0x[0-9a-f]+)(?: <[^>]*>)?:\t(\S+))");
   static const std::regex kFrame(R"(^frame \d+ (0x[0-9a-f]+) (\w+) (.*)\t(.*)\t(\d+)$)");
   std::string section, line;
   std::smatch m;
@@ -92,6 +93,8 @@ GdbOracle ParseGdbOracle(const std::string& path) {
       } catch (const std::exception&) {
         // gdb printed an error instead of a value: leave it unset
       }
+    } else if (section == "insn") {
+      if (std::regex_search(line, m, kInsn)) o.instructions.push_back({std::stoull(m[1], nullptr, 16), m[2]});
     } else if (section == "frames") {
       if (line.rfind("@thread ", 0) == 0) {
         frames_tid = std::stoi(line.substr(8));

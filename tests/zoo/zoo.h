@@ -46,7 +46,13 @@ struct GdbFrame {
   int line = 0;
 };
 
+struct GdbInstruction {
+  uint64_t address;
+  std::string mnemonic;
+};
+
 struct GdbOracle {
+  std::vector<GdbInstruction> instructions;  // `x/2i $pc` in the crashing thread
   std::map<int, std::vector<GdbFrame>> frames;  // by tid, innermost first
   // The registers gdb restores from the first signal frame of each thread.
   std::map<int, std::map<std::string, uint64_t>> signal_context;

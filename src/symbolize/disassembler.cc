@@ -1,0 +1,94 @@
+#include "symbolize/disassembler.h"
+
+#include <capstone/capstone.h>
+
+#include <algorithm>
+
+#include "core/byte_view.h"
+
+namespace coroner {
+namespace {
+
+class Capstone {
+ public:
+  Capstone() {
+    ok_ = cs_open(CS_ARCH_X86, CS_MODE_64, &handle_) == CS_ERR_OK;
+    if (ok_) cs_option(handle_, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+  }
+  ~Capstone() {
+    if (ok_) cs_close(&handle_);
+  }
+  Capstone(const Capstone&) = delete;
+  Capstone& operator=(const Capstone&) = delete;
+
+  std::vector<Instruction> Decode(const std::vector<std::byte>& code, uint64_t address) const {
+    std::vector<Instruction> out;
+    if (!ok_ || code.empty()) return out;
+    cs_insn* insn = nullptr;
+    size_t n = cs_disasm(handle_, reinterpret_cast<const uint8_t*>(code.data()), code.size(), address, 0, &insn);
+    for (size_t i = 0; i < n; ++i) {
+      Instruction in;
+      in.address = insn[i].address;
+      in.bytes = HexBytes(std::as_bytes(std::span(insn[i].bytes, insn[i].size)));
+      in.text = insn[i].op_str[0] ? std::string(insn[i].mnemonic) + " " + insn[i].op_str : insn[i].mnemonic;
+      out.push_back(std::move(in));
+    }
+    if (insn) cs_free(insn, n);
+    return out;
+  }
+
+ private:
+  csh handle_ = 0;
+  bool ok_ = false;
+};
+
+std::vector<std::byte> Read(const ModuleMap& modules, uint64_t from, size_t len) {
+  std::vector<std::byte> code(len);
+  code.resize(modules.ReadCode(from, code));
+  return code;
+}
+
+}  // namespace
+
+std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
+  if (pc == 0 || !modules.IsCode(exact ? pc : pc - 1)) return {};
+  thread_local Capstone capstone;
+  constexpr uint64_t kMaxFunctionPrefix = 4096;
+  constexpr size_t kTail = 16 * 15;  // room for `after` instructions of up to 15 bytes
+  PcSymbol sym = modules.Symbolize(exact ? pc : pc - 1);
+  uint64_t start = pc;
+  if (!sym.symbol.empty() && sym.symbol_offset <= kMaxFunctionPrefix) start = (exact ? pc : pc - 1) - sym.symbol_offset;
+  std::vector<Instruction> all = capstone.Decode(Read(modules, start, static_cast<size_t>(pc - start) + kTail), start);
+  // The current instruction: at pc, or the call ending at pc.
+  auto cur = std::find_if(all.begin(), all.end(), [&](const Instruction& in) {
+    return exact ? in.address == pc : in.address + in.bytes.size() / 2 == pc;
+  });
+  if (cur == all.end()) {
+    // Out of step (data in code, a wrong symbol): decode from pc alone.
+    std::vector<std::byte> code = Read(modules, pc, kTail);
+    all = capstone.Decode(code, pc);
+    if (all.empty() && exact && !code.empty()) {
+      // Capstone 4 does not know every instruction (some AVX-512 forms):
+      // show the bytes, as gdb shows "(bad)".
+      Instruction raw;
+      raw.address = pc;
+      raw.bytes = HexBytes(std::span(code).first(std::min<size_t>(code.size(), 8)));
+      raw.text = "(not decoded)";
+      raw.current = true;
+      return {raw};
+    }
+    cur = all.begin();
+    if (cur == all.end() || !exact) {
+      for (auto& in : all) in.current = false;
+      if (all.size() > after) all.resize(after);
+      return all;
+    }
+  }
+  cur->current = true;
+  size_t i = static_cast<size_t>(cur - all.begin());
+  size_t first = i > before ? i - before : 0;
+  size_t last = std::min(all.size(), i + after + 1);
+  return {all.begin() + static_cast<long>(first), all.begin() + static_cast<long>(last)};
+}
+
+}  // namespace coroner
