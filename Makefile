@@ -62,6 +62,7 @@ demo: deps build zoo
 
 bench: deps build zoo
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
+	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

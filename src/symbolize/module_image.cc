@@ -147,33 +147,57 @@ std::shared_ptr<ModuleImage> ModuleImage::Open(const std::string& binary, const 
   }
 
   if (bin.elf && HasSection(bin.elf, ".eh_frame", true)) img->eh_cfi_ = dwarf_getcfi_elf(bin.elf);
-  if (img->debug_elf_ && HasSection(img->debug_elf_, ".debug_info", true)) {
-    img->dwarf_ = dwarf_begin_elf(img->debug_elf_, DWARF_C_READ, nullptr);
-    if (img->dwarf_ && HasSection(img->debug_elf_, ".debug_frame", true)) img->debug_cfi_ = dwarf_getcfi(img->dwarf_);
+  if (img->debug_elf_) {
+    img->has_dwarf_ = HasSection(img->debug_elf_, ".debug_info", true);
+    img->has_debug_frame_ = HasSection(img->debug_elf_, ".debug_frame", true);
+    img->has_symtab_ = HasSection(img->debug_elf_, ".symtab", true);
   }
-  if (dbg.elf) img->LoadSymbols(dbg.elf);
-  if (bin.elf) img->LoadSymbols(bin.elf);
+  if (bin.elf && !img->has_symtab_) img->has_symtab_ = HasSection(bin.elf, ".symtab", true);
+  return img;
+}
+
+std::string FileBuildId(const std::string& path) {
+  ElfFile f = OpenElf(path);
+  if (!f.elf) return {};
+  std::string id = ElfBuildId(f.elf);
+  CloseElf(f.fd, f.elf);
+  return id;
+}
+
+Dwarf* ModuleImage::GetDwarf() const {
+  if (!dwarf_tried_) {
+    dwarf_tried_ = true;
+    if (has_dwarf_ || has_debug_frame_) dwarf_ = dwarf_begin_elf(debug_elf_, DWARF_C_READ, nullptr);
+    if (dwarf_ && has_debug_frame_) debug_cfi_ = dwarf_getcfi(dwarf_);
+  }
+  return dwarf_;
+}
+
+const std::vector<Symbol>& ModuleImage::Symbols() const {
+  if (symbols_loaded_) return symbols_;
+  symbols_loaded_ = true;
+  if (debug_elf_ && debug_elf_ != elf_) LoadSymbols(debug_elf_);
+  if (elf_) LoadSymbols(elf_);
+  auto& syms = symbols_;
   // Aliases at one address: a global name beats a weak or local one, then
   // the public spelling beats the internal one ("clone3" over "__clone3",
   // as gdb shows them), then the larger size.
   auto underscores = [](const std::string& n) { return n.find_first_not_of('_'); };
-  std::sort(img->symbols_.begin(), img->symbols_.end(), [&](const Symbol& a, const Symbol& b) {
+  std::sort(syms.begin(), syms.end(), [&](const Symbol& a, const Symbol& b) {
     if (a.addr != b.addr) return a.addr < b.addr;
     if (a.rank != b.rank) return a.rank < b.rank;
     if (underscores(a.name) != underscores(b.name)) return underscores(a.name) < underscores(b.name);
     return a.size > b.size;
   });
-  img->symbols_.erase(std::unique(img->symbols_.begin(), img->symbols_.end(),
-                                  [](const Symbol& a, const Symbol& b) { return a.addr == b.addr; }),
-                      img->symbols_.end());
-  return img;
+  syms.erase(std::unique(syms.begin(), syms.end(), [](const Symbol& a, const Symbol& b) { return a.addr == b.addr; }),
+             syms.end());
+  return symbols_;
 }
 
-void ModuleImage::LoadSymbols(Elf* elf) {
+void ModuleImage::LoadSymbols(Elf* elf) const {
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM)) continue;
-    if (sh.sh_type == SHT_SYMTAB) has_symtab_ = true;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data || sh.sh_entsize == 0) continue;
     size_t count = sh.sh_size / sh.sh_entsize;
@@ -195,14 +219,14 @@ Dwarf_Frame* ModuleImage::FrameAt(uint64_t vaddr) const {
   Dwarf_Frame* frame = nullptr;
   if (eh_cfi_ && dwarf_cfi_addrframe(eh_cfi_, vaddr, &frame) == 0) return frame;
   frame = nullptr;
-  if (debug_cfi_ && dwarf_cfi_addrframe(debug_cfi_, vaddr, &frame) == 0) return frame;
+  if (has_debug_frame_ && GetDwarf() && debug_cfi_ && dwarf_cfi_addrframe(debug_cfi_, vaddr, &frame) == 0) return frame;
   return nullptr;
 }
 
 const Symbol* ModuleImage::SymbolAt(uint64_t vaddr) const {
-  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), vaddr,
-                             [](uint64_t a, const Symbol& s) { return a < s.addr; });
-  if (it == symbols_.begin()) return nullptr;
+  const auto& syms = Symbols();
+  auto it = std::upper_bound(syms.begin(), syms.end(), vaddr, [](uint64_t a, const Symbol& s) { return a < s.addr; });
+  if (it == syms.begin()) return nullptr;
   --it;
   if (it->size > 0 && vaddr - it->addr >= it->size) {
     // Outside this symbol: maybe inside an earlier, larger one; else unknown.
@@ -213,7 +237,7 @@ const Symbol* ModuleImage::SymbolAt(uint64_t vaddr) const {
 
 std::vector<SourceFunction> ModuleImage::FunctionsAt(uint64_t vaddr) const {
   std::vector<SourceFunction> out;
-  if (!dwarf_) return out;
+  if (!has_dwarf_ || !GetDwarf()) return out;
   Dwarf_Die cu;
   if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return out;
   // The assembler names an assembly function by its first label, often an

@@ -49,7 +49,7 @@ class ModuleImage {
   const std::string& binary_path() const { return binary_path_; }
   const std::string& debug_path() const { return debug_path_; }
   const std::string& build_id() const { return build_id_; }
-  bool has_dwarf() const { return dwarf_ != nullptr; }
+  bool has_dwarf() const { return has_dwarf_; }
   bool has_symtab() const { return has_symtab_; }
 
   // The link-time address of file offset 0 (first PT_LOAD's p_vaddr -
@@ -75,24 +75,33 @@ class ModuleImage {
 
  private:
   ModuleImage() = default;
-  void LoadSymbols(Elf* elf);
+  // DWARF and the symbol tables are read on first use: a batch pays for a
+  // library's (often compressed) debug sections only if a frame lands in it.
+  Dwarf* GetDwarf() const;
+  const std::vector<Symbol>& Symbols() const;
+  void LoadSymbols(Elf* elf) const;
 
   std::string binary_path_, debug_path_, build_id_;
   int fd_ = -1, debug_fd_ = -1;
   Elf* elf_ = nullptr;
   Elf* debug_elf_ = nullptr;
-  Dwarf* dwarf_ = nullptr;
   Dwarf_CFI* eh_cfi_ = nullptr;
-  Dwarf_CFI* debug_cfi_ = nullptr;  // owned by dwarf_
   uint64_t link_base_ = 0;
-  bool has_symtab_ = false;
+  bool has_symtab_ = false, has_dwarf_ = false, has_debug_frame_ = false;
+  mutable bool dwarf_tried_ = false, symbols_loaded_ = false;
+  mutable Dwarf* dwarf_ = nullptr;
+  mutable Dwarf_CFI* debug_cfi_ = nullptr;  // owned by dwarf_
   struct Load {
     uint64_t vaddr, filesz, offset;
     bool exec;
   };
   std::vector<Load> loads_;
-  std::vector<Symbol> symbols_;  // sorted by addr
+  mutable std::vector<Symbol> symbols_;  // sorted by addr
 };
+
+// The build-id of the ELF file at `path` (empty when none or not ELF),
+// reading only its headers and notes.
+std::string FileBuildId(const std::string& path);
 
 // The GNU build-id (lowercase hex) of an opened ELF; empty when none.
 std::string ElfBuildId(Elf* elf);

@@ -27,9 +27,7 @@ FileSymbolProvider::FileSymbolProvider(SymbolOptions options) : options_(std::mo
   const char* urls = std::getenv("DEBUGINFOD_URLS");
   if (options_.use_debuginfod && urls && *urls) debuginfod_ = debuginfod_begin();
   for (const auto& f : options_.extra_files) {
-    if (auto img = ModuleImage::Open(f, {}); img && !img->build_id().empty()) {
-      extra_by_build_id_.emplace(img->build_id(), f);
-    }
+    if (std::string id = FileBuildId(f); !id.empty()) extra_by_build_id_.emplace(id, f);
   }
 }
 
@@ -70,11 +68,10 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   std::shared_ptr<ModuleImage> binary;
   auto try_binary = [&](const std::string& p, const char* how) {
     if (binary || !Exists(p)) return;
-    auto probe = ModuleImage::Open(p, {});
-    if (!probe) return;
-    if (id.empty() || probe->build_id() == id) {
-      binary = probe;
-      r.binary_found_by = how;
+    std::string file_id = FileBuildId(p);
+    if (id.empty() || file_id == id) {
+      binary = ModuleImage::Open(p, {});
+      if (binary) r.binary_found_by = how;
     } else if (std::string(how) == "path") {
       r.path_mismatched = true;
     }
@@ -96,8 +93,7 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   std::string debug;
   auto try_debug = [&](const std::string& p, const char* how) {
     if (!debug.empty() || !Exists(p)) return;
-    auto probe = ModuleImage::Open({}, p);
-    if (probe && !want.empty() && probe->build_id() == want) {
+    if (!want.empty() && FileBuildId(p) == want) {
       debug = p;
       r.debug_found_by = how;
     }
