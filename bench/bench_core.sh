@@ -16,14 +16,14 @@ cat "${cores[@]}" > /dev/null  # page cache
 now() { date +%s.%N; }
 
 # Bytes read per core, registers and modules, one pass over the zoo.
-"$coroner" analyze --json --no-module-files "${cores[@]}" > "$work/one.ndjson"
+"$coroner" analyze --json --registers-only --no-module-files "${cores[@]}" > "$work/one.ndjson"
 grep -o '"bytes_read":[0-9]*' "$work/one.ndjson" | cut -d: -f2 | sort -n > "$work/bytes"
 n=$(wc -l < "$work/bytes")
 median=$(sed -n "$(( (n + 1) / 2 ))p" "$work/bytes")
 max=$(tail -1 "$work/bytes")
 # The largest core in the zoo (many threads, 256 MiB) against the smallest.
 biggest=$(ls -S "${cores[@]}" | head -1)
-big_bytes=$("$coroner" analyze --json --no-module-files "$biggest" | grep -o '"bytes_read":[0-9]*' | cut -d: -f2)
+big_bytes=$("$coroner" analyze --json --registers-only --no-module-files "$biggest" | grep -o '"bytes_read":[0-9]*' | cut -d: -f2)
 single=$(grep -v '"tid":[0-9]*,.*"tid":' "$work/one.ndjson" | grep -o '"bytes_read":[0-9]*' | cut -d: -f2 | sort -n | tail -1)
 
 # Throughput: the zoo repeated to at least 2000 cores, in one process.
@@ -31,9 +31,9 @@ list=()
 while [ ${#list[@]} -lt 2000 ]; do list+=("${cores[@]}"); done
 total=${#list[@]}
 t0=$(now)
-"$coroner" analyze --json --no-module-files "${list[@]}" > /dev/null
+"$coroner" analyze --json --registers-only --no-module-files "${list[@]}" > /dev/null
 t1=$(now)
-"$coroner" analyze --json "${list[@]}" > /dev/null
+"$coroner" analyze --json --registers-only "${list[@]}" > /dev/null
 t2=$(now)
 
 # gdb, registers of every thread, over the zoo once.

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
   cmd->add_flag("--json", json, "one JSON object per core, one per line");
   cmd->add_option("--format", analyze.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--sysroot", analyze.sysroot, "look module files up under DIR");
-  cmd->add_option("--debug-dir", analyze.debug_dirs, "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug");
-  cmd->add_option("--exe", analyze.exe_files, "a binary to use for the module whose build-id it has");
+  // One value per flag (repeat the flag for more), so that the cores after it stay cores.
+  cmd->add_option("--debug-dir", analyze.debug_dirs, "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug")
+      ->allow_extra_args(false);
+  cmd->add_option("--exe", analyze.exe_files, "a binary to use for the module whose build-id it has")->allow_extra_args(false);
   cmd->add_flag("--registers-only", analyze.registers_only, "no backtraces: registers, signal and modules only");
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");

@@ -270,6 +270,7 @@ void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemor
   size_t last = SIZE_MAX;
   for (const auto& f : crashing.frames) {
     if (f.physical == last) continue;
+    if (analysis.crashing_disassembly.size() >= kDisassembledFrames) break;
     last = f.physical;
     bool exact = f.physical == 0 || f.trust == FrameTrust::kSignal;
     analysis.crashing_disassembly.push_back(Disassemble(modules, f.pc, exact));

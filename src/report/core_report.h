@@ -26,11 +26,14 @@ struct CoreAnalysis {
   std::vector<Backtrace> backtraces;
   // The real fault behind a re-raised signal, for the crashing thread.
   std::optional<FaultContext> fault_context;
-  // Instructions around the pc of each unwound (physical) frame of the
-  // crashing thread, and around the real fault's pc when recovered.
+  // Instructions around the pc of the first kDisassembledFrames unwound
+  // (physical) frames of the crashing thread, and around the real fault's pc
+  // when recovered.
   std::vector<std::vector<Instruction>> crashing_disassembly;
   std::vector<Instruction> fault_disassembly;
 };
+
+constexpr size_t kDisassembledFrames = 64;
 
 // Fills backtraces, fault_context and the disassembly from the core and
 // its module map.

@@ -1,5 +1,7 @@
 #include "unwind/backtrace.h"
 
+#include <unordered_map>
+
 namespace coroner {
 
 Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
@@ -8,11 +10,15 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
   UnwindResult raw = Unwind(thread, modules, memory, options);
   bt.physical_frames = raw.frames.size();
   bt.stop_reason = raw.stop_reason;
+  // Recursion repeats pcs: symbolize each once.
+  std::unordered_map<uint64_t, PcSymbol> symbols;
   for (size_t i = 0; i < raw.frames.size(); ++i) {
     const RawFrame& r = raw.frames[i];
     // A return address points after the call: symbolize the call itself.
     uint64_t lookup = r.exact_pc || r.pc == 0 ? r.pc : r.pc - 1;
-    PcSymbol sym = modules.Symbolize(lookup);
+    auto it = symbols.find(lookup);
+    if (it == symbols.end()) it = symbols.emplace(lookup, modules.Symbolize(lookup)).first;
+    const PcSymbol& sym = it->second;
     Frame base;
     base.pc = r.pc;
     base.module = sym.module;

@@ -166,3 +166,18 @@ TEST(AnalyzeCli, CompressedCore) {
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// Repeatable options take one value each: the cores after them stay cores.
+TEST(AnalyzeCli, RepeatableOptionsDoNotSwallowCores) {
+  auto r = testing::Coroner("analyze --json --debug-dir " + testing::ZooDir() + "/debug --exe /nonexistent " +
+                            testing::ZooDir() + "/cores/null_deref-O0.core " + testing::ZooDir() +
+                            "/cores/abort_assert-O0.core");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2);
+}
+
+}  // namespace
+}  // namespace coroner
