@@ -191,7 +191,46 @@ std::optional<RawFrame> StepCfi(const RawFrame& cur, const ModuleMap& modules, S
   return next;
 }
 
+// Without CFI, at an exact pc (the crash itself), the function's prologue
+// says where the return address is (what gdb's prologue analyzer does): not
+// yet pushed rbp, or no frame at all (a leaf), means it is at [rsp]; between
+// `push %rbp` and `mov %rsp,%rbp` it is at [rsp+8].
+std::optional<RawFrame> StepPrologue(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem) {
+  if (!cur.exact_pc) return std::nullopt;
+  PcSymbol sym = modules.Symbolize(cur.pc);
+  if (sym.symbol.empty() || sym.symbol_offset > 4096) return std::nullopt;
+  uint64_t start = cur.pc - sym.symbol_offset;
+  uint8_t code[12] = {};
+  if (modules.ReadCode(start, std::as_writable_bytes(std::span(code))) < sizeof code) return std::nullopt;
+  size_t p = (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa) ? 4 : 0;  // endbr64
+  bool push = code[p] == 0x55;
+  bool mov = push && code[p + 1] == 0x48 && ((code[p + 2] == 0x89 && code[p + 3] == 0xe5) ||
+                                             (code[p + 2] == 0x8b && code[p + 3] == 0xec));
+  uint64_t ra_slot;
+  std::optional<uint64_t> rbp = cur.regs[kRbp];
+  if (!push || cur.pc <= start + p) {
+    ra_slot = cur.sp;  // a frameless function, or before its push
+  } else if (mov && cur.pc <= start + p + 1) {
+    ra_slot = cur.sp + 8;  // pushed rbp, not yet moved rsp into it
+    rbp = mem.Read64(cur.sp);
+  } else {
+    return std::nullopt;  // the frame is set up: the rbp chain applies
+  }
+  auto ra = mem.Read64(ra_slot);
+  if (!ra || !LooksLikeReturnAddress(modules, *ra)) return std::nullopt;
+  RawFrame next;
+  next.pc = *ra;
+  next.sp = ra_slot + 8;
+  next.regs[kRsp] = next.sp;
+  next.regs[kRbp] = rbp;
+  next.regs[kRaColumn] = next.pc;
+  next.trust = FrameTrust::kFp;
+  next.exact_pc = false;
+  return next;
+}
+
 std::optional<RawFrame> StepFramePointer(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem) {
+  if (auto p = StepPrologue(cur, modules, mem)) return p;
   auto rbp = cur.regs[kRbp];
   if (!rbp || *rbp % 8 != 0 || *rbp < cur.sp || *rbp - cur.sp > (64u << 20)) return std::nullopt;
   auto saved_rbp = mem.Read64(*rbp);

@@ -94,7 +94,9 @@ GdbOracle ParseGdbOracle(const std::string& path) {
         // gdb printed an error instead of a value: leave it unset
       }
     } else if (section == "insn") {
-      if (std::regex_search(line, m, kInsn)) o.instructions.push_back({std::stoull(m[1], nullptr, 16), m[2]});
+      if (line.find("Cannot access memory") == std::string::npos && std::regex_search(line, m, kInsn)) {
+        o.instructions.push_back({std::stoull(m[1], nullptr, 16), m[2]});
+      }
     } else if (section == "frames") {
       if (line.rfind("@thread ", 0) == 0) {
         frames_tid = std::stoi(line.substr(8));
