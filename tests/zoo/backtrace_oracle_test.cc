@@ -286,3 +286,29 @@ TEST(Backtrace, BytesReadDoNotGrowWithTheHeap) {
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// A compressed core unwinds exactly as the plain one: the unwinder reads
+// memory through the same byte source.
+TEST(Backtrace, CompressedCoresUnwindTheSame) {
+  std::string dir = testing::ZooDir() + "/cores/";
+  for (std::string name : {"null_deref-O0.core.zst", "null_deref-O0.core.lz4", "many_threads-O0.core.xz"}) {
+    Analyzed packed = Analyze(dir + name);
+    Analyzed plain = Analyze(dir + name.substr(0, name.rfind('.')));
+    ASSERT_EQ(packed.backtraces.size(), plain.backtraces.size());
+    for (size_t t = 0; t < plain.backtraces.size(); ++t) {
+      const auto& a = packed.backtraces[t].frames;
+      const auto& b = plain.backtraces[t].frames;
+      ASSERT_EQ(a.size(), b.size()) << name << " thread " << t;
+      for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].pc, b[i].pc);
+        EXPECT_EQ(a[i].function, b[i].function);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace coroner
