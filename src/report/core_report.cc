@@ -336,7 +336,7 @@ std::string CoreToText(const CoreAnalysis& analysis) {
     std::string row;
     int n = 0;
     for (Reg r : kRegDisplayOrder) {
-      row += fmt::format("  {:<8}{:#018x}", RegName(r), t.registers[r]);
+      row += fmt::format("  {:<9}{:#018x}", RegName(r), t.registers[r]);
       if (++n % 3 == 0) {
         add(row);
         row.clear();

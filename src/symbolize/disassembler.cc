@@ -88,6 +88,10 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   size_t i = static_cast<size_t>(cur - all.begin());
   size_t first = i > before ? i - before : 0;
   size_t last = std::min(all.size(), i + after + 1);
+  // Stop at the end of the function when the symbol table gives its size.
+  if (start != pc && sym.symbol_size > 0) {
+    while (last > i + 1 && all[last - 1].address >= start + sym.symbol_size) --last;
+  }
   return {all.begin() + static_cast<long>(first), all.begin() + static_cast<long>(last)};
 }
 

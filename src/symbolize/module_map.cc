@@ -40,6 +40,7 @@ PcSymbol ModuleMap::Symbolize(uint64_t pc) const {
   if (const Symbol* sym = s.module->image->SymbolAt(s.offset)) {
     s.symbol = DisplayName(sym->name);
     s.symbol_offset = s.offset - sym->addr;
+    s.symbol_size = sym->size;
   }
   return s;
 }

@@ -33,6 +33,7 @@ struct PcSymbol {
   std::vector<SourceFunction> functions;
   std::string symbol;          // ELF symbol name, demangled without parameters
   uint64_t symbol_offset = 0;  // pc - symbol start
+  uint64_t symbol_size = 0;    // 0 when the symbol table does not say
 };
 
 class ModuleMap {

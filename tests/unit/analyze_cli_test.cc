@@ -149,7 +149,7 @@ TEST(AnalyzeCli, TextSummary) {
       << r.out;
   auto gdb = Oracle("null_deref-O0");
   char rip[32];
-  std::snprintf(rip, sizeof rip, "rip     %#018lx", static_cast<unsigned long>(gdb.threads[0].registers.at("rip")));
+  std::snprintf(rip, sizeof rip, "rip      %#018lx", static_cast<unsigned long>(gdb.threads[0].registers.at("rip")));
   EXPECT_NE(r.out.find(rip), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("libc.so.6 [ok]"), std::string::npos);
 }
