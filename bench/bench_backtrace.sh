@@ -49,7 +49,7 @@ frames=$(grep -o '"trust":' "$work/ours.ndjson" | wc -l)
 awk -v n="$n" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v e="$t4" -v median="$median" -v max="$max" -v frames="$frames" '
 BEGIN {
   ours = b - a; gdb = c - b; eu = d - c; eu_is = e - d;
-  printf "cores: %d (the zoo'"'"'s %s, repeated to reach 50)\n", n, "cores";
+  printf "cores: %d (every zoo core once; repeated only if fewer than 50)\n", n;
   printf "frames_symbolized: %d\n", frames;
   printf "coroner_s: %.2f (%.1f ms per core)\n", ours, ours / n * 1000;
   printf "gdb_s: %.2f (%.1f ms per core)\n", gdb, gdb / n * 1000;

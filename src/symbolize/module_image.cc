@@ -236,8 +236,15 @@ const Symbol* ModuleImage::SymbolAt(uint64_t vaddr) const {
 }
 
 std::vector<SourceFunction> ModuleImage::FunctionsAt(uint64_t vaddr) const {
+  if (!has_dwarf_) return {};
+  if (auto it = functions_cache_.find(vaddr); it != functions_cache_.end()) return it->second;
+  if (functions_cache_.size() >= 65536) functions_cache_.clear();
+  return functions_cache_[vaddr] = LookUpFunctions(vaddr);
+}
+
+std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
   std::vector<SourceFunction> out;
-  if (!has_dwarf_ || !GetDwarf()) return out;
+  if (!GetDwarf()) return out;
   Dwarf_Die cu;
   if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return out;
   // The assembler names an assembly function by its first label, often an

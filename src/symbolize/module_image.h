@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace coroner {
@@ -79,6 +80,7 @@ class ModuleImage {
   // library's (often compressed) debug sections only if a frame lands in it.
   Dwarf* GetDwarf() const;
   const std::vector<Symbol>& Symbols() const;
+  std::vector<SourceFunction> LookUpFunctions(uint64_t vaddr) const;
   void LoadSymbols(Elf* elf) const;
 
   std::string binary_path_, debug_path_, build_id_;
@@ -97,6 +99,9 @@ class ModuleImage {
   };
   std::vector<Load> loads_;
   mutable std::vector<Symbol> symbols_;  // sorted by addr
+  // FunctionsAt answers by address: the same library frames recur in every
+  // core of a batch. Bounded; cleared when full.
+  mutable std::unordered_map<uint64_t, std::vector<SourceFunction>> functions_cache_;
 };
 
 // The build-id of the ELF file at `path` (empty when none or not ELF),
