@@ -110,6 +110,40 @@ Json FrameJson(const Frame& f) {
   return j;
 }
 
+Json DiagnosisJson(const Diagnosis& d) {
+  auto strings = [](const std::vector<std::string>& v) {
+    Json a = Json::array();
+    for (const auto& s : v) a.push_back(Text(s));
+    return a;
+  };
+  auto opt = [](const std::optional<std::string>& v) { return v ? Json(Text(*v)) : Json(nullptr); };
+  Json j;
+  j["syndrome"] = d.syndrome;
+  j["context"] = d.context;
+  j["summary"] = Text(d.summary);
+  j["evidence"] = strings(d.evidence);
+  j["next_steps"] = strings(d.next_steps);
+  j["faulting_instruction"] = d.faulting_instruction.empty() ? Json(nullptr) : Json(d.faulting_instruction);
+  j["null_register"] = d.null_register.empty() ? Json(nullptr) : Json(d.null_register);
+  j["abort_message"] = opt(d.abort_message);
+  j["exception_type"] = opt(d.exception_type);
+  j["exception_what"] = opt(d.exception_what);
+  j["unwinder"] = opt(d.unwinder);
+  Json rz = Json::array();
+  for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});
+  j["red_zone"] = std::move(rz);
+  Json regs = Json::object();
+  for (const auto& r : d.registers) regs[r.name] = Json{{"value", Hex(r.value)}, {"kind", r.kind}, {"detail", Text(r.detail)}};
+  j["registers"] = std::move(regs);
+  Json groups = Json::array();
+  for (const auto& g : d.thread_groups) {
+    groups.push_back(Json{{"function", Text(g.function)}, {"threads", g.tids.size()}, {"tids", g.tids},
+                          {"with_crashing_thread", g.with_crashing_thread}});
+  }
+  j["thread_groups"] = std::move(groups);
+  return j;
+}
+
 const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
   if (!map) return nullptr;
   for (const auto& mm : map->modules()) {
@@ -254,7 +288,7 @@ Json CoreToJson(const CoreAnalysis& analysis) {
   aj["hwcap2"] = HexOrNull(a.hwcap2);
   aj["sysinfo_ehdr"] = HexOrNull(a.sysinfo_ehdr);
   j["auxv"] = std::move(aj);
-  j["diagnosis"] = nullptr;  // filled by the diagnosis layer
+  j["diagnosis"] = analysis.diagnosis ? DiagnosisJson(*analysis.diagnosis) : Json(nullptr);
   return j;
 }
 
@@ -276,6 +310,7 @@ void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemor
     analysis.crashing_disassembly.push_back(Disassemble(modules, f.pc, exact));
   }
   if (analysis.fault_context) analysis.fault_disassembly = Disassemble(modules, analysis.fault_context->registers.pc(), true);
+  analysis.diagnosis = Diagnose(core, modules, analysis.backtraces, analysis.fault_context, stack);
 }
 
 Json ErrorToJson(const std::string& path, const Error& error) {
@@ -322,6 +357,11 @@ std::string CoreToText(const CoreAnalysis& analysis) {
     add(line);
     add(fmt::format("  at rip {} rsp {} (the handler re-raised the signal)", Hex(fc->registers.pc()),
                     Hex(fc->registers.sp())));
+  }
+  if (const auto& d = analysis.diagnosis) {
+    add(fmt::format("diagnosis: {} ({})", d->syndrome, d->context));
+    add("  " + Text(d->summary));
+    for (const auto& e : d->evidence) add("  - " + Text(e));
   }
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {

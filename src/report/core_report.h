@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "diagnose/diagnosis.h"
 #include "symbolize/disassembler.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
@@ -31,12 +32,13 @@ struct CoreAnalysis {
   // when recovered.
   std::vector<std::vector<Instruction>> crashing_disassembly;
   std::vector<Instruction> fault_disassembly;
+  std::optional<Diagnosis> diagnosis;
 };
 
 constexpr size_t kDisassembledFrames = 64;
 
-// Fills backtraces, fault_context and the disassembly from the core and
-// its module map.
+// Fills backtraces, fault_context, the disassembly and the diagnosis from
+// the core and its module map.
 void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,
                     const UnwindOptions& options);
 

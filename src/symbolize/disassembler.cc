@@ -50,6 +50,44 @@ std::vector<std::byte> Read(const ModuleMap& modules, uint64_t from, size_t len)
 
 }  // namespace
 
+std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc) {
+  std::byte code[16];
+  size_t n = modules.ReadCode(pc, code);
+  if (n == 0) return std::nullopt;
+  csh h;
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return std::nullopt;
+  cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  cs_insn* insn = nullptr;
+  std::optional<MemoryOperand> result;
+  if (cs_disasm(h, reinterpret_cast<const uint8_t*>(code), n, pc, 1, &insn) == 1) {
+    MemoryOperand m;
+    m.mnemonic = insn->mnemonic;
+    m.text = insn->op_str[0] ? m.mnemonic + " " + insn->op_str : m.mnemonic;
+    m.is_ret = insn->id == X86_INS_RET;
+    m.is_call = insn->id == X86_INS_CALL;
+    static const unsigned kAligned[] = {X86_INS_MOVAPS, X86_INS_MOVAPD, X86_INS_MOVDQA, X86_INS_MOVNTPS,
+                                        X86_INS_MOVNTDQ, X86_INS_VMOVAPS, X86_INS_VMOVAPD, X86_INS_VMOVDQA,
+                                        X86_INS_FXSAVE, X86_INS_FXRSTOR};
+    for (unsigned id : kAligned) m.needs_alignment |= insn->id == id;
+    const cs_x86& x86 = insn->detail->x86;
+    for (uint8_t i = 0; i < x86.op_count; ++i) {
+      if (x86.operands[i].type != X86_OP_MEM) continue;
+      const x86_op_mem& mem = x86.operands[i].mem;
+      if (mem.base != X86_REG_INVALID) m.base = cs_reg_name(h, mem.base);
+      if (mem.index != X86_REG_INVALID) m.index = cs_reg_name(h, mem.index);
+      m.scale = mem.scale;
+      m.displacement = mem.disp;
+      result = m;
+      break;
+    }
+    if (!result && (m.is_ret || m.is_call)) result = m;
+  }
+  if (insn) cs_free(insn, 1);
+  cs_close(&h);
+  return result;
+}
+
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
   if (pc == 0 || !modules.IsCode(exact ? pc : pc - 1)) return {};
   thread_local Capstone capstone;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,21 @@ struct Instruction {
 // the call that ends there. Decoding starts at the enclosing function's
 // symbol so that it stays in step; without a symbol it starts at the current
 // instruction (x86 cannot be decoded backwards). Empty when pc is not code.
+// The memory operand of the instruction at pc, for naming the register that
+// held a bad pointer: base and index register names (gdb's: "rax"), scale,
+// displacement. nullopt when the instruction has no memory operand or cannot
+// be decoded.
+struct MemoryOperand {
+  std::string mnemonic, text;
+  std::string base, index;  // empty when absent; "rip" for rip-relative
+  int scale = 1;
+  int64_t displacement = 0;
+  bool is_ret = false, is_call = false;
+  // An SSE/AVX access that requires its operand aligned (movaps, movdqa, ...).
+  bool needs_alignment = false;
+};
+std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc);
+
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before = 6,
                                      size_t after = 4);
 

@@ -215,6 +215,44 @@ void ModuleImage::LoadSymbols(Elf* elf) const {
   }
 }
 
+namespace {
+
+// Looks a symbol up by name in one symbol table section of `elf`.
+std::optional<GElf_Sym> FindNamed(Elf* elf, Elf64_Word section_type, const std::string& name) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != section_type || sh.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t count = sh.sh_size / sh.sh_entsize;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_shndx == SHN_UNDEF) continue;
+      const char* n = elf_strptr(elf, sh.sh_link, sym.st_name);
+      if (n && name == n) return sym;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<uint64_t> ModuleImage::SymbolAddress(const std::string& name) const {
+  for (Elf* e : {elf_, debug_elf_}) {
+    if (!e) continue;
+    for (Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
+      if (auto sym = FindNamed(e, type, name)) return sym->st_value;
+    }
+  }
+  return std::nullopt;
+}
+
+bool ModuleImage::DefinesDynamic(const std::string& name) const {
+  if (!elf_) return false;
+  auto sym = FindNamed(elf_, SHT_DYNSYM, name);
+  return sym && GELF_ST_BIND(sym->st_info) != STB_LOCAL;
+}
+
 Dwarf_Frame* ModuleImage::FrameAt(uint64_t vaddr) const {
   Dwarf_Frame* frame = nullptr;
   if (eh_cfi_ && dwarf_cfi_addrframe(eh_cfi_, vaddr, &frame) == 0) return frame;

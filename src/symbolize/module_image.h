@@ -68,6 +68,13 @@ class ModuleImage {
   // there is no DWARF for it.
   std::vector<SourceFunction> FunctionsAt(uint64_t vaddr) const;
 
+  // The link-time address of a function or object symbol by name (the
+  // dynamic symbol table or .symtab); nullopt when absent.
+  std::optional<uint64_t> SymbolAddress(const std::string& name) const;
+  // True when the dynamic symbol table defines `name` (what the dynamic
+  // linker can bind a reference to).
+  bool DefinesDynamic(const std::string& name) const;
+
   // Code bytes at a link-time address from the binary's PT_LOAD segments.
   size_t ReadCode(uint64_t vaddr, std::span<std::byte> out) const;
 

@@ -27,6 +27,7 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
     base.signal_trampoline = r.signal_trampoline;
     base.physical = i;
     base.sp = r.sp;
+    base.cfa = r.cfa;
     if (sym.functions.empty()) {
       base.function = sym.symbol;
       base.index = bt.frames.size();

@@ -24,6 +24,7 @@ struct Frame {
   bool signal_trampoline = false;  // gdb's "<signal handler called>"
   size_t physical = 0;             // index of the unwound frame it belongs to
   uint64_t sp = 0;
+  std::optional<uint64_t> cfa;
 };
 
 struct Backtrace {

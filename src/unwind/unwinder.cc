@@ -132,7 +132,7 @@ std::optional<uint64_t> Evaluate(const Dwarf_Op* ops, size_t nops, const DwarfRe
 
 // One step by CFI. nullopt when the module has no CFI for the pc or a rule
 // cannot be evaluated.
-std::optional<RawFrame> StepCfi(const RawFrame& cur, const ModuleMap& modules, StackMemory& mem,
+std::optional<RawFrame> StepCfi(RawFrame& cur, const ModuleMap& modules, StackMemory& mem,
                                 bool& end_of_stack) {
   end_of_stack = false;
   uint64_t lookup = cur.exact_pc ? cur.pc : cur.pc - 1;
@@ -147,6 +147,7 @@ std::optional<RawFrame> StepCfi(const RawFrame& cur, const ModuleMap& modules, S
   bool is_value;
   auto cfa = Evaluate(ops, nops, cur.regs, std::nullopt, mem, is_value);
   if (!cfa) return std::nullopt;
+  cur.cfa = cfa;
 
   Dwarf_Addr start, end;
   bool signal = false;

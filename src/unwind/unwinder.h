@@ -38,6 +38,9 @@ struct RawFrame {
   bool exact_pc = true;
   bool signal_trampoline = false;  // this frame is the kernel's signal return (__restore_rt)
   DwarfRegisters regs;             // what is known of the registers in this frame
+  // The frame's canonical frame address (the caller's rsp before its call),
+  // when CFI gave it. The ABI keeps it 16-byte aligned.
+  std::optional<uint64_t> cfa;
 };
 
 struct UnwindOptions {

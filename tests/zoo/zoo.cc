@@ -47,8 +47,8 @@ std::map<std::string, Expectation> LoadExpectations() {
   if (!src) throw std::runtime_error("CORONER_SOURCE_DIR is not set");
   std::map<std::string, Expectation> m;
   for (const auto& r : ReadTsv(std::string(src) + "/tests/crashers/expected.tsv")) {
-    if (r.size() < 5) continue;
-    m[r[0]] = {r[1], r[2], r[3], std::stoi(r[4])};
+    if (r.size() < 7) continue;
+    m[r[0]] = {r[1], r[2], r[3], std::stoi(r[4]), r[5], r[6]};
   }
   return m;
 }

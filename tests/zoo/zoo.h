@@ -20,6 +20,7 @@ struct ZooCore {
 struct Expectation {
   std::string signal, code, fault_address;
   int threads = 0;
+  std::string syndrome, context;
 };
 
 // The zoo directory: $CORONER_ZOO (set by ctest).

@@ -1,0 +1,716 @@
+#include "diagnose/diagnosis.h"
+
+#include <cxxabi.h>
+#include <elf.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+
+#include "core/byte_view.h"
+#include "core/elf_image.h"
+#include "core/signals.h"
+#include "symbolize/disassembler.h"
+
+namespace coroner {
+
+const std::vector<std::string> kSyndromes = {
+    "null-deref",      "bad-pointer",        "return-to-null", "call-to-null",    "wild-jump",
+    "misaligned-stack", "stack-overflow",    "abort-assert",   "uncaught-exception", "heap-corruption",
+    "abort",           "illegal-instruction", "fpe",           "bus-error",       "other"};
+const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind",
+                                            "module-load"};
+
+namespace {
+
+constexpr uint64_t kNullPages = 65536;  // vm.mmap_min_addr: nothing is ever mapped below
+
+bool Canonical(uint64_t a) {
+  uint64_t top = a >> 47;
+  return top == 0 || top == 0x1ffff;
+}
+
+bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+std::string Where(const ModuleMap& modules, uint64_t addr) {
+  PcSymbol s = modules.Symbolize(addr);
+  std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
+  std::string mod = s.module ? Basename(s.module->module->path) : std::string("?");
+  if (name.empty()) return mod + "+" + Hex(s.offset);
+  if (!s.functions.empty() && !s.functions.back().name.empty()) return name + " (" + mod + ")";
+  return name + "+" + Hex(s.symbol_offset) + " (" + mod + ")";
+}
+
+// The frames that describe where the fault happened: all of them, or, when
+// the fault was re-raised, the ones past the signal frame that held it.
+std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
+  std::vector<const Frame*> out;
+  if (!bt) return out;
+  size_t from = 0;
+  if (fc) {
+    for (size_t i = 0; i < bt->frames.size(); ++i) {
+      if (bt->frames[i].signal_trampoline && bt->frames[i].sp == fc->frame_address) {
+        from = i + 1;
+        break;
+      }
+    }
+  }
+  for (size_t i = from; i < bt->frames.size(); ++i) out.push_back(&bt->frames[i]);
+  return out;
+}
+
+class Diagnoser {
+ public:
+  Diagnoser(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& bts,
+            const std::optional<FaultContext>& fc, StackMemory& mem)
+      : core_(core), modules_(modules), bts_(bts), fc_(fc), mem_(mem) {}
+
+  Diagnosis Run() {
+    if (core_.threads().empty() || !core_.signal()) {
+      d_.syndrome = "other";
+      d_.context = "runtime";
+      d_.summary = "The core holds no thread registers or signal, so the crash cannot be classified.";
+      return d_;
+    }
+    const Thread& t = core_.threads()[core_.crashing_thread()];
+    regs_ = fc_ ? fc_->registers : t.registers;
+    sig_ = fc_ ? fc_->signal : *core_.signal();
+    crashing_ = bts_.size() > core_.crashing_thread() ? &bts_[core_.crashing_thread()] : nullptr;
+    frames_ = EffectiveFrames(crashing_, fc_);
+    if (fc_) {
+      d_.evidence.push_back("A fatal-signal handler re-raised the signal (" + SignalName(core_.signal()->signo) + ", " +
+                            SignalCodeName(core_.signal()->signo, core_.signal()->code).value_or("?") +
+                            "); the real fault was read from the kernel's signal frame at " +
+                            Hex(fc_->frame_address) + ".");
+    }
+    RedZone();
+    ClassifyRegisters();
+    if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
+    if (op_) d_.faulting_instruction = op_->text;
+    Syndrome();
+    Context();
+    Threads();
+    Advise();
+    return d_;
+  }
+
+ private:
+  // --- memory and addresses ---------------------------------------------------
+  const Segment* StackSegment() const { return core_.memory().Find(regs_.sp()); }
+
+  std::string Classify(uint64_t v, std::string* detail) const {
+    if (v == 0) return "null";
+    if (v < kNullPages) return "small";
+    if (!Canonical(v)) return "non-canonical";
+    const Segment* s = core_.memory().Find(v);
+    if (!s) return "unmapped";
+    if (s->exec) {
+      if (detail) *detail = Where(modules_, v);
+      return "code";
+    }
+    for (const auto& th : core_.threads()) {
+      const Segment* ss = core_.memory().Find(th.registers.sp());
+      if (ss == s) return "stack";
+    }
+    if (s->write) {
+      if (const MappedModule* m = modules_.Find(v); m && detail) *detail = "data of " + Basename(m->module->path);
+      return modules_.Find(v) ? "data" : "heap";
+    }
+    return s->read ? "read-only" : "no-access";
+  }
+
+  void RedZone() {
+    for (int64_t off = 8; off <= 128; off += 8) {
+      auto v = mem_.Read64(regs_.sp() - static_cast<uint64_t>(off));
+      if (!v) break;
+      RedZoneWord w{-off, *v, {}};
+      std::string detail;
+      std::string kind = Classify(*v, &detail);
+      if (kind == "null") w.meaning = "zero";
+      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v)) w.meaning = "return address into " + Where(modules_, *v - 1) + ": a call from there returned";
+      else if (kind == "code") w.meaning = "code address " + detail;
+      else if (kind == "stack") w.meaning = "pointer into the stack";
+      else w.meaning = kind;
+      d_.red_zone.push_back(std::move(w));
+    }
+  }
+
+  void ClassifyRegisters() {
+    static const Reg kGeneral[] = {Reg::rax, Reg::rbx, Reg::rcx, Reg::rdx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp,
+                                   Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15,
+                                   Reg::rip};
+    for (Reg r : kGeneral) {
+      RegisterClass c{std::string(RegName(r)), regs_[r], {}, {}};
+      c.kind = Classify(c.value, &c.detail);
+      if ((c.kind == "heap" || c.kind == "data" || c.kind == "stack") && c.value % 8 != 0 && r != Reg::rsp &&
+          r != Reg::rbp) {
+        c.detail = c.detail.empty() ? "misaligned for a pointer" : c.detail + ", misaligned for a pointer";
+      }
+      if (c.kind == "unmapped" || c.kind == "no-access") c.detail = "not mapped in the process";
+      d_.registers.push_back(std::move(c));
+    }
+  }
+
+  std::optional<uint64_t> RegisterByName(const std::string& name) const {
+    if (auto r = RegFromName(name)) return regs_[*r];
+    // 32-bit names from Capstone: eax..., r8d...
+    static const std::map<std::string, std::string> k32 = {
+        {"eax", "rax"}, {"ebx", "rbx"}, {"ecx", "rcx"}, {"edx", "rdx"}, {"esi", "rsi"}, {"edi", "rdi"},
+        {"ebp", "rbp"}, {"esp", "rsp"}};
+    if (auto it = k32.find(name); it != k32.end()) return regs_[*RegFromName(it->second)] & 0xffffffff;
+    return std::nullopt;
+  }
+
+  bool HasFrame(std::initializer_list<const char*> names) const {
+    for (const Frame* f : frames_) {
+      for (const char* n : names) {
+        if (f->function == n) return true;
+      }
+    }
+    return false;
+  }
+
+  // --- syndrome ----------------------------------------------------------------
+  void Syndrome() {
+    int signo = sig_.signo;
+    uint64_t pc = regs_.pc(), sp = regs_.sp();
+    bool fault = signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
+    if (fault && pc == 0) return PcZero(sp);
+    if (fault && !modules_.IsCode(pc)) {
+      // Reached by `ret` when the word just below rsp (what it popped, still
+      // in the red zone) equals pc. A ret from a stack pointer off by 8 pops
+      // the wrong slot: the real return address then sits next to it.
+      auto popped = mem_.Read64(sp - 8);
+      if (popped && *popped == pc) {
+        auto above = mem_.Read64(sp), below2 = mem_.Read64(sp - 16);
+        bool above_ra = above && LooksLikeReturnAddress(modules_, *above);
+        bool below_ra = below2 && LooksLikeReturnAddress(modules_, *below2);
+        if (above_ra || below_ra) {
+          uint64_t ra = above_ra ? *above : *below2;
+          d_.syndrome = "misaligned-stack";
+          d_.evidence.push_back("`ret` popped " + Hex(pc) + ", which is not code, while the return address " + Hex(ra) + " into " +
+                                Where(modules_, ra - 1) + " sits one slot away: rsp was off by 8.");
+          return;
+        }
+        d_.syndrome = "wild-jump";
+        d_.evidence.push_back("`ret` popped " + Hex(pc) + " (still at [rsp-8]), which is not code: the return address was overwritten.");
+        return;
+      }
+      d_.syndrome = "wild-jump";
+      std::string detail;
+      d_.evidence.push_back("pc " + Hex(pc) + " is not in executable memory (" + Classify(pc, &detail) + ").");
+      return;
+    }
+    if (signo == SIGSEGV && StackOverflow()) return;
+    if (fault && MisalignedStack()) return;
+    if (signo == SIGSEGV && op_ && op_->is_ret) {
+      // A ret that faulted: the word it would return to is not code.
+      if (auto target = mem_.Read64(sp); target && !modules_.IsCode(*target)) {
+        d_.syndrome = "wild-jump";
+        d_.evidence.push_back("The faulting instruction is `ret`, and the return address at [rsp] is " + Hex(*target) +
+                              ", which is not code.");
+        return;
+      }
+    }
+    switch (signo) {
+      case SIGILL:
+        d_.syndrome = "illegal-instruction";
+        d_.evidence.push_back("SIGILL " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
+                              (op_ ? ": " + op_->text : std::string()));
+        return;
+      case SIGFPE:
+        d_.syndrome = "fpe";
+        d_.evidence.push_back("SIGFPE " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
+                              (op_ ? ": " + op_->text : std::string()));
+        return;
+      case SIGBUS:
+        d_.syndrome = "bus-error";
+        d_.evidence.push_back("SIGBUS " + SignalCodeName(signo, sig_.code).value_or("") +
+                              (sig_.fault_address ? " at " + Hex(*sig_.fault_address) : std::string()) +
+                              ": the address is mapped but its backing is gone (a file mapping past the end of the file?) or misaligned.");
+        return;
+      case SIGSEGV: return Segv();
+      case SIGABRT: return Abort();
+      default:
+        d_.syndrome = "other";
+        d_.evidence.push_back("Signal " + SignalName(signo) + " (" + SignalCodeName(signo, sig_.code).value_or("?") + ").");
+    }
+  }
+
+  void PcZero(uint64_t sp) {
+    auto top = mem_.Read64(sp);
+    auto below = mem_.Read64(sp - 8);
+    bool top_is_ra = top && LooksLikeReturnAddress(modules_, *top);
+    bool indirect = false;
+    if (top_is_ra) {
+      std::byte b[2];
+      // An indirect call (ff /2) pushed it: a call through a function pointer.
+      for (int n = 2; n <= 7 && !indirect; ++n) {
+        if (modules_.ReadCode(*top - n, b) == 2 && static_cast<uint8_t>(b[0]) == 0xff &&
+            ((static_cast<uint8_t>(b[1]) >> 3) & 7) == 2) {
+          indirect = true;
+        }
+      }
+    }
+    if (top_is_ra && indirect) {
+      d_.syndrome = "call-to-null";
+      d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address just after an indirect call in " +
+                            Where(modules_, *top - 1) + ": a call through a NULL function pointer.");
+      return;
+    }
+    if (below && *below == 0) {
+      d_.syndrome = "return-to-null";
+      d_.evidence.push_back("pc is 0 and the word just below rsp ([rsp-8], still intact in the red zone) is 0: a `ret` popped a NULL return address.");
+      return;
+    }
+    if (top_is_ra) {
+      d_.syndrome = "call-to-null";
+      d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address into " + Where(modules_, *top - 1) + ".");
+      return;
+    }
+    d_.syndrome = "wild-jump";
+    d_.evidence.push_back("pc is 0, but neither [rsp] is a return address nor [rsp-8] is 0.");
+  }
+
+  bool StackOverflow() {
+    uint64_t sp = regs_.sp();
+    uint64_t addr = sig_.fault_address.value_or(sp);
+    const auto& segs = core_.memory().segments();
+    // The stack: the segment holding rsp, or the first writable one above it.
+    const Segment* stack = core_.memory().Find(sp);
+    if (!stack) {
+      for (const auto& s : segs) {
+        if (s.vaddr > sp && s.write) {
+          stack = &s;
+          break;
+        }
+      }
+    }
+    if (!stack) return false;
+    constexpr uint64_t kGuard = 1u << 20;  // the kernel's stack guard gap is 256 pages
+    bool below = addr < stack->vaddr && stack->vaddr - addr <= kGuard;
+    bool in_guard = false;
+    if (const Segment* g = core_.memory().Find(addr); g && !g->read && !g->write && g->end() == stack->vaddr) in_guard = true;
+    bool sp_out = !core_.memory().Find(sp) && sp < stack->vaddr && stack->vaddr - sp <= kGuard;
+    if (!(below || in_guard || sp_out)) return false;
+    d_.syndrome = "stack-overflow";
+    d_.evidence.push_back("The fault address " + Hex(addr) + " is " + std::to_string(stack->vaddr - std::min(addr, stack->vaddr)) +
+                          " bytes below the stack mapping at " + Hex(stack->vaddr) + (in_guard ? " (its guard page)" : "") +
+                          "; rsp is " + Hex(sp) + ".");
+    size_t depth = crashing_ ? crashing_->frames.size() : 0;
+    if (depth > 0) {
+      std::map<std::string, size_t> counts;
+      for (const auto& f : crashing_->frames) ++counts[f.function];
+      auto most = std::max_element(counts.begin(), counts.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (most->second > 16 && !most->first.empty()) {
+        d_.evidence.push_back(most->first + " appears in " + std::to_string(most->second) + " of the first " +
+                              std::to_string(depth) + " frames: unbounded recursion.");
+      }
+    }
+    return true;
+  }
+
+  bool MisalignedStack() {
+    // The ABI keeps the CFA 16-byte aligned; off by 8 means rsp moved by a
+    // word it should not have (or the return address sits one slot away).
+    // (Optimized code may legally call a leaf with rsp unaligned, so the
+    // CFA alone does not decide; an instruction that needs the alignment does.)
+    const Frame* f0 = frames_.empty() ? nullptr : frames_[0];
+    if (f0 && f0->cfa && *f0->cfa % 16 == 8 && f0->trust != FrameTrust::kSignal && op_ && op_->needs_alignment) {
+      d_.syndrome = "misaligned-stack";
+      d_.evidence.push_back("The crashing frame's CFA is " + Hex(*f0->cfa) + ", 8 bytes off the 16-byte alignment the ABI requires, and `" +
+                            op_->text + "` requires a 16-byte aligned operand: rsp is off by 8.");
+      return true;
+    }
+    if (op_ && op_->needs_alignment && (op_->base == "rsp" || op_->base == "rbp") && sig_.code == 0x80) {
+      uint64_t base = *RegisterByName(op_->base);
+      if ((base + static_cast<uint64_t>(op_->displacement)) % 16 != 0) {
+        d_.syndrome = "misaligned-stack";
+        d_.evidence.push_back("`" + op_->text + "` needs a 16-byte aligned stack operand; " + op_->base + " = " + Hex(base) + ".");
+        return true;
+      }
+    }
+    if (op_ && op_->is_ret) {
+      auto at = mem_.Read64(regs_.sp());
+      auto next = mem_.Read64(regs_.sp() + 8);
+      auto prev = mem_.Read64(regs_.sp() - 8);
+      bool at_ok = at && LooksLikeReturnAddress(modules_, *at);
+      if (!at_ok && ((next && LooksLikeReturnAddress(modules_, *next)) || (prev && LooksLikeReturnAddress(modules_, *prev)))) {
+        d_.syndrome = "misaligned-stack";
+        d_.evidence.push_back("`ret` found no return address at [rsp], but one sits 8 bytes away: rsp is off by 8.");
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void Segv() {
+    uint64_t addr = sig_.fault_address.value_or(0);
+    bool kernel = sig_.code == 0x80;  // SI_KERNEL: a general-protection fault, no address
+    std::optional<uint64_t> effective;
+    if (op_ && !op_->base.empty() && op_->base != "rip") {
+      if (auto b = RegisterByName(op_->base)) {
+        uint64_t e = *b + static_cast<uint64_t>(op_->displacement);
+        if (!op_->index.empty()) {
+          if (auto i = RegisterByName(op_->index)) e += *i * static_cast<uint64_t>(op_->scale);
+        }
+        effective = e;
+      }
+    }
+    if (!kernel && addr < kNullPages) {
+      d_.syndrome = "null-deref";
+      std::string ins = op_ ? "`" + op_->text + "`" : "the instruction at " + Hex(regs_.pc());
+      if (op_ && !op_->base.empty() && op_->base != "rip") {
+        uint64_t b = *RegisterByName(op_->base);
+        if (b < kNullPages) {
+          d_.null_register = op_->base;
+          d_.evidence.push_back(op_->base + " = " + Hex(b) + (b == 0 ? " (NULL)" : " (a small offset from NULL)") +
+                                " when " + ins + " in " + Where(modules_, regs_.pc()) + " read or wrote " + Hex(addr) + ".");
+          return;
+        }
+      }
+      d_.evidence.push_back("The fault address " + Hex(addr) + " is in the first " + std::to_string(kNullPages / 1024) +
+                            " KiB, which are never mapped: " + ins + " in " + Where(modules_, regs_.pc()) + " dereferenced NULL.");
+      return;
+    }
+    d_.syndrome = "bad-pointer";
+    uint64_t a = kernel ? effective.value_or(0) : addr;
+    std::string why;
+    if (!Canonical(a)) why = "non-canonical (bits 63-48 are not a sign extension of bit 47)";
+    else if (!core_.memory().Find(a)) why = "not mapped";
+    else if (a % 8 != 0) why = "misaligned";
+    else why = "mapped without the access right needed";
+    std::string ins = op_ ? "`" + op_->text + "`" : "the instruction";
+    d_.evidence.push_back(ins + " in " + Where(modules_, regs_.pc()) + " accessed " + (kernel && !effective ? std::string("a bad address") : Hex(a)) +
+                          ", which is " + why + (kernel ? " (SI_KERNEL: the CPU raised a general-protection fault, so the kernel gives no address)" : "") + ".");
+    if (op_ && !op_->base.empty()) {
+      if (auto b = RegisterByName(op_->base)) d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
+    }
+  }
+
+  std::optional<std::string> AbortMessage() {
+    for (const auto& m : modules_.modules()) {
+      if (!m.image) continue;
+      auto sym = m.image->SymbolAddress("__abort_msg");
+      if (!sym) continue;
+      auto ptr = mem_.Read64(m.bias + *sym);
+      if (!ptr || *ptr == 0) continue;
+      auto msg = core_.memory().ReadCString(*ptr + 4, 4096);  // struct abort_msg_s { unsigned size; char msg[]; }
+      if (!msg) continue;
+      while (!msg->empty() && (msg->back() == '\n' || msg->back() == ' ')) msg->pop_back();
+      return msg;
+    }
+    return std::nullopt;
+  }
+
+  void Abort() {
+    d_.abort_message = AbortMessage();
+    bool malloc_abort = HasFrame({"malloc_printerr", "__libc_message", "__malloc_assert"}) ||
+                        (d_.abort_message && (d_.abort_message->find("free()") != std::string::npos ||
+                                              d_.abort_message->find("malloc") != std::string::npos ||
+                                              d_.abort_message->find("corrupted") != std::string::npos ||
+                                              d_.abort_message->find("double free") != std::string::npos));
+    bool assert_abort = HasFrame({"__assert_fail", "__assert_fail_base", "__assert_perror_fail"});
+    bool terminate = HasFrame({"std::terminate", "__cxa_throw", "__cxa_rethrow", "__gnu_cxx::__verbose_terminate_handler",
+                               "__cxxabiv1::__terminate", "std::__terminate"});
+    if (assert_abort) {
+      d_.syndrome = "abort-assert";
+      d_.evidence.push_back(d_.abort_message ? "glibc's assertion message: \"" + *d_.abort_message + "\""
+                                             : "__assert_fail is on the stack (no message found in __abort_msg).");
+    } else if (malloc_abort) {
+      d_.syndrome = "heap-corruption";
+      d_.evidence.push_back(d_.abort_message ? "glibc malloc aborted: \"" + *d_.abort_message + "\""
+                                             : "glibc's malloc_printerr is on the stack: malloc found its heap corrupted.");
+    } else if (terminate) {
+      d_.syndrome = "uncaught-exception";
+      Exception();
+      std::string e = "std::terminate was called";
+      if (d_.exception_type) e += " for an exception of type " + *d_.exception_type;
+      if (d_.exception_what) e += ", what() = \"" + *d_.exception_what + "\"";
+      d_.evidence.push_back(e + ".");
+    } else {
+      d_.syndrome = "abort";
+      d_.evidence.push_back(std::string("SIGABRT (") + SignalCodeName(sig_.signo, sig_.code).value_or("?") + ")" +
+                            (d_.abort_message ? ": \"" + *d_.abort_message + "\"" : std::string(", no abort message")) + ".");
+    }
+  }
+
+  // The thrown object, from the stack: a pointer to its std::type_info (a
+  // vtable, then a mangled name) and the object whose exception header
+  // (__cxa_refcounted_exception, 128 bytes before it) names that type.
+  void Exception() {
+    uint64_t sp = regs_.sp();
+    std::optional<uint64_t> tinfo;
+    for (uint64_t a = sp; a < sp + 16384 && !tinfo; a += 8) {
+      auto w = mem_.Read64(a);
+      if (!w || *w < kNullPages || !core_.memory().Find(*w)) continue;
+      auto vptr = mem_.Read64(*w);
+      auto name_ptr = mem_.Read64(*w + 8);
+      if (!vptr || !name_ptr || !modules_.Find(*vptr)) continue;
+      auto name = core_.memory().ReadCString(*name_ptr, 256);
+      if (!name || name->size() < 2) continue;
+      if (auto demangled = DemangleType(*name)) {
+        tinfo = *w;
+        d_.exception_type = *demangled;
+      }
+    }
+    if (!tinfo) return;
+    for (uint64_t a = sp; a < sp + 16384; a += 8) {
+      auto obj = mem_.Read64(a);
+      if (!obj || *obj < 128) continue;
+      auto header_type = mem_.Read64(*obj - 120);  // __cxa_exception::exceptionType
+      if (!header_type || *header_type != *tinfo) continue;
+      // std::runtime_error and std::logic_error keep their message behind the vtable.
+      if (auto msg_ptr = mem_.Read64(*obj + 8)) {
+        if (auto what = core_.memory().ReadCString(*msg_ptr, 1024); what && !what->empty()) d_.exception_what = *what;
+      }
+      return;
+    }
+  }
+
+  static std::optional<std::string> DemangleType(const std::string& mangled) {
+    int status = 0;
+    char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+    if (status != 0 || !out) return std::nullopt;
+    std::string r(out);
+    std::free(out);
+    return r;
+  }
+
+  // --- context -----------------------------------------------------------------
+  static bool IsUnwinder(const std::string& f) {
+    return StartsWith(f, "_Unwind_") || StartsWith(f, "_Ux86_64_") || StartsWith(f, "_ULx86_64_") ||
+           f == "__gxx_personality_v0" || f == "__cxa_throw" || f == "__cxa_rethrow" || f == "uw_install_context_1" ||
+           f == "uw_frame_state_for" || f == "uw_update_context_1";
+  }
+  static bool IsExit(const std::string& f) {
+    return f == "__run_exit_handlers" || f == "__cxa_finalize" || f == "_dl_fini" || f == "exit" || f == "__GI_exit" ||
+           StartsWith(f, "__tcf_") || StartsWith(f, "_GLOBAL__sub_D_");
+  }
+  static bool IsModuleLoad(const std::string& f) {
+    return f == "dlopen" || f == "___dlopen" || f == "dlopen_doit" || f == "_dl_open" || f == "dl_open_worker" ||
+           f == "dl_open_worker_begin" || f == "_dl_map_object" || f == "_dl_relocate_object" || f == "_dl_init" ||
+           f == "call_init" || StartsWith(f, "_GLOBAL__sub_I_") || f == "_dl_start_user";
+  }
+
+  void Context() {
+    std::string unwinder_frame, exit_frame, load_frame;
+    bool handler = false;
+    for (const Frame* f : frames_) {
+      if (IsUnwinder(f->function) && unwinder_frame.empty()) unwinder_frame = f->function;
+      if (IsExit(f->function) && exit_frame.empty()) exit_frame = f->function;
+      if (IsModuleLoad(f->function) && load_frame.empty()) load_frame = f->function;
+      if (f->signal_trampoline) handler = true;
+    }
+    // The dead stack: return addresses the red zone still holds.
+    std::string dead_unwinder;
+    for (const auto& w : d_.red_zone) {
+      if (w.meaning.rfind("return address into ", 0) != 0) continue;
+      PcSymbol s = modules_.Symbolize(w.value - 1);
+      std::string name = !s.functions.empty() ? s.functions.back().name : s.symbol;
+      if (name.empty()) name = s.symbol;
+      if (IsUnwinder(name) && dead_unwinder.empty()) dead_unwinder = name;
+    }
+    if (!unwinder_frame.empty() || !dead_unwinder.empty()) {
+      d_.context = "exception-unwind";
+      d_.evidence.push_back(!unwinder_frame.empty() ? "The exception unwinder was running: " + unwinder_frame + " is on the stack."
+                                                    : "The exception unwinder was running: a return address into " + dead_unwinder +
+                                                          " is still in the red zone below rsp.");
+      Unwinder();
+    } else if (handler) {
+      d_.context = "signal-handler";
+      d_.evidence.push_back("The fault happened inside a signal handler: a signal frame (<signal handler called>) lies below it on the stack.");
+    } else if (!load_frame.empty()) {
+      d_.context = "module-load";
+      d_.evidence.push_back("A module was being loaded or initialized: " + load_frame + " is on the stack.");
+    } else if (!exit_frame.empty()) {
+      d_.context = "exit-time";
+      d_.evidence.push_back("The process was exiting: " + exit_frame + " is on the stack (static destructors and atexit handlers run there).");
+    } else {
+      d_.context = "runtime";
+    }
+  }
+
+  // Which library the dynamic linker bound _Unwind_RaiseException to: the
+  // first in the link map's load order that defines it.
+  void Unwinder() {
+    std::vector<const MappedModule*> order = LoadOrder();
+    for (const MappedModule* m : order) {
+      if (!m->image || !m->image->DefinesDynamic("_Unwind_RaiseException")) continue;
+      std::string base = Basename(m->module->path);
+      d_.unwinder = StartsWith(base, "libunwind") ? "GNU libunwind (" + base + ")"
+                    : StartsWith(base, "libgcc_s") ? "libgcc (" + base + ")"
+                                                   : base;
+      d_.evidence.push_back("_Unwind_RaiseException binds to " + *d_.unwinder + ", the first module in load order that defines it.");
+      return;
+    }
+  }
+
+  std::vector<const MappedModule*> LoadOrder() {
+    std::vector<const MappedModule*> out;
+    // The executable's PT_DYNAMIC -> DT_DEBUG -> r_debug -> the link_map chain.
+    const Memory& mem = core_.memory();
+    const MappedModule* exe = nullptr;
+    if (core_.auxv().phdr) exe = modules_.Find(*core_.auxv().phdr);
+    if (exe) {
+      ReadAtFn read = [&](uint64_t off, std::span<std::byte> o) { return mem.ReadUpTo(exe->module->base + off, o); };
+      if (auto img = ReadElfImage(read)) {
+        for (const auto& ph : img->phdrs) {
+          if (ph.p_type != PT_DYNAMIC) continue;
+          uint64_t dyn = exe->module->load_bias + ph.p_vaddr;
+          std::optional<uint64_t> r_debug;
+          for (uint64_t i = 0; i < 512; ++i) {
+            auto tag = mem_.Read64(dyn + 16 * i), val = mem_.Read64(dyn + 16 * i + 8);
+            if (!tag || !val || *tag == DT_NULL) break;
+            if (*tag == DT_DEBUG) r_debug = *val;
+          }
+          if (!r_debug || *r_debug == 0) break;
+          auto lm = mem_.Read64(*r_debug + 8);
+          for (int n = 0; lm && *lm && n < 4096; ++n) {
+            auto l_addr = mem_.Read64(*lm), l_name = mem_.Read64(*lm + 8);
+            if (!l_addr || !l_name) break;
+            auto name = mem.ReadCString(*l_name, 4096).value_or("");
+            for (const auto& m : modules_.modules()) {
+              bool same = name.empty() ? &m == exe : (m.module->path == name || m.bias == *l_addr);
+              if (same && std::find(out.begin(), out.end(), &m) == out.end()) {
+                out.push_back(&m);
+                break;
+              }
+            }
+            lm = mem_.Read64(*lm + 24);  // l_next
+          }
+        }
+      }
+    }
+    for (const auto& m : modules_.modules()) {  // whatever the link map did not list
+      if (std::find(out.begin(), out.end(), &m) == out.end()) out.push_back(&m);
+    }
+    return out;
+  }
+
+  // --- threads -----------------------------------------------------------------
+  void Threads() {
+    std::map<std::string, ThreadGroup> groups;
+    std::string crashing_key;
+    for (size_t i = 0; i < bts_.size() && i < core_.threads().size(); ++i) {
+      std::string key;
+      for (const auto& f : bts_[i].frames) {
+        bool libc = f.module && (f.module->module->path.find("/libc.so") != std::string::npos ||
+                                 f.module->module->path.find("/ld-linux") != std::string::npos);
+        if (!f.function.empty() && !libc) {
+          key = f.function;
+          break;
+        }
+      }
+      if (key.empty()) continue;
+      auto& g = groups[key];
+      g.function = key;
+      g.tids.push_back(core_.threads()[i].tid);
+      if (i == core_.crashing_thread()) {
+        g.with_crashing_thread = true;
+        crashing_key = key;
+      }
+    }
+    for (auto& [k, g] : groups) {
+      if (g.tids.size() >= 2) d_.thread_groups.push_back(g);
+    }
+    std::sort(d_.thread_groups.begin(), d_.thread_groups.end(),
+              [](const ThreadGroup& a, const ThreadGroup& b) { return a.tids.size() > b.tids.size(); });
+    for (const auto& g : d_.thread_groups) {
+      if (g.with_crashing_thread) {
+        d_.evidence.push_back(std::to_string(g.tids.size() - 1) + " other thread(s) were in " + g.function +
+                              ", the crashing thread's function: a possible data race.");
+      }
+    }
+  }
+
+  // --- advice ------------------------------------------------------------------
+  void Advise() {
+    const std::string& s = d_.syndrome;
+    std::string where = frames_.empty() ? Where(modules_, regs_.pc())
+                                        : (frames_[0]->function.empty() ? Where(modules_, regs_.pc()) : frames_[0]->function);
+    auto& n = d_.next_steps;
+    if (s == "null-deref") {
+      d_.summary = "A NULL pointer" + (d_.null_register.empty() ? std::string() : " (in " + d_.null_register + ")") +
+                   " was dereferenced in " + where + ".";
+      n = {"Find where the pointer should have been set and why it was not; check the callers in the call chain.",
+           "If the crash does not reproduce every time, suspect a race or a use-after-free: build with ThreadSanitizer or AddressSanitizer."};
+    } else if (s == "bad-pointer") {
+      d_.summary = "A corrupt pointer was dereferenced in " + where + ".";
+      n = {"A pointer holding garbage usually means the memory it came from was freed, overwritten or raced on: run the workload under AddressSanitizer.",
+           "Group the crashes by host: garbage pointers on one machine only point at hardware."};
+    } else if (s == "return-to-null") {
+      d_.summary = "A function returned to address 0: the return address it popped was NULL.";
+      n = {"If the exception unwinder was running, check which unwinder the process uses (GNU libunwind's _Ux86_64_setcontext has a signal race); prefer libgcc's unwinder.",
+           "Otherwise look for a stack buffer overflow over the return address: build with -fstack-protector-strong or AddressSanitizer."};
+    } else if (s == "call-to-null") {
+      d_.summary = "A call went through a NULL function pointer in " + (frames_.size() > 1 && !frames_[1]->function.empty() ? frames_[1]->function : std::string("the caller")) + ".";
+      n = {"Find the function pointer (a callback, a vtable slot, a dlsym result) that was not set before the call."};
+    } else if (s == "wild-jump") {
+      d_.summary = "Control jumped to " + Hex(regs_.pc()) + ", which is not code.";
+      n = {"A corrupted return address or function pointer: look at the red zone and the caller's frame for what was overwritten.",
+           "Group the crashes by host and kernel: corrupted control flow on one machine only points at hardware."};
+    } else if (s == "misaligned-stack") {
+      d_.summary = "The stack pointer was 8 bytes off the alignment the code requires when " + where + " ran.";
+      n = {"Compiled code never misaligns rsp by itself: suspect hand-written assembly, setcontext/longjmp misuse, or the hardware.",
+           "Group these crashes by host (and by physical host behind the VMs): one bad CPU shows up as one host.",
+           "Check the host's machine-check and EDAC logs."};
+    } else if (s == "stack-overflow") {
+      d_.summary = "The thread ran out of stack in " + where + ".";
+      n = {"Look for unbounded recursion in the call chain, or large stack arrays; raise the thread's stack size only if the depth is legitimate."};
+    } else if (s == "abort-assert") {
+      d_.summary = "An assertion failed" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
+      n = {"Read the asserted condition at the file and line in the message, and the values that broke it in the calling frames."};
+    } else if (s == "uncaught-exception") {
+      d_.summary = "An exception" + (d_.exception_type ? " of type " + *d_.exception_type : std::string()) +
+                   " was not caught, and std::terminate aborted the process.";
+      n = {"Find the throw site in the call chain and the try/catch that was expected to handle it.",
+           "An exception thrown through a noexcept function or a destructor also ends in std::terminate."};
+    } else if (s == "heap-corruption") {
+      d_.summary = "glibc's malloc found its heap corrupted" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
+      n = {"The damage happened earlier than this call: run under AddressSanitizer (or MALLOC_CHECK_=3) to catch the bad write or the double free where it happens."};
+    } else if (s == "abort") {
+      d_.summary = "The process called abort()" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
+      n = {"Read the last log lines before the abort, and the frame that called abort()."};
+    } else if (s == "illegal-instruction") {
+      d_.summary = "The CPU refused an instruction in " + where + ".";
+      n = {"ud2 is the compiler's trap for code it proved unreachable (__builtin_trap, UB); otherwise check that the binary's target ISA (AVX-512, ...) matches the host CPU."};
+    } else if (s == "fpe") {
+      d_.summary = "An arithmetic fault (" + SignalCodeName(sig_.signo, sig_.code).value_or("SIGFPE") + ") in " + where + ".";
+      n = {"Look for a division whose divisor can be zero (or INT_MIN / -1) in the crashing function."};
+    } else if (s == "bus-error") {
+      d_.summary = "A bus error in " + where + ": the memory was mapped but could not be accessed.";
+      n = {"For a file mapping, check whether the file was truncated while mapped; for device memory, the access size or alignment."};
+    } else {
+      d_.summary = "The process died of " + SignalName(sig_.signo) + ".";
+      n = {"Check what sent the signal and why (sender pid: " + (sig_.sender_pid ? std::to_string(*sig_.sender_pid) : std::string("unknown")) + ")."};
+    }
+    if (d_.context == "exit-time") n.push_back("Exit-time crashes often come from races or ordering bugs at shutdown: check which threads were still running and what static destructors tear down.");
+    if (d_.context == "exception-unwind" && d_.unwinder) n.push_back("The process uses " + *d_.unwinder + " for C++ exceptions; if that is GNU libunwind, link libgcc's unwinder first (or drop -lunwind) and see whether the crashes stop.");
+  }
+
+  const Core& core_;
+  const ModuleMap& modules_;
+  const std::vector<Backtrace>& bts_;
+  const std::optional<FaultContext>& fc_;
+  StackMemory& mem_;
+  Registers regs_;
+  SignalInfo sig_;
+  const Backtrace* crashing_ = nullptr;
+  std::vector<const Frame*> frames_;
+  std::optional<MemoryOperand> op_;
+  Diagnosis d_;
+};
+
+}  // namespace
+
+Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
+                   const std::optional<FaultContext>& fault_context, StackMemory& memory) {
+  return Diagnoser(core, modules, backtraces, fault_context, memory).Run();
+}
+
+}  // namespace coroner

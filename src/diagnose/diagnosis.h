@@ -1,0 +1,71 @@
+// Diagnosis: the crash's syndrome and context, with the evidence for them,
+// made from the snapshot (registers, memory, modules) and the backtraces.
+//
+// The syndrome strings and context strings are a contract (JSON
+// `diagnosis.syndrome`, `diagnosis.context`; the dataset and the
+// epidemiology group by them). When a handler re-raised the signal, the
+// diagnosis is made from the real fault's context recovered from the signal
+// frame.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/core.h"
+#include "symbolize/module_map.h"
+#include "unwind/backtrace.h"
+#include "unwind/signal_context.h"
+#include "unwind/stack_memory.h"
+
+namespace coroner {
+
+// One word of the red zone (the 128 bytes below the crashing rsp).
+struct RedZoneWord {
+  int64_t offset;  // from rsp: -8 ... -128
+  uint64_t value;
+  std::string meaning;  // "zero", "return address into f+0x12", "pointer to stack", ...
+};
+
+struct RegisterClass {
+  std::string name;   // "rax"
+  uint64_t value;
+  std::string kind;   // null, small, non-canonical, code, stack, heap, data, unmapped, value
+  std::string detail;  // "walk+0x8 in /opt/app", "misaligned", ...
+};
+
+struct ThreadGroup {
+  std::string function;  // the top named frame shared by the group
+  std::vector<int> tids;
+  bool with_crashing_thread = false;
+};
+
+struct Diagnosis {
+  std::string syndrome;  // null-deref, bad-pointer, return-to-null, ...
+  std::string context;   // runtime, exit-time, signal-handler, exception-unwind, module-load
+  std::string summary;   // one plain-English sentence
+  std::vector<std::string> evidence;
+  std::vector<std::string> next_steps;
+
+  // Details behind the evidence.
+  std::string faulting_instruction;       // AT&T text at the fault pc
+  std::string null_register;              // the register that held NULL (null-deref)
+  std::optional<std::string> abort_message;  // glibc's __abort_msg
+  std::optional<std::string> exception_type, exception_what;
+  std::optional<std::string> unwinder;    // "GNU libunwind (libunwind.so.8)" or "libgcc (libgcc_s.so.1)"
+  std::vector<RedZoneWord> red_zone;
+  std::vector<RegisterClass> registers;
+  std::vector<ThreadGroup> thread_groups;
+};
+
+// `backtraces` holds one per thread, in thread order (may be empty for a
+// registers-only analysis: the frame-based rules then do not apply).
+Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
+                   const std::optional<FaultContext>& fault_context, StackMemory& memory);
+
+// The exact strings.
+extern const std::vector<std::string> kSyndromes;
+extern const std::vector<std::string> kContexts;
+
+}  // namespace coroner

@@ -1,0 +1,119 @@
+// The diagnosis of every zoo core against the table of what each crasher's
+// source calls for (tests/crashers/expected.tsv), and the details behind it.
+#include <gtest/gtest.h>
+
+#include "diagnose/diagnosis.h"
+#include "report/core_report.h"
+#include "symbolize/symbol_provider.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+struct Analyzed {
+  std::unique_ptr<Core> core;
+  std::unique_ptr<ModuleMap> modules;
+  CoreAnalysis analysis;
+};
+
+FileSymbolProvider& Provider() {
+  static FileSymbolProvider provider{SymbolOptions{"", {testing::ZooDir() + "/debug"}, false, {}}};
+  return provider;
+}
+
+std::unique_ptr<Analyzed> Analyze(const std::string& path) {
+  auto a = std::make_unique<Analyzed>();
+  auto source = OpenCoreSource(path, std::nullopt);
+  if (!source.ok()) throw std::runtime_error(source.error().message);
+  auto core = Core::Open(std::move(*source));
+  if (!core.ok()) throw std::runtime_error(core.error().message);
+  a->core = std::move(*core);
+  a->modules = std::make_unique<ModuleMap>(*a->core, Provider());
+  a->analysis.core = a->core.get();
+  a->analysis.path = path;
+  StackMemory stack(a->core->memory());
+  AnalyzeThreads(a->analysis, *a->modules, stack, {});
+  return a;
+}
+
+std::string Core(const std::string& v) { return testing::ZooDir() + "/cores/" + v + ".core"; }
+
+class DiagnosisTest : public ::testing::TestWithParam<testing::ZooCore> {};
+
+TEST_P(DiagnosisTest, SyndromeAndContextMatchTheTable) {
+  const auto& z = GetParam();
+  auto expect = testing::LoadExpectations().at(z.crasher);
+  auto a = Analyze(z.core);
+  ASSERT_TRUE(a->analysis.diagnosis);
+  const Diagnosis& d = *a->analysis.diagnosis;
+  EXPECT_EQ(d.syndrome, expect.syndrome) << d.summary;
+  EXPECT_EQ(d.context, expect.context) << d.summary;
+  EXPECT_NE(std::find(kSyndromes.begin(), kSyndromes.end(), d.syndrome), kSyndromes.end());
+  EXPECT_NE(std::find(kContexts.begin(), kContexts.end(), d.context), kContexts.end());
+  EXPECT_FALSE(d.summary.empty());
+  EXPECT_FALSE(d.evidence.empty());
+  EXPECT_FALSE(d.next_steps.empty());
+  // The 16 words below rsp, where the core holds them (a stack overflow's
+  // rsp sits on the guard page).
+  const Thread& t = a->core->threads()[a->core->crashing_thread()];
+  uint64_t sp = a->analysis.fault_context ? a->analysis.fault_context->registers.sp() : t.registers.sp();
+  bool present = a->core->memory().State(sp - 8) == AddressState::kPresent;
+  EXPECT_EQ(d.red_zone.size(), present ? 16u : 0u);
+  EXPECT_EQ(d.registers.size(), 17u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, DiagnosisTest, ::testing::ValuesIn(testing::LoadZoo()),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.variant;
+                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(Diagnosis, NullDerefNamesTheRegisterAndInstruction) {
+  // null_deref.c: walk() reads n->next->value with n->next NULL.
+  auto a = Analyze(Core("null_deref-O0"));
+  const Diagnosis& d = *a->analysis.diagnosis;
+  EXPECT_EQ(d.null_register, "rax");
+  EXPECT_EQ(d.faulting_instruction, "movq 8(%rax), %rax");
+  const auto& rax = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rax"; });
+  EXPECT_EQ(rax.kind, "null");
+  const auto& rip = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rip"; });
+  EXPECT_EQ(rip.kind, "code");
+  EXPECT_NE(rip.detail.find("walk"), std::string::npos);
+}
+
+TEST(Diagnosis, AbortMessagesComeFromGlibc) {
+  auto assert_core = Analyze(Core("abort_assert-O0"));
+  ASSERT_TRUE(assert_core->analysis.diagnosis->abort_message);
+  // abort_assert.c line 7: assert(b >= 0 && "balance must not go negative") in check_balance.
+  // The zoo is built from the source tree, so __FILE__ in the message is its path there.
+  EXPECT_EQ(*assert_core->analysis.diagnosis->abort_message,
+            "abort_assert-O0: " + std::string(std::getenv("CORONER_SOURCE_DIR")) +
+                "/tests/crashers/abort_assert.c:7: check_balance: Assertion `b >= 0 && \"balance must not go negative\"' "
+                "failed.");
+  auto heap = Analyze(Core("double_free-O2"));
+  ASSERT_TRUE(heap->analysis.diagnosis->abort_message);
+  EXPECT_EQ(*heap->analysis.diagnosis->abort_message, "free(): double free detected in tcache 2");
+}
+
+TEST(Diagnosis, ManyThreadsAreGrouped) {
+  // many_threads.c: 32 workers; worker 17 crashes, 31 wait in worker_wait, main pauses.
+  auto a = Analyze(Core("many_threads-O0"));
+  const Diagnosis& d = *a->analysis.diagnosis;
+  ASSERT_FALSE(d.thread_groups.empty());
+  EXPECT_EQ(d.thread_groups[0].function, "worker_wait");
+  EXPECT_EQ(d.thread_groups[0].tids.size(), 31u);
+  EXPECT_FALSE(d.thread_groups[0].with_crashing_thread);
+}
+
+TEST(Diagnosis, ReturnToNullSeesTheZeroInTheRedZone) {
+  auto a = Analyze(Core("return_to_null-O0"));
+  const Diagnosis& d = *a->analysis.diagnosis;
+  ASSERT_FALSE(d.red_zone.empty());
+  EXPECT_EQ(d.red_zone[0].offset, -8);
+  EXPECT_EQ(d.red_zone[0].value, 0u);
+  EXPECT_EQ(d.red_zone[0].meaning, "zero");
+}
+
+}  // namespace
+}  // namespace coroner
