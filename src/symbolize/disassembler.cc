@@ -89,7 +89,9 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
 }
 
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
-  if (pc == 0 || !modules.IsCode(exact ? pc : pc - 1)) return {};
+  // Whatever bytes are at pc are shown, code or not (a jump into data runs
+  // the data as instructions, and gdb shows it so too).
+  if (pc == 0) return {};
   thread_local Capstone capstone;
   constexpr uint64_t kMaxFunctionPrefix = 4096;
   constexpr size_t kTail = 16 * 15;  // room for `after` instructions of up to 15 bytes

@@ -24,7 +24,8 @@ struct Instruction {
 // context); otherwise pc is a return address and the current instruction is
 // the call that ends there. Decoding starts at the enclosing function's
 // symbol so that it stays in step; without a symbol it starts at the current
-// instruction (x86 cannot be decoded backwards). Empty when pc is not code.
+// instruction (x86 cannot be decoded backwards). Empty when no bytes are
+// readable at pc.
 // The memory operand of the instruction at pc, for naming the register that
 // held a bad pointer: base and index register names (gdb's: "rax"), scale,
 // displacement. nullopt when the instruction has no memory operand or cannot

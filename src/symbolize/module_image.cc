@@ -205,7 +205,11 @@ void ModuleImage::LoadSymbols(Elf* elf) const {
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
       int type = GELF_ST_TYPE(sym.st_info);
-      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF) continue;
+      // Objects too: a pc that jumped into data is named by the data (as gdb does).
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT) || sym.st_value == 0 ||
+          sym.st_shndx == SHN_UNDEF) {
+        continue;
+      }
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (!name || !*name) continue;
       int bind = GELF_ST_BIND(sym.st_info);
