@@ -4,6 +4,7 @@
 
 #include "core/core.h"
 #include "report/core_report.h"
+#include "report/markdown_report.h"
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
 
@@ -23,6 +24,13 @@ int RunAnalyze(const AnalyzeOptions& options) {
   UnwindOptions unwind_options;
   unwind_options.max_frames = options.max_frames;
   bool json = options.format == "json";
+  ComponentMap components;
+  if (!options.components_file.empty()) {
+    if (auto r = components.AddFile(options.components_file); !r.ok()) {
+      std::fprintf(stderr, "coroner: %s\n", r.error().message.c_str());
+      return 2;
+    }
+  }
   for (const auto& path : options.cores) {
     auto source = OpenCoreSource(path, options.max_bytes);
     Expected<std::unique_ptr<Core>> core =
@@ -43,7 +51,9 @@ int RunAnalyze(const AnalyzeOptions& options) {
         StackMemory stack((*core)->memory());
         AnalyzeThreads(analysis, *modules, stack, unwind_options);
       }
-      out = json ? CoreToJson(analysis).dump() : CoreToText(analysis);
+      if (json) out = CoreToJson(analysis).dump();
+      else if (options.format == "md") out = CoreToMarkdown(analysis, components);
+      else out = CoreToText(analysis);
     }
     out += '\n';
     std::fwrite(out.data(), 1, out.size(), stdout);

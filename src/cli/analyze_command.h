@@ -11,7 +11,8 @@ namespace coroner {
 struct AnalyzeOptions {
   std::vector<std::string> cores;
   std::optional<uint64_t> max_bytes;
-  std::string format = "text";  // text | json
+  std::string format = "text";  // text | md | json
+  std::string components_file;  // --components: extra library-to-component rules
   std::string sysroot;
   std::vector<std::string> debug_dirs;
   std::vector<std::string> exe_files;  // --exe

@@ -17,7 +17,9 @@ int main(int argc, char** argv) {
   cmd->add_option("CORE", analyze.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
   cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
   cmd->add_flag("--json", json, "one JSON object per core, one per line");
-  cmd->add_option("--format", analyze.format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", analyze.format, "text, md (the Markdown report) or json")
+      ->check(CLI::IsMember({"text", "md", "json"}));
+  cmd->add_option("--components", analyze.components_file, "library-to-component rules, `pattern<TAB>component` a line");
   cmd->add_option("--sysroot", analyze.sysroot, "look module files up under DIR");
   // One value per flag (repeat the flag for more), so that the cores after it stay cores.
   cmd->add_option("--debug-dir", analyze.debug_dirs, "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug")

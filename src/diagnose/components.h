@@ -1,0 +1,31 @@
+// ComponentMap: which component of a stack a module belongs to ("HIP
+// runtime (CLR)", "glibc", "application"), for the report's call chain table.
+//
+// Rules match a substring of the module's file name; the first match wins.
+// User rules (a file of `pattern<TAB>component` lines, `#` comments) come
+// before the built-in ones, which cover the GPU training stack (ROCm, CUDA,
+// XLA/PJRT, NCCL/RCCL, Python) and the C/C++ runtime.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "source/expected.h"
+
+namespace coroner {
+
+class ComponentMap {
+ public:
+  ComponentMap();  // the built-in rules
+  // Adds the rules of `path` in front of the built-in ones.
+  Expected<bool> AddFile(const std::string& path);
+  // The component for a module path; `executable` when it is the process's
+  // main program.
+  std::string For(const std::string& module_path, bool executable) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> user_, builtin_;
+};
+
+}  // namespace coroner

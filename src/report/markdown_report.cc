@@ -1,0 +1,195 @@
+#include "report/markdown_report.h"
+
+#include <fmt/format.h>
+
+#include "core/byte_view.h"
+#include "core/signals.h"
+
+namespace coroner {
+namespace {
+
+// Inside a fenced block only a fence can break out: keep untrusted text from
+// closing it.
+std::string Fenced(std::string s) {
+  for (size_t at; (at = s.find("```")) != std::string::npos;) s.replace(at, 3, "'''");
+  return s;
+}
+
+std::string ModulePath(const Frame& f) { return f.module ? f.module->module->path : std::string("?"); }
+
+}  // namespace
+
+std::string MarkdownEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '#':
+        out += '\\';
+        out += c;
+        break;
+      case '\n': case '\r': out += ' '; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += ' ';
+        else out += c;
+    }
+  }
+  return out;
+}
+
+std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components) {
+  const Core& core = *a.core;
+  std::string md;
+  auto add = [&md](const std::string& s) {
+    md += s;
+    md += '\n';
+  };
+  auto esc = MarkdownEscape;
+  add("## Coredump Analysis: " + esc(a.path));
+  add("");
+  const SignalInfo* sig = a.fault_context ? &a.fault_context->signal : core.signal() ? &*core.signal() : nullptr;
+  if (sig) {
+    std::string s = SignalName(sig->signo) + " (" + SignalCodeName(sig->signo, sig->code).value_or("code " + std::to_string(sig->code));
+    if (sig->fault_address) s += ", fault address " + Hex(*sig->fault_address);
+    s += ")";
+    if (a.fault_context) {
+      s += "; re-raised by a handler as " + SignalName(core.signal()->signo) + " (" +
+           SignalCodeName(core.signal()->signo, core.signal()->code).value_or("?") + ")";
+    }
+    add("**Crash signal:** " + s + "  ");
+  }
+  const Thread* t = core.threads().empty() ? nullptr : &core.threads()[core.crashing_thread()];
+  const Backtrace* bt = a.backtraces.size() > core.crashing_thread() ? &a.backtraces[core.crashing_thread()] : nullptr;
+  // Where the fault happened: frame 0, or past the signal frame that a
+  // re-raising handler left.
+  size_t origin = 0;
+  if (bt && a.fault_context) {
+    for (const auto& f : bt->frames) {
+      if (f.signal_trampoline && f.sp == a.fault_context->frame_address) origin = f.index + 1;
+    }
+  }
+  if (t) {
+    std::string where;
+    if (bt) {
+      for (const auto& f : bt->frames) {
+        if (f.index >= origin && !f.function.empty() && !f.signal_trampoline) {
+          where = ", in " + esc(f.function) + ", " + esc(components.For(ModulePath(f), false));
+          break;
+        }
+      }
+    }
+    add(fmt::format("**Crashing thread:** Thread {} (LWP {}{})  ", core.crashing_thread() + 1, t->tid, where));
+  }
+  const Diagnosis* d = a.diagnosis ? &*a.diagnosis : nullptr;
+  if (d) {
+    add("**Crash context:** " + d->context + "  ");
+    add("**Syndrome:** " + d->syndrome + "  ");
+  }
+  add("**Determinism:** unknown (single occurrence)");
+  add("");
+
+  add("### Crash call chain");
+  add("");
+  add("| Frame | Function | Library / Source | Component |");
+  add("|-------|----------|-----------------|-----------|");
+  if (bt) {
+    std::string exe = core.auxv().execfn.value_or("");
+    for (const auto& f : bt->frames) {
+      std::string fn = f.signal_trampoline ? "&lt;signal handler called&gt;" : f.function.empty() ? "??" : esc(f.function);
+      if (f.inlined) fn += " (inlined)";
+      std::string src = f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
+                                       : esc(f.file) + ":" + std::to_string(f.line);
+      bool is_exe = f.module && f.module->module->path == exe;
+      std::string comp = f.module ? esc(components.For(f.module->module->path, is_exe)) : "-";
+      if (d && f.index == origin) comp = "**" + comp + "** (crash origin)";
+      add(fmt::format("| #{} | {} | {} | {} |", f.index, fn, src, comp));
+      if (f.index >= 63) {
+        add(fmt::format("| ... | {} more frames | | |", bt->frames.size() - f.index - 1));
+        break;
+      }
+    }
+  }
+  add("");
+
+  add("### Crashing instruction");
+  add("");
+  add("```");
+  const Registers& regs = a.fault_context ? a.fault_context->registers : t ? t->registers : Registers{};
+  std::string row;
+  int n = 0;
+  for (Reg r : kRegDisplayOrder) {
+    if (r == Reg::orig_rax) continue;
+    row += fmt::format("{:<8} {:#018x}   ", RegName(r), regs[r]);
+    if (++n % 3 == 0) {
+      add(row);
+      row.clear();
+    }
+  }
+  if (!row.empty()) add(row);
+  add("");
+  const std::vector<Instruction>& ins =
+      a.fault_context ? a.fault_disassembly : (a.crashing_disassembly.empty() ? a.fault_disassembly : a.crashing_disassembly[0]);
+  for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, Fenced(i.text)));
+  if (ins.empty()) add("(no code bytes at pc " + Hex(regs.pc()) + ")");
+  add("```");
+  if (d) {
+    for (const auto& r : d->registers) {
+      if (r.kind == "null" || r.kind == "small" || r.kind == "non-canonical" || r.detail.find("misaligned") != std::string::npos) {
+        add(fmt::format("- `{}` = `{}`: {}{}", r.name, Hex(r.value), r.kind, r.detail.empty() ? "" : " (" + esc(r.detail) + ")"));
+      }
+    }
+  }
+  add("");
+
+  add("### Container environment");
+  add("");
+  add("| Component | Module | Build-id | Version | Git Hash |");
+  add("|-----------|--------|----------|---------|----------|");
+  std::string exe = core.auxv().execfn.value_or("");
+  for (const auto& m : core.modules()) {
+    add(fmt::format("| {} | {} | {} | unknown | unknown |", esc(components.For(m.path, m.path == exe)), esc(m.path),
+                    m.build_id.empty() ? std::string("-") : m.build_id));
+  }
+  add("");
+
+  add("### Root cause");
+  add("");
+  add(d ? esc(d->summary) : std::string("Not diagnosed (registers only)."));
+  add("");
+
+  add("### Evidence");
+  add("");
+  if (d) {
+    for (const auto& e : d->evidence) add("- " + esc(e));
+    if (d->abort_message) add("- Abort message, verbatim: `" + Fenced(*d->abort_message) + "`");
+    if (d->unwinder) add("- Unwinder in use: " + esc(*d->unwinder));
+    for (const auto& g : d->thread_groups) {
+      add(fmt::format("- {} threads in {}{}", g.tids.size(), esc(g.function),
+                      g.with_crashing_thread ? " (with the crashing thread)" : ""));
+    }
+    if (!d->red_zone.empty()) {
+      add("");
+      add("Red zone (the 128 bytes below rsp, which survive signal delivery):");
+      add("");
+      add("```");
+      for (const auto& w : d->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, Fenced(w.meaning)));
+      add("```");
+    }
+  }
+  add("");
+
+  add("### Upstream fix status");
+  add("");
+  add("Not checked");
+  add("");
+
+  add("### Recommended next steps");
+  add("");
+  if (d) {
+    int k = 0;
+    for (const auto& s : d->next_steps) add(fmt::format("{}. {}", ++k, esc(s)));
+  }
+  return md;
+}
+
+}  // namespace coroner

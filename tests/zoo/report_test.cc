@@ -1,0 +1,62 @@
+// The Markdown report of every zoo core has the workflow's sections, and
+// strings from a core cannot inject Markdown or HTML.
+#include <gtest/gtest.h>
+
+#include "report/markdown_report.h"
+#include "unit/run_coroner.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+class ReportTest : public ::testing::TestWithParam<testing::ZooCore> {};
+
+TEST_P(ReportTest, MarkdownHasEverySection) {
+  auto r = testing::Coroner("analyze --format md --debug-dir " + testing::ZooDir() + "/debug " + GetParam().core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string& md = r.out;
+  for (const char* section :
+       {"## Coredump Analysis: ", "**Crash signal:** ", "**Crashing thread:** Thread 1 (LWP ", "**Crash context:** ",
+        "**Syndrome:** ", "**Determinism:** unknown (single occurrence)", "### Crash call chain",
+        "| Frame | Function | Library / Source | Component |", "### Crashing instruction", "### Container environment",
+        "### Root cause", "### Evidence", "### Upstream fix status\n\nNot checked", "### Recommended next steps\n\n1. "}) {
+    EXPECT_NE(md.find(section), std::string::npos) << "missing " << section;
+  }
+  EXPECT_NE(md.find("(crash origin)"), std::string::npos);
+  // Fenced blocks are balanced.
+  size_t fences = 0;
+  for (size_t at = 0; (at = md.find("```", at)) != std::string::npos; at += 3) ++fences;
+  EXPECT_EQ(fences % 2, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ReportTest, ::testing::ValuesIn(testing::LoadZoo()),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.variant;
+                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+TEST(Report, ComponentsComeFromTheMap) {
+  auto r = testing::Coroner("analyze --format md " + testing::ZooDir() + "/cores/dlopen_crash-O0.core");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("| glibc |"), std::string::npos);
+  EXPECT_NE(r.out.find("| application |"), std::string::npos);
+  // A user rule names the plugin.
+  std::string rules = ::testing::TempDir() + "/components.tsv";
+  FILE* f = fopen(rules.c_str(), "w");
+  fputs("# test rules\nlibzoo_plugin\tZoo plugin (team X)\n", f);
+  fclose(f);
+  r = testing::Coroner("analyze --format md --components " + rules + " " + testing::ZooDir() + "/cores/dlopen_crash-O0.core");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("**Zoo plugin (team X)** (crash origin)"), std::string::npos) << r.out;
+}
+
+TEST(Report, HostileStringsAreEscaped) {
+  EXPECT_EQ(MarkdownEscape("<script>alert(1)</script>"), "\\<script\\>alert(1)\\</script\\>");
+  EXPECT_EQ(MarkdownEscape("a|b\nc"), "a\\|b c");
+  EXPECT_EQ(MarkdownEscape("**bold** _it_ `code` [link](x) # h"), "\\*\\*bold\\*\\* \\_it\\_ \\`code\\` \\[link\\](x) \\# h");
+  EXPECT_EQ(MarkdownEscape(std::string("nul\x01" "ctl")), "nul ctl");
+}
+
+}  // namespace
+}  // namespace coroner
