@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config
   libdw-dev libelf-dev libdebuginfod-dev libcapstone-dev
   libsqlite3-dev libzstd-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils
 )

@@ -441,7 +441,7 @@ class Diagnoser {
 
   // The thrown object, from the stack: a pointer to its std::type_info (a
   // vtable, then a mangled name) and the object whose exception header
-  // (__cxa_refcounted_exception, 128 bytes before it) names that type.
+  // (__cxa_refcounted_exception, the 128 bytes before it) names that type.
   void Exception() {
     uint64_t sp = regs_.sp();
     std::optional<uint64_t> tinfo;
@@ -451,7 +451,7 @@ class Diagnoser {
       auto vptr = mem_.Read64(*w);
       auto name_ptr = mem_.Read64(*w + 8);
       if (!vptr || !name_ptr || !modules_.Find(*vptr)) continue;
-      auto name = core_.memory().ReadCString(*name_ptr, 256);
+      auto name = modules_.ReadString(*name_ptr, 256);  // .rodata: usually only in the file
       if (!name || name->size() < 2) continue;
       if (auto demangled = DemangleType(*name)) {
         tinfo = *w;
@@ -462,7 +462,9 @@ class Diagnoser {
     for (uint64_t a = sp; a < sp + 16384; a += 8) {
       auto obj = mem_.Read64(a);
       if (!obj || *obj < 128) continue;
-      auto header_type = mem_.Read64(*obj - 120);  // __cxa_exception::exceptionType
+      // __cxa_refcounted_exception: referenceCount, then (16-aligned) the
+      // __cxa_exception whose first member is exceptionType; 128 bytes in all.
+      auto header_type = mem_.Read64(*obj - 112);
       if (!header_type || *header_type != *tinfo) continue;
       // std::runtime_error and std::logic_error keep their message behind the vtable.
       if (auto msg_ptr = mem_.Read64(*obj + 8)) {

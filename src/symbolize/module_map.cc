@@ -59,6 +59,21 @@ size_t ModuleMap::ReadCode(uint64_t pc, std::span<std::byte> out) const {
   return core_.memory().ReadUpTo(pc, out);
 }
 
+std::optional<std::string> ModuleMap::ReadString(uint64_t addr, size_t limit) const {
+  if (auto s = core_.memory().ReadCString(addr, limit)) return s;
+  std::string out;
+  char chunk[64];
+  while (out.size() < limit) {
+    size_t n = ReadCode(addr + out.size(), std::as_writable_bytes(std::span(chunk)));
+    if (n == 0) return std::nullopt;
+    for (size_t i = 0; i < n; ++i) {
+      if (chunk[i] == '\0') return out;
+      out.push_back(chunk[i]);
+    }
+  }
+  return std::nullopt;
+}
+
 bool ModuleMap::IsCode(uint64_t pc) const {
   if (const Segment* s = core_.memory().Find(pc)) return s->exec;
   if (const MappedModule* m = Find(pc); m && m->image) return m->image->IsCode(m->ToLink(pc));

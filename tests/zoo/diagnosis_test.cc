@@ -117,3 +117,24 @@ TEST(Diagnosis, ReturnToNullSeesTheZeroInTheRedZone) {
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+TEST(Diagnosis, UncaughtExceptionTypeAndWhat) {
+  // uncaught_exception.cc throws std::runtime_error("config file is corrupt").
+  for (std::string v : {"uncaught_exception-O0", "uncaught_exception-O2"}) {
+    auto a = Analyze(Core(v));
+    const Diagnosis& d = *a->analysis.diagnosis;
+    ASSERT_TRUE(d.exception_type) << v;
+    EXPECT_EQ(*d.exception_type, "std::runtime_error");
+    ASSERT_TRUE(d.exception_what) << v;
+    EXPECT_EQ(*d.exception_what, "config file is corrupt");
+    // A plain build binds _Unwind_RaiseException to libgcc's unwinder.
+    ASSERT_TRUE(d.unwinder);
+    EXPECT_EQ(*d.unwinder, "libgcc (libgcc_s.so.1)");
+  }
+}
+
+}  // namespace
+}  // namespace coroner
