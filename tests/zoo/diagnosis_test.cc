@@ -138,3 +138,59 @@ TEST(Diagnosis, UncaughtExceptionTypeAndWhat) {
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// The reproduction's premise: libstdc++'s _Unwind_RaiseException binds to
+// GNU libunwind in the race binary (LD_DEBUG=bindings shows it).
+TEST(UnwindRace, ThrowsBindToGnuLibunwind) {
+  std::string bin = testing::ZooDir() + "/bin/unwind_race";
+  std::string cmd = "LD_DEBUG=bindings timeout 1 " + bin + " 1000000 2>&1 | grep -m1 \"_Unwind_RaiseException\"";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[1024];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  EXPECT_NE(out.find("libunwind.so.8"), std::string::npos) << out;
+}
+
+// The race's core, when the bounded run crashed: labelled as the
+// epidemiology story's cores were.
+TEST(UnwindRace, CoreIsReturnToNullInExceptionUnwindingWithGnuLibunwind) {
+  std::string core = testing::ZooDir() + "/race/unwind_race.core";
+  if (FILE* none = fopen((core + ".none").c_str(), "r")) {
+    char why[256] = {};
+    fgets(why, sizeof why, none);
+    fclose(none);
+    GTEST_SKIP() << "the race did not crash here: " << why;
+  }
+  auto a = Analyze(core);
+  const Diagnosis& d = *a->analysis.diagnosis;
+  EXPECT_TRUE(d.syndrome == "return-to-null" || d.syndrome == "wild-jump") << d.syndrome;
+  EXPECT_EQ(d.context, "exception-unwind");
+  ASSERT_TRUE(d.unwinder);
+  EXPECT_EQ(d.unwinder->rfind("GNU libunwind (libunwind.so.8", 0), 0u) << *d.unwinder;
+}
+
+// The race's effect injected at the racy instruction (make_injected_race_core.sh):
+// rip 0, [rsp-8] = 0 and a return address into __cxa_throw in the red zone,
+// as the story's cores showed.
+TEST(UnwindRace, InjectedRaceIsReturnToNullInExceptionUnwindingWithGnuLibunwind) {
+  auto a = Analyze(testing::ZooDir() + "/race/unwind_race-injected.core");
+  const Diagnosis& d = *a->analysis.diagnosis;
+  EXPECT_EQ(a->core->threads()[0].registers.pc(), 0u);
+  EXPECT_EQ(d.syndrome, "return-to-null");
+  EXPECT_EQ(d.context, "exception-unwind");
+  ASSERT_TRUE(d.unwinder);
+  EXPECT_EQ(d.unwinder->rfind("GNU libunwind (libunwind.so.8", 0), 0u) << *d.unwinder;
+  ASSERT_FALSE(d.red_zone.empty());
+  EXPECT_EQ(d.red_zone[0].value, 0u);
+  bool cxa_throw = false;
+  for (const auto& w : d.red_zone) cxa_throw |= w.meaning.find("return address into __cxa_throw") != std::string::npos;
+  EXPECT_TRUE(cxa_throw);
+}
+
+}  // namespace
+}  // namespace coroner
