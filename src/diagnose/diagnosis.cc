@@ -517,11 +517,37 @@ class Diagnoser {
       if (name.empty()) name = s.symbol;
       if (IsUnwinder(name) && dead_unwinder.empty()) dead_unwinder = name;
     }
-    if (!unwinder_frame.empty() || !dead_unwinder.empty()) {
+    // Control that went astray (pc 0 or not code) may have been the
+    // unwinder's own transfer: its code addresses linger in the dead stack
+    // below the red zone too (a saved signal frame's pc at
+    // _Ux86_64_setcontext, return addresses of its frames).
+    std::string deeper_unwinder;
+    uint64_t deeper_at = 0;
+    bool astray = d_.syndrome == "return-to-null" || d_.syndrome == "wild-jump" || d_.syndrome == "call-to-null";
+    if (astray && unwinder_frame.empty() && dead_unwinder.empty()) {
+      for (uint64_t off = 136; off <= 8192 && deeper_unwinder.empty(); off += 8) {
+        auto v = mem_.Read64(regs_.sp() - off);
+        if (!v) break;
+        if (!modules_.IsCode(*v)) continue;
+        PcSymbol s = modules_.Symbolize(*v);
+        std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
+        if (IsUnwinder(name)) {
+          deeper_unwinder = name + "+" + Hex(s.symbol_offset);
+          deeper_at = off;
+        }
+      }
+    }
+    if (!unwinder_frame.empty() || !dead_unwinder.empty() || !deeper_unwinder.empty()) {
       d_.context = "exception-unwind";
-      d_.evidence.push_back(!unwinder_frame.empty() ? "The exception unwinder was running: " + unwinder_frame + " is on the stack."
-                                                    : "The exception unwinder was running: a return address into " + dead_unwinder +
-                                                          " is still in the red zone below rsp.");
+      if (!unwinder_frame.empty()) {
+        d_.evidence.push_back("The exception unwinder was running: " + unwinder_frame + " is on the stack.");
+      } else if (!dead_unwinder.empty()) {
+        d_.evidence.push_back("The exception unwinder was running: a return address into " + dead_unwinder +
+                              " is still in the red zone below rsp.");
+      } else {
+        d_.evidence.push_back("The exception unwinder was running: the dead stack " + std::to_string(deeper_at) +
+                              " bytes below rsp still holds the code address " + deeper_unwinder + ".");
+      }
       Unwinder();
     } else if (handler) {
       d_.context = "signal-handler";

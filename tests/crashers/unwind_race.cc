@@ -9,10 +9,18 @@
 // now lies below rsp: a signal landing between those two instructions builds
 // its frame over the ucontext, the target rip becomes 0, and the final `ret`
 // jumps to 0 (return-to-null in exception unwinding).
+//
+// Where the saved rip lands in the kernel's signal frame decides what it is
+// overwritten with: 128 bytes of stack between the catch and the throw put it
+// under the XSAVE area's AVX state (zeros) on AVX-512 machines, where without
+// them it falls in a gap of the XSAVE layout that is never written.
+// Usage: unwind_race [timer period ns = 100000] [pad bytes = 128].
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <alloca.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -30,10 +38,24 @@ __attribute__((noinline)) void apply_backpressure(int depth) {
   apply_backpressure(depth - 1);
 }
 
+// Stack between the catch and the throw moves libunwind's ucontext (and its
+// saved target rip) further below the catching frame's rsp; `pad` bytes put
+// the rip slot where the kernel's signal frame writes the XSAVE area's AVX
+// state (zeros when AVX is unused) instead of a gap it skips.
+__attribute__((noinline)) void buffered_apply(int pad) {
+  volatile char* buffer = static_cast<volatile char*>(alloca(pad));
+  buffer[0] = 1;
+  apply_backpressure(0);
+  buffer[pad - 1] = buffer[0];
+}
+
+static int g_pad;
+
 __attribute__((noinline)) void ingest() {
   for (;;) {
     try {
-      apply_backpressure(0);
+      if (g_pad > 0) buffered_apply(g_pad);
+      else apply_backpressure(0);
     } catch (const std::exception&) {
       caught = caught + 1;
     }
@@ -41,9 +63,10 @@ __attribute__((noinline)) void ingest() {
 }
 
 int main(int argc, char** argv) {
-  // The timer period in ns: 100 us maximizes exceptions x signals per second
-  // on the machines this was tuned on (20 us starves the thread there).
+  // The timer period: 100 us maximizes exceptions x signals per second on the
+  // machines this was tuned on (20 us starves the thread there).
   long period = argc > 1 ? std::atol(argv[1]) : 100000;
+  g_pad = argc > 2 ? std::atoi(argv[2]) : 128;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_timer;

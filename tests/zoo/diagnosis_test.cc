@@ -172,6 +172,11 @@ TEST(UnwindRace, CoreIsReturnToNullInExceptionUnwindingWithGnuLibunwind) {
   EXPECT_EQ(d.context, "exception-unwind");
   ASSERT_TRUE(d.unwinder);
   EXPECT_EQ(d.unwinder->rfind("GNU libunwind (libunwind.so.8", 0), 0u) << *d.unwinder;
+  // The signal that caused it left its frame in the dead stack: the pc it
+  // interrupted is the racy instruction, _Ux86_64_setcontext+82.
+  bool saw = false;
+  for (const auto& e : d.evidence) saw |= e.find("_Ux86_64_setcontext+0x52") != std::string::npos;
+  EXPECT_TRUE(saw);
 }
 
 // The race's effect injected at the racy instruction (make_injected_race_core.sh):
