@@ -54,10 +54,24 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
   std::byte code[16];
   size_t n = modules.ReadCode(pc, code);
   if (n == 0) return std::nullopt;
-  csh h;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) return std::nullopt;
-  cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
-  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  // One handle per thread, with operand details on.
+  struct DetailHandle {
+    csh h = 0;
+    bool ok = false;
+    DetailHandle() {
+      ok = cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK;
+      if (ok) {
+        cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+        cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+      }
+    }
+    ~DetailHandle() {
+      if (ok) cs_close(&h);
+    }
+  };
+  thread_local DetailHandle handle;
+  if (!handle.ok) return std::nullopt;
+  csh h = handle.h;
   cs_insn* insn = nullptr;
   std::optional<MemoryOperand> result;
   if (cs_disasm(h, reinterpret_cast<const uint8_t*>(code), n, pc, 1, &insn) == 1) {
@@ -84,7 +98,6 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
     if (!result && (m.is_ret || m.is_call)) result = m;
   }
   if (insn) cs_free(insn, 1);
-  cs_close(&h);
   return result;
 }
 
