@@ -525,16 +525,21 @@ class Diagnoser {
     uint64_t deeper_at = 0;
     bool astray = d_.syndrome == "return-to-null" || d_.syndrome == "wild-jump" || d_.syndrome == "call-to-null";
     if (astray && unwinder_frame.empty() && dead_unwinder.empty()) {
-      for (uint64_t off = 136; off <= 8192 && deeper_unwinder.empty(); off += 8) {
+      // The nearest unwinder address, unless a saved pc inside
+      // _Ux86_64_setcontext (the signal frame of the race itself) is there.
+      for (uint64_t off = 136; off <= 8192; off += 8) {
         auto v = mem_.Read64(regs_.sp() - off);
         if (!v) break;
         if (!modules_.IsCode(*v)) continue;
         PcSymbol s = modules_.Symbolize(*v);
         std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
-        if (IsUnwinder(name)) {
+        if (!IsUnwinder(name)) continue;
+        bool setcontext = name == "_Ux86_64_setcontext";
+        if (deeper_unwinder.empty() || setcontext) {
           deeper_unwinder = name + "+" + Hex(s.symbol_offset);
           deeper_at = off;
         }
+        if (setcontext) break;
       }
     }
     if (!unwinder_frame.empty() || !dead_unwinder.empty() || !deeper_unwinder.empty()) {
