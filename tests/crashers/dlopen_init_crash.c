@@ -3,15 +3,13 @@
  * stack. */
 #include <dlfcn.h>
 #include <stdio.h>
-#include <string.h>
+
+#include "beside_exe.h"
 
 int main(int argc, char **argv) {
   (void)argc;
   char path[4096];
-  snprintf(path, sizeof path, "%s", argv[0]);
-  char *slash = strrchr(path, '/');
-  snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "%s",
-           "libzoo_bad_init.so");
+  path_beside_exe(argv[0], "libzoo_bad_init.so", path, sizeof path);
   void *h = dlopen(path, RTLD_NOW);
   return h ? 0 : 2;
 }

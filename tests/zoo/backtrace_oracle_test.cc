@@ -13,36 +13,13 @@
 #include "unwind/signal_context.h"
 #include "core/signals.h"
 #include <csignal>
+#include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
 namespace {
 
-struct Analyzed {
-  std::unique_ptr<Core> core;
-  std::unique_ptr<ModuleMap> modules;
-  std::vector<Backtrace> backtraces;
-};
-
-// The zoo's stripped binaries have their debug files under zoo/debug; gdb's
-// oracle was told the same (debug-file-directory).
-FileSymbolProvider& Provider() {
-  static FileSymbolProvider provider{SymbolOptions{"", {testing::ZooDir() + "/debug"}, false, {}}};
-  return provider;
-}
-
-Analyzed Analyze(const std::string& path) {
-  Analyzed a;
-  auto source = OpenCoreSource(path, std::nullopt);
-  if (!source.ok()) throw std::runtime_error(source.error().message);
-  auto core = Core::Open(std::move(*source));
-  if (!core.ok()) throw std::runtime_error(core.error().message);
-  a.core = std::move(*core);
-  a.modules = std::make_unique<ModuleMap>(*a.core, Provider());
-  StackMemory stack(a.core->memory());
-  for (const auto& t : a.core->threads()) a.backtraces.push_back(BuildBacktrace(t, *a.modules, stack));
-  return a;
-}
+std::unique_ptr<testing::AnalyzedCore> Analyze(const std::string& path) { return testing::AnalyzeCore(path); }
 
 std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
 
@@ -87,13 +64,13 @@ class BacktraceTest : public ::testing::TestWithParam<testing::ZooCore> {};
 TEST_P(BacktraceTest, MatchesGdb) {
   const auto& z = GetParam();
   auto gdb = testing::ParseGdbOracle(z.oracle);
-  Analyzed a = Analyze(z.core);
-  const Thread& crashed = a.core->threads()[a.core->crashing_thread()];
+  auto a = Analyze(z.core);
+  const Thread& crashed = a->core->threads()[a->core->crashing_thread()];
   ASSERT_TRUE(gdb.frames.count(crashed.tid));
   const auto& gframes = gdb.frames.at(crashed.tid);
-  const Backtrace& bt = a.backtraces[a.core->crashing_thread()];
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
   ASSERT_FALSE(gframes.empty());
-  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread", *a.modules), 1u);
+  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread", *a->modules), 1u);
   // file:line of frame 0 where gdb has it.
   if (gframes[0].file != "-") {
     EXPECT_EQ(Basename(bt.frames[0].file), Basename(gframes[0].file));
@@ -101,19 +78,19 @@ TEST_P(BacktraceTest, MatchesGdb) {
   }
   // Every other thread too.
   size_t others = 0;
-  for (size_t i = 0; i < a.core->threads().size(); ++i) {
-    if (i == a.core->crashing_thread()) continue;
-    int tid = a.core->threads()[i].tid;
+  for (size_t i = 0; i < a->core->threads().size(); ++i) {
+    if (i == a->core->crashing_thread()) continue;
+    int tid = a->core->threads()[i].tid;
     ASSERT_TRUE(gdb.frames.count(tid));
-    ExpectSameFrames(gdb.frames.at(tid), a.backtraces[i], "thread " + std::to_string(tid), *a.modules);
+    ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->modules);
     ++others;
   }
-  EXPECT_EQ(others + 1, a.core->threads().size());
+  EXPECT_EQ(others + 1, a->core->threads().size());
 }
 
 TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
-  Analyzed a = Analyze(GetParam().core);
-  const Backtrace& bt = a.backtraces[a.core->crashing_thread()];
+  auto a = Analyze(GetParam().core);
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
   ASSERT_FALSE(bt.frames.empty());
   EXPECT_EQ(bt.frames[0].trust, FrameTrust::kContext);
   for (size_t i = 1; i < bt.frames.size(); ++i) {
@@ -132,11 +109,7 @@ TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, BacktraceTest, ::testing::ValuesIn(testing::LoadZoo()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.variant;
-                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         testing::ZooTestName);
 
 }  // namespace
 }  // namespace coroner
@@ -146,8 +119,8 @@ namespace {
 
 // deep_recursion.c: descend(200) calls itself down to descend(0), which faults.
 TEST(Backtrace, DeepRecursionHasEveryFrame) {
-  Analyzed a = Analyze(testing::ZooDir() + "/cores/deep_recursion-O0.core");
-  const Backtrace& bt = a.backtraces[0];
+  auto a = Analyze(testing::ZooDir() + "/cores/deep_recursion-O0.core");
+  const Backtrace& bt = a->backtraces()[0];
   size_t descend = 0;
   while (descend < bt.frames.size() && bt.frames[descend].function == "descend") ++descend;
   EXPECT_EQ(descend, 201u);
@@ -158,9 +131,9 @@ TEST(Backtrace, DeepRecursionHasEveryFrame) {
 
 // The frame limit bounds the walk and says so.
 TEST(Backtrace, FrameLimitIsReported) {
-  Analyzed a = Analyze(testing::ZooDir() + "/cores/stack_overflow-O0.core");
-  EXPECT_EQ(a.backtraces[0].frames.size(), 1024u);
-  EXPECT_EQ(a.backtraces[0].stop_reason, "frame limit of 1024 reached");
+  auto a = Analyze(testing::ZooDir() + "/cores/stack_overflow-O0.core");
+  EXPECT_EQ(a->backtraces()[0].frames.size(), 1024u);
+  EXPECT_EQ(a->backtraces()[0].stop_reason, "frame limit of 1024 reached");
 }
 
 }  // namespace
@@ -184,9 +157,9 @@ const std::map<std::string, HiddenFault> kHiddenFaults = {
 
 TEST_P(BacktraceTest, RecoversTheFaultBehindAReRaise) {
   const auto& z = GetParam();
-  Analyzed a = Analyze(z.core);
-  StackMemory stack(a.core->memory());
-  auto fc = RecoverFaultContext(*a.core, a.backtraces[a.core->crashing_thread()], stack);
+  auto a = Analyze(z.core);
+  StackMemory stack(a->core->memory());
+  auto fc = RecoverFaultContext(*a->core, a->backtraces()[a->core->crashing_thread()], stack);
   auto hidden = kHiddenFaults.find(z.crasher);
   if (hidden == kHiddenFaults.end() || z.variant.ends_with("-gcore")) {
     EXPECT_FALSE(fc.has_value()) << "no signal was re-raised in " << z.variant;
@@ -200,7 +173,7 @@ TEST_P(BacktraceTest, RecoversTheFaultBehindAReRaise) {
   EXPECT_EQ(fc->signal.source, hidden->second.source);
   // The registers are the ones gdb restores from the same signal frame.
   auto gdb = testing::ParseGdbOracle(z.oracle);
-  int tid = a.core->threads()[a.core->crashing_thread()].tid;
+  int tid = a->core->threads()[a->core->crashing_thread()].tid;
   ASSERT_TRUE(gdb.signal_context.count(tid));
   for (const auto& [name, value] : gdb.signal_context.at(tid)) {
     // gdb's signal-frame unwinder does not restore eflags (it shows the inner
@@ -223,9 +196,9 @@ namespace {
 TEST_P(BacktraceTest, CrashingInstructionMatchesGdb) {
   const auto& z = GetParam();
   auto gdb = testing::ParseGdbOracle(z.oracle);
-  Analyzed a = Analyze(z.core);
-  const Thread& t = a.core->threads()[a.core->crashing_thread()];
-  auto ins = Disassemble(*a.modules, t.registers.pc(), true);
+  auto a = Analyze(z.core);
+  const Thread& t = a->core->threads()[a->core->crashing_thread()];
+  auto ins = Disassemble(*a->modules, t.registers.pc(), true);
   if (gdb.instructions.empty()) {
     // gdb could not read code at pc (pc 0): neither is there any to show.
     EXPECT_TRUE(ins.empty());
@@ -257,23 +230,23 @@ namespace {
 // call_null.c: pc 0, the caller's return address at [rsp]; found by scanning.
 TEST(Backtrace, CallThroughNullIsRecoveredByStackScan) {
   for (std::string v : {"call_null-O0", "call_null-O2"}) {
-    Analyzed a = Analyze(testing::ZooDir() + "/cores/" + v + ".core");
-    const Backtrace& bt = a.backtraces[0];
+    auto a = Analyze(testing::ZooDir() + "/cores/" + v + ".core");
+    const Backtrace& bt = a->backtraces()[0];
     ASSERT_GE(bt.frames.size(), 3u) << v;
     EXPECT_EQ(bt.frames[0].pc, 0u);
     EXPECT_TRUE(bt.frames[0].function.empty());
     EXPECT_EQ(bt.frames[1].function, "dispatch");
     EXPECT_EQ(bt.frames[1].trust, FrameTrust::kScan);
     // The scanned frame sits just above the slot the call pushed.
-    EXPECT_EQ(bt.frames[1].sp, a.core->threads()[0].registers.sp() + 8);
+    EXPECT_EQ(bt.frames[1].sp, a->core->threads()[0].registers.sp() + 8);
   }
 }
 
 // no_cfi.c built without unwind tables: leaf() is frameless, middle() and
 // main() keep frame pointers.
 TEST(Backtrace, FunctionsWithoutCfiAreWalkedByFramePointer) {
-  Analyzed a = Analyze(testing::ZooDir() + "/cores/no_cfi-fp.core");
-  const Backtrace& bt = a.backtraces[0];
+  auto a = Analyze(testing::ZooDir() + "/cores/no_cfi-fp.core");
+  const Backtrace& bt = a->backtraces()[0];
   ASSERT_GE(bt.frames.size(), 4u);
   EXPECT_EQ(bt.frames[0].function, "leaf");
   EXPECT_EQ(bt.frames[1].function, "middle");
@@ -285,11 +258,11 @@ TEST(Backtrace, FunctionsWithoutCfiAreWalkedByFramePointer) {
 // big_heap.c: a 1 GiB heap mapping. A full analysis reads a few stack pages,
 // the notes and module headers, as for a small core: not the heap.
 TEST(Backtrace, BytesReadDoNotGrowWithTheHeap) {
-  Analyzed big = Analyze(testing::ZooDir() + "/cores/big_heap-O0.core");
-  Analyzed small = Analyze(testing::ZooDir() + "/cores/null_deref-O0.core");
-  ASSERT_GT(*big.core->size(), 1ull << 30);
-  EXPECT_LT(big.core->bytes_read(), 1u << 20);
-  EXPECT_LT(big.core->bytes_read(), small.core->bytes_read() + 64 * 1024);
+  auto big = Analyze(testing::ZooDir() + "/cores/big_heap-O0.core");
+  auto small = Analyze(testing::ZooDir() + "/cores/null_deref-O0.core");
+  ASSERT_GT(*big->core->size(), 1ull << 30);
+  EXPECT_LT(big->core->bytes_read(), 1u << 20);
+  EXPECT_LT(big->core->bytes_read(), small->core->bytes_read() + 64 * 1024);
 }
 
 }  // namespace
@@ -303,12 +276,12 @@ namespace {
 TEST(Backtrace, CompressedCoresUnwindTheSame) {
   std::string dir = testing::ZooDir() + "/cores/";
   for (std::string name : {"null_deref-O0.core.zst", "null_deref-O0.core.lz4", "many_threads-O0.core.xz"}) {
-    Analyzed packed = Analyze(dir + name);
-    Analyzed plain = Analyze(dir + name.substr(0, name.rfind('.')));
-    ASSERT_EQ(packed.backtraces.size(), plain.backtraces.size());
-    for (size_t t = 0; t < plain.backtraces.size(); ++t) {
-      const auto& a = packed.backtraces[t].frames;
-      const auto& b = plain.backtraces[t].frames;
+    auto packed = Analyze(dir + name);
+    auto plain = Analyze(dir + name.substr(0, name.rfind('.')));
+    ASSERT_EQ(packed->backtraces().size(), plain->backtraces().size());
+    for (size_t t = 0; t < plain->backtraces().size(); ++t) {
+      const auto& a = packed->backtraces()[t].frames;
+      const auto& b = plain->backtraces()[t].frames;
       ASSERT_EQ(a.size(), b.size()) << name << " thread " << t;
       for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a[i].pc, b[i].pc);

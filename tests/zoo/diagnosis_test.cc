@@ -5,36 +5,13 @@
 #include "diagnose/diagnosis.h"
 #include "report/core_report.h"
 #include "symbolize/symbol_provider.h"
+#include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
 namespace {
 
-struct Analyzed {
-  std::unique_ptr<Core> core;
-  std::unique_ptr<ModuleMap> modules;
-  CoreAnalysis analysis;
-};
-
-FileSymbolProvider& Provider() {
-  static FileSymbolProvider provider{SymbolOptions{"", {testing::ZooDir() + "/debug"}, false, {}}};
-  return provider;
-}
-
-std::unique_ptr<Analyzed> Analyze(const std::string& path) {
-  auto a = std::make_unique<Analyzed>();
-  auto source = OpenCoreSource(path, std::nullopt);
-  if (!source.ok()) throw std::runtime_error(source.error().message);
-  auto core = Core::Open(std::move(*source));
-  if (!core.ok()) throw std::runtime_error(core.error().message);
-  a->core = std::move(*core);
-  a->modules = std::make_unique<ModuleMap>(*a->core, Provider());
-  a->analysis.core = a->core.get();
-  a->analysis.path = path;
-  StackMemory stack(a->core->memory());
-  AnalyzeThreads(a->analysis, *a->modules, stack, {});
-  return a;
-}
+std::unique_ptr<testing::AnalyzedCore> Analyze(const std::string& path) { return testing::AnalyzeCore(path); }
 
 std::string Core(const std::string& v) { return testing::ZooDir() + "/cores/" + v + ".core"; }
 
@@ -63,11 +40,7 @@ TEST_P(DiagnosisTest, SyndromeAndContextMatchTheTable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, DiagnosisTest, ::testing::ValuesIn(testing::LoadZoo()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.variant;
-                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         testing::ZooTestName);
 
 TEST(Diagnosis, NullDerefNamesTheRegisterAndInstruction) {
   // null_deref.c: walk() reads n->next->value with n->next NULL.

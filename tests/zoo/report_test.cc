@@ -4,6 +4,7 @@
 
 #include "report/markdown_report.h"
 #include "unit/run_coroner.h"
+#include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
@@ -30,11 +31,7 @@ TEST_P(ReportTest, MarkdownHasEverySection) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ReportTest, ::testing::ValuesIn(testing::LoadZoo()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.variant;
-                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         testing::ZooTestName);
 
 TEST(Report, ComponentsComeFromTheMap) {
   auto r = testing::Coroner("analyze --format md " + testing::ZooDir() + "/cores/dlopen_crash-O0.core");

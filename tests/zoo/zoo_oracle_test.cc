@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "core/signals.h"
+#include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
@@ -185,11 +186,7 @@ TEST_P(ZooCoreTest, PrefixOf64KiBGivesRegistersAndSignal) {
 std::vector<ZooCore> Zoo() { return testing::LoadZoo(); }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooCoreTest, ::testing::ValuesIn(Zoo()),
-                         [](const auto& param_info) {
-                           std::string n = param_info.param.variant;
-                           for (auto& c : n) if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         testing::ZooTestName);
 
 TEST(ZooTest, HasEveryCrasher) {
   std::set<std::string> crashers;

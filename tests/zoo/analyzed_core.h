@@ -1,0 +1,33 @@
+// A zoo core analyzed the way `coroner analyze` does it (backtraces, fault
+// context, disassembly, diagnosis), for the tests that look inside.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "report/core_report.h"
+#include "symbolize/symbol_provider.h"
+#include "zoo/zoo.h"
+
+namespace coroner::testing {
+
+struct AnalyzedCore {
+  std::unique_ptr<Core> core;
+  std::unique_ptr<ModuleMap> modules;
+  CoreAnalysis analysis;
+  const std::vector<Backtrace>& backtraces() const { return analysis.backtraces; }
+};
+
+// The zoo's symbol provider: its stripped binaries' debug files are under
+// zoo/debug, and gdb's oracle was told the same.
+FileSymbolProvider& ZooSymbols();
+
+// Throws on a core that does not open (the zoo's cores all do).
+std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path);
+
+// A gtest-safe name for a zoo core parameter ("null_deref_O0").
+std::string ZooTestName(const ::testing::TestParamInfo<ZooCore>& info);
+
+}  // namespace coroner::testing
