@@ -17,6 +17,17 @@ std::string Fenced(std::string s) {
 
 std::string ModulePath(const Frame& f) { return f.module ? f.module->module->path : std::string("?"); }
 
+// The process's main program: the module AT_PHDR points into (AT_EXECFN may
+// be a relative path).
+std::string ExecutablePath(const Core& core) {
+  if (auto phdr = core.auxv().phdr) {
+    for (const auto& m : core.modules()) {
+      if (*phdr >= m.base && *phdr < m.end) return m.path;
+    }
+  }
+  return core.auxv().execfn.value_or("");
+}
+
 }  // namespace
 
 std::string MarkdownEscape(const std::string& text) {
@@ -73,7 +84,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
     if (bt) {
       for (const auto& f : bt->frames) {
         if (f.index >= origin && !f.function.empty() && !f.signal_trampoline) {
-          where = ", in " + esc(f.function) + ", " + esc(components.For(ModulePath(f), false));
+          where = ", in " + esc(f.function) + ", " + esc(components.For(ModulePath(f), ModulePath(f) == ExecutablePath(core)));
           break;
         }
       }
@@ -93,7 +104,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   add("| Frame | Function | Library / Source | Component |");
   add("|-------|----------|-----------------|-----------|");
   if (bt) {
-    std::string exe = core.auxv().execfn.value_or("");
+    std::string exe = ExecutablePath(core);
     for (const auto& f : bt->frames) {
       std::string fn = f.signal_trampoline ? "&lt;signal handler called&gt;" : f.function.empty() ? "??" : esc(f.function);
       if (f.inlined) fn += " (inlined)";
@@ -145,7 +156,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   add("");
   add("| Component | Module | Build-id | Version | Git Hash |");
   add("|-----------|--------|----------|---------|----------|");
-  std::string exe = core.auxv().execfn.value_or("");
+  std::string exe = ExecutablePath(core);
   for (const auto& m : core.modules()) {
     add(fmt::format("| {} | {} | {} | unknown | unknown |", esc(components.For(m.path, m.path == exe)), esc(m.path),
                     m.build_id.empty() ? std::string("-") : m.build_id));

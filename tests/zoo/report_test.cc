@@ -36,6 +36,11 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ReportTest, ::testing::ValuesIn(testing::LoadZoo()
 TEST(Report, ComponentsComeFromTheMap) {
   auto r = testing::Coroner("analyze --format md " + testing::ZooDir() + "/cores/dlopen_crash-O0.core");
   ASSERT_EQ(r.status, 0);
+  // dlopen_crash.c: plugin_step() in the plugin, called from main() of the executable.
+  EXPECT_NE(r.out.find("**Crashing thread:** Thread 1 (LWP "), std::string::npos);
+  EXPECT_NE(r.out.find(", in plugin\\_step, unknown (libzoo\\_plugin.so))"), std::string::npos) << r.out;
+  auto n = testing::Coroner("analyze --format md " + testing::ZooDir() + "/cores/null_deref-O0.core");
+  EXPECT_NE(n.out.find(", in walk, application)"), std::string::npos) << n.out;
   EXPECT_NE(r.out.find("| glibc |"), std::string::npos);
   EXPECT_NE(r.out.find("| application |"), std::string::npos);
   // A user rule names the plugin.
