@@ -292,6 +292,11 @@ Json CoreToJson(const CoreAnalysis& analysis) {
   return j;
 }
 
+const std::vector<Instruction>& CrashingInstructions(const CoreAnalysis& a) {
+  if (a.fault_context || a.crashing_disassembly.empty()) return a.fault_disassembly;
+  return a.crashing_disassembly[0];
+}
+
 void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,
                     const UnwindOptions& options) {
   const Core& core = *analysis.core;
@@ -391,10 +396,7 @@ std::string CoreToText(const CoreAnalysis& analysis) {
     if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
   }
   if (!analysis.backtraces.empty()) add("");
-  const std::vector<Instruction>& crash_ins =
-      analysis.fault_context ? analysis.fault_disassembly
-                             : (analysis.crashing_disassembly.empty() ? analysis.fault_disassembly
-                                                                      : analysis.crashing_disassembly[0]);
+  const std::vector<Instruction>& crash_ins = CrashingInstructions(analysis);
   if (!crash_ins.empty()) {
     add(analysis.fault_context ? "crashing instruction (the real fault):" : "crashing instruction:");
     AddInstructions(out, crash_ins);

@@ -37,6 +37,10 @@ struct CoreAnalysis {
 
 constexpr size_t kDisassembledFrames = 64;
 
+// The instructions around the fault: the real fault's when a handler
+// re-raised it, else frame 0's. Empty when there are none.
+const std::vector<Instruction>& CrashingInstructions(const CoreAnalysis& analysis);
+
 // Fills backtraces, fault_context, the disassembly and the diagnosis from
 // the core and its module map.
 void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,

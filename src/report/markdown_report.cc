@@ -138,8 +138,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   }
   if (!row.empty()) add(row);
   add("");
-  const std::vector<Instruction>& ins =
-      a.fault_context ? a.fault_disassembly : (a.crashing_disassembly.empty() ? a.fault_disassembly : a.crashing_disassembly[0]);
+  const std::vector<Instruction>& ins = CrashingInstructions(a);
   for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, Fenced(i.text)));
   if (ins.empty()) add("(no code bytes at pc " + Hex(regs.pc()) + ")");
   add("```");
