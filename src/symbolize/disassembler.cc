@@ -9,11 +9,19 @@
 namespace coroner {
 namespace {
 
+// "mov 8(%rax), %rax": mnemonic and operands as Capstone prints them.
+std::string InstructionText(const cs_insn& insn) {
+  return insn.op_str[0] ? std::string(insn.mnemonic) + " " + insn.op_str : std::string(insn.mnemonic);
+}
+
+// An x86-64 Capstone handle in AT&T syntax; `detail` adds operand details.
+// Used one per thread (thread_local).
 class Capstone {
  public:
-  Capstone() {
+  explicit Capstone(bool detail) {
     ok_ = cs_open(CS_ARCH_X86, CS_MODE_64, &handle_) == CS_ERR_OK;
     if (ok_) cs_option(handle_, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
+    if (ok_ && detail) cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON);
   }
   ~Capstone() {
     if (ok_) cs_close(&handle_);
@@ -30,12 +38,15 @@ class Capstone {
       Instruction in;
       in.address = insn[i].address;
       in.bytes = HexBytes(std::as_bytes(std::span(insn[i].bytes, insn[i].size)));
-      in.text = insn[i].op_str[0] ? std::string(insn[i].mnemonic) + " " + insn[i].op_str : insn[i].mnemonic;
+      in.text = InstructionText(insn[i]);
       out.push_back(std::move(in));
     }
     if (insn) cs_free(insn, n);
     return out;
   }
+
+  bool ok() const { return ok_; }
+  csh handle() const { return handle_; }
 
  private:
   csh handle_ = 0;
@@ -54,30 +65,15 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
   std::byte code[16];
   size_t n = modules.ReadCode(pc, code);
   if (n == 0) return std::nullopt;
-  // One handle per thread, with operand details on.
-  struct DetailHandle {
-    csh h = 0;
-    bool ok = false;
-    DetailHandle() {
-      ok = cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK;
-      if (ok) {
-        cs_option(h, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
-        cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
-      }
-    }
-    ~DetailHandle() {
-      if (ok) cs_close(&h);
-    }
-  };
-  thread_local DetailHandle handle;
-  if (!handle.ok) return std::nullopt;
-  csh h = handle.h;
+  thread_local Capstone detailed(true);
+  if (!detailed.ok()) return std::nullopt;
+  csh h = detailed.handle();
   cs_insn* insn = nullptr;
   std::optional<MemoryOperand> result;
   if (cs_disasm(h, reinterpret_cast<const uint8_t*>(code), n, pc, 1, &insn) == 1) {
     MemoryOperand m;
     m.mnemonic = insn->mnemonic;
-    m.text = insn->op_str[0] ? m.mnemonic + " " + insn->op_str : m.mnemonic;
+    m.text = InstructionText(*insn);
     m.is_ret = insn->id == X86_INS_RET;
     m.is_call = insn->id == X86_INS_CALL;
     static const unsigned kAligned[] = {X86_INS_MOVAPS, X86_INS_MOVAPD, X86_INS_MOVDQA, X86_INS_MOVNTPS,
@@ -105,7 +101,7 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   // Whatever bytes are at pc are shown, code or not (a jump into data runs
   // the data as instructions, and gdb shows it so too).
   if (pc == 0) return {};
-  thread_local Capstone capstone;
+  thread_local Capstone capstone(false);
   constexpr uint64_t kMaxFunctionPrefix = 4096;
   constexpr size_t kTail = 16 * 15;  // room for `after` instructions of up to 15 bytes
   PcSymbol sym = modules.Symbolize(exact ? pc : pc - 1);
