@@ -117,6 +117,9 @@ class Core {
   const Auxv& auxv() const { return auxv_; }
   const std::vector<FileMapping>& files() const { return files_; }
   const std::vector<Module>& modules() const { return modules_; }
+  // The process's main program: the module AT_PHDR points into; nullptr
+  // when the auxiliary vector or the module is missing.
+  const Module* executable() const;
   Memory& memory() { return *memory_; }
   const Memory& memory() const { return *memory_; }
 

@@ -553,6 +553,14 @@ class CoreReader {
   size_t threads_seen_ = 0;
 };
 
+const Module* Core::executable() const {
+  if (!auxv_.phdr) return nullptr;
+  for (const auto& m : modules_) {
+    if (*auxv_.phdr >= m.base && *auxv_.phdr < m.end) return &m;
+  }
+  return nullptr;
+}
+
 Expected<std::unique_ptr<Core>> Core::Open(std::unique_ptr<ByteSource> source, const CoreOptions& options) {
   std::unique_ptr<Core> core(new Core);
   core->source_ = std::move(source);

@@ -587,8 +587,7 @@ class Diagnoser {
     std::vector<const MappedModule*> out;
     // The executable's PT_DYNAMIC -> DT_DEBUG -> r_debug -> the link_map chain.
     const Memory& mem = core_.memory();
-    const MappedModule* exe = nullptr;
-    if (core_.auxv().phdr) exe = modules_.Find(*core_.auxv().phdr);
+    const MappedModule* exe = core_.executable() ? modules_.Find(core_.executable()->base) : nullptr;
     if (exe) {
       ReadAtFn read = [&](uint64_t off, std::span<std::byte> o) { return mem.ReadUpTo(exe->module->base + off, o); };
       if (auto img = ReadElfImage(read)) {

@@ -69,15 +69,11 @@ const char* BuildIdSourceName(Module::BuildIdSource s) {
   return nullptr;
 }
 
+// As the process named it (AT_EXECFN), else the executable's module path.
 std::string ExePath(const Core& core) {
   if (core.auxv().execfn) return *core.auxv().execfn;
-  // The module mapped at AT_PHDR's page is the executable.
-  if (core.auxv().phdr) {
-    for (const auto& m : core.modules()) {
-      if (*core.auxv().phdr >= m.base && *core.auxv().phdr < m.end) return m.path;
-    }
-  }
-  return {};
+  const Module* exe = core.executable();
+  return exe ? exe->path : std::string();
 }
 
 Json InstructionsJson(const std::vector<Instruction>& ins) {

@@ -17,15 +17,10 @@ std::string Fenced(std::string s) {
 
 std::string ModulePath(const Frame& f) { return f.module ? f.module->module->path : std::string("?"); }
 
-// The process's main program: the module AT_PHDR points into (AT_EXECFN may
-// be a relative path).
+// The executable's module path (AT_EXECFN may be a relative path).
 std::string ExecutablePath(const Core& core) {
-  if (auto phdr = core.auxv().phdr) {
-    for (const auto& m : core.modules()) {
-      if (*phdr >= m.base && *phdr < m.end) return m.path;
-    }
-  }
-  return core.auxv().execfn.value_or("");
+  const Module* exe = core.executable();
+  return exe ? exe->path : core.auxv().execfn.value_or("");
 }
 
 }  // namespace
