@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/analyze_command.h"
+#include "cli/scan_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"coroner: read Linux x86_64 core dumps, one deeply or a fleet fast"};
@@ -29,6 +30,25 @@ int main(int argc, char** argv) {
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
 
+  coroner::ScanOptions scan;
+  uint64_t scan_max_bytes = 0;
+  auto* scan_cmd = app.add_subcommand("scan", "analyze a fleet of cores into a SQLite dataset");
+  scan_cmd->add_option("INPUT", scan.inputs, "core files, directories, globs, @listfiles, http(s):// URLs")->required();
+  scan_cmd->add_option("--db", scan.db, "the dataset (created when absent)")->required();
+  scan_cmd->add_option("--jobs", scan.jobs, "worker processes (default: the machine's CPUs)")->check(CLI::Range(1, 1024));
+  scan_cmd->add_option("--inventory", scan.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
+  scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
+  scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
+  scan_cmd->add_option("--sysroot", scan.sysroot, "look module files up under DIR");
+  scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
+
+  std::string query_db, query_sql;
+  bool query_json = false;
+  auto* query_cmd = app.add_subcommand("query", "run a read-only SQL query on a dataset");
+  query_cmd->add_option("--db", query_db, "the dataset")->required();
+  query_cmd->add_option("SQL", query_sql, "one SQL statement")->required();
+  query_cmd->add_flag("--json", query_json, "rows as a JSON array of objects");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -40,5 +60,10 @@ int main(int argc, char** argv) {
     if (cmd->count("--max-bytes")) analyze.max_bytes = max_bytes;
     return coroner::RunAnalyze(analyze);
   }
+  if (scan_cmd->parsed()) {
+    if (scan_cmd->count("--max-bytes")) scan.max_bytes = scan_max_bytes;
+    return coroner::RunScanCommand(scan);
+  }
+  if (query_cmd->parsed()) return coroner::RunQueryCommand(query_db, query_sql, query_json);
   return 2;
 }

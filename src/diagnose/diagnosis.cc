@@ -22,6 +22,22 @@ const std::vector<std::string> kSyndromes = {
 const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind",
                                             "module-load"};
 
+std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
+  std::vector<const Frame*> out;
+  if (!bt) return out;
+  size_t from = 0;
+  if (fc) {
+    for (size_t i = 0; i < bt->frames.size(); ++i) {
+      if (bt->frames[i].signal_trampoline && bt->frames[i].sp == fc->frame_address) {
+        from = i + 1;
+        break;
+      }
+    }
+  }
+  for (size_t i = from; i < bt->frames.size(); ++i) out.push_back(&bt->frames[i]);
+  return out;
+}
+
 namespace {
 
 constexpr uint64_t kNullPages = 65536;  // vm.mmap_min_addr: nothing is ever mapped below
@@ -42,24 +58,6 @@ std::string Where(const ModuleMap& modules, uint64_t addr) {
   if (name.empty()) return mod + "+" + Hex(s.offset);
   if (!s.functions.empty() && !s.functions.back().name.empty()) return name + " (" + mod + ")";
   return name + "+" + Hex(s.symbol_offset) + " (" + mod + ")";
-}
-
-// The frames that describe where the fault happened: all of them, or, when
-// the fault was re-raised, the ones past the signal frame that held it.
-std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
-  std::vector<const Frame*> out;
-  if (!bt) return out;
-  size_t from = 0;
-  if (fc) {
-    for (size_t i = 0; i < bt->frames.size(); ++i) {
-      if (bt->frames[i].signal_trampoline && bt->frames[i].sp == fc->frame_address) {
-        from = i + 1;
-        break;
-      }
-    }
-  }
-  for (size_t i = from; i < bt->frames.size(); ++i) out.push_back(&bt->frames[i]);
-  return out;
 }
 
 class Diagnoser {

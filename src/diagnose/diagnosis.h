@@ -64,6 +64,10 @@ struct Diagnosis {
 Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
                    const std::optional<FaultContext>& fault_context, StackMemory& memory);
 
+// The frames that describe where the fault happened: all of them, or, when
+// the fault was re-raised, the ones past the signal frame that held it.
+std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc);
+
 // The exact strings.
 extern const std::vector<std::string> kSyndromes;
 extern const std::vector<std::string> kContexts;

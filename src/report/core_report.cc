@@ -6,9 +6,47 @@
 #include "core/signals.h"
 
 namespace coroner {
-namespace {
 
 using Json = nlohmann::ordered_json;
+
+// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
+// are replaced so the JSON stays valid.
+std::string ValidUtf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    if (valid && len == 1 && c < 0x20 && c != '\t') valid = false;
+    if (valid) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    }
+  }
+  return out;
+}
+
+Json RegistersJson(const Registers& r) {
+  Json j = Json::object();
+  for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
+  return j;
+}
+
+// As the process named it (AT_EXECFN), else the executable's module path.
+std::string ExePath(const Core& core) {
+  if (core.auxv().execfn) return *core.auxv().execfn;
+  const Module* exe = core.executable();
+  return exe ? exe->path : std::string();
+}
+
+namespace {
+
+std::string Text(const std::string& s) { return ValidUtf8(s); }
 
 Json HexOrNull(const std::optional<uint64_t>& v) { return v ? Json(Hex(*v)) : Json(nullptr); }
 
@@ -32,33 +70,7 @@ Json SignalJson(const std::optional<SignalInfo>& s) {
   return j;
 }
 
-Json RegistersJson(const Registers& r) {
-  Json j = Json::object();
-  for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
-  return j;
-}
 
-// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
-// are replaced so the JSON stays valid.
-std::string Text(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (valid && len == 1 && c < 0x20 && c != '\t') valid = false;
-    if (valid) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += "\xef\xbf\xbd";  // U+FFFD
-      ++i;
-    }
-  }
-  return out;
-}
 
 const char* BuildIdSourceName(Module::BuildIdSource s) {
   switch (s) {
@@ -69,12 +81,6 @@ const char* BuildIdSourceName(Module::BuildIdSource s) {
   return nullptr;
 }
 
-// As the process named it (AT_EXECFN), else the executable's module path.
-std::string ExePath(const Core& core) {
-  if (core.auxv().execfn) return *core.auxv().execfn;
-  const Module* exe = core.executable();
-  return exe ? exe->path : std::string();
-}
 
 Json InstructionsJson(const std::vector<Instruction>& ins) {
   Json a = Json::array();

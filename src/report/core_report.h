@@ -53,6 +53,18 @@ nlohmann::ordered_json ErrorToJson(const std::string& path, const Error& error);
 
 std::string CoreToText(const CoreAnalysis& analysis);
 
+// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
+// (and control characters other than tab) become U+FFFD, so that JSON and
+// the dataset stay valid text.
+std::string ValidUtf8(const std::string& s);
+
+// {"rip": "0x...", ...} in gdb's register order.
+nlohmann::ordered_json RegistersJson(const Registers& r);
+
+// As the process named it (AT_EXECFN), else the executable's module path;
+// empty when neither is known.
+std::string ExePath(const Core& core);
+
 // "#3  0x00005555555551a0 in walk (/opt/app/prog) at prog.c:12", gdb's shape.
 std::string FrameLine(const Frame& frame);
 

@@ -86,8 +86,9 @@ Compression DetectCompression(std::span<const std::byte> head) {
 }
 
 Expected<std::unique_ptr<ByteSource>> OpenCoreSource(const std::string& path,
-                                                     std::optional<uint64_t> max_bytes) {
-  auto file = OpenFileSource(path);
+                                                     std::optional<uint64_t> max_bytes,
+                                                     RemoteFileInfo* remote) {
+  auto file = IsUrl(path) ? OpenHttpSource(path, HttpOptions{}, remote) : OpenFileSource(path);
   if (!file.ok()) return file.error();
   std::unique_ptr<ByteSource> source = std::move(*file);
   if (max_bytes) source = MakePrefixSource(std::move(source), *max_bytes);

@@ -7,7 +7,8 @@
 // its underlying storage, which is what `bytes_read` in the output reports.
 //
 // Implementations: FileSource (pread), PrefixSource (a bound on another
-// source), CompressedSource (zstd / lz4 / xz decoded as a stream).
+// source), CompressedSource (zstd / lz4 / xz decoded as a stream),
+// HttpSource (HTTP Range requests).
 // A source is used from one thread at a time.
 #pragma once
 
@@ -80,10 +81,34 @@ Compression DetectCompression(std::span<const std::byte> head);
 Expected<std::unique_ptr<ByteSource>> MakeCompressedSource(std::unique_ptr<ByteSource> inner,
                                                            Compression compression);
 
-// Opens a core the way the CLI does: the file, bounded to max_bytes when
-// given (applied to the stored bytes, i.e. before decompression), and
+// What a remote server says about the file behind a URL.
+struct RemoteFileInfo {
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_ns;  // Last-Modified, when sent
+};
+
+struct HttpOptions {
+  int attempts = 5;           // per request, with exponential backoff between them
+  int backoff_ms = 100;       // before the second attempt; doubles after each
+  int connect_timeout_ms = 10000;
+  int stall_seconds = 20;     // a transfer under 1 byte/s for this long fails the attempt
+  uint64_t first_fetch = 64 * 1024;  // bytes fetched on open (at least 1)
+};
+
+// True for http:// and https:// inputs.
+bool IsUrl(const std::string& input);
+
+// Reads a remote file with HTTP Range requests. Fetches the first
+// options.first_fetch bytes at once (the size comes with them); fails when
+// the server cannot serve ranges.
+Expected<std::unique_ptr<ByteSource>> OpenHttpSource(const std::string& url, const HttpOptions& options,
+                                                     RemoteFileInfo* info = nullptr);
+
+// Opens a core the way the CLI does: the file (or URL), bounded to max_bytes
+// when given (applied to the stored bytes, i.e. before decompression), and
 // decompressed when its magic says so.
 Expected<std::unique_ptr<ByteSource>> OpenCoreSource(const std::string& path,
-                                                     std::optional<uint64_t> max_bytes);
+                                                     std::optional<uint64_t> max_bytes,
+                                                     RemoteFileInfo* remote = nullptr);
 
 }  // namespace coroner

@@ -1,0 +1,74 @@
+#include "cli/scan_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "dataset/dataset.h"
+
+namespace coroner {
+namespace {
+
+std::string Bytes(double b) {
+  if (b >= 1 << 20) return fmt::format("{:.1f} MiB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
+}  // namespace
+
+int RunScanCommand(ScanOptions options) {
+  if (::isatty(STDERR_FILENO)) options.progress = stderr;
+  auto summary = RunScan(options);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", summary.error().message.c_str());
+    return summary.error().kind == ErrorKind::kMalformed ? 2 : 1;
+  }
+  const ScanSummary& s = *summary;
+  for (const auto& w : s.warnings) std::fprintf(stderr, "coroner: %s\n", w.c_str());
+  std::string out = fmt::format("scanned {} inputs in {:.1f} s: {} analyzed ({} ok, {} error), {} unchanged", s.inputs,
+                                s.seconds, s.analyzed, s.ok, s.errors, s.unchanged);
+  if (s.seconds > 0 && s.analyzed) out += fmt::format(", {:.0f} cores/s", static_cast<double>(s.analyzed) / s.seconds);
+  out += "\n";
+  if (!s.bytes_per_core.empty()) {
+    std::vector<uint64_t> b = s.bytes_per_core;
+    std::sort(b.begin(), b.end());
+    out += fmt::format("read {}: median {}, max {} a core\n", Bytes(static_cast<double>(s.bytes_read)),
+                       Bytes(static_cast<double>(b[b.size() / 2])), Bytes(static_cast<double>(b.back())));
+  }
+  if (!s.error_kinds.empty()) {
+    out += "errors:";
+    for (const auto& [kind, n] : s.error_kinds) out += fmt::format(" {} {}", n, kind);
+    out += "\n";
+  }
+  if (auto ds = Dataset::OpenReadOnly(options.db); ds.ok()) {
+    auto q = ds->Query(
+        "SELECT syndrome, count(*) FROM cores WHERE status = 'ok' GROUP BY syndrome ORDER BY count(*) DESC, syndrome");
+    if (q.ok() && !q->rows.empty()) {
+      out += "syndromes in the dataset:\n";
+      for (const auto& row : q->rows) out += fmt::format("  {:<22}{:>8}\n", row[0].text, row[1].integer);
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int RunQueryCommand(const std::string& db, const std::string& sql, bool json) {
+  auto ds = Dataset::OpenReadOnly(db);
+  if (!ds.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", ds.error().message.c_str());
+    return 1;
+  }
+  auto result = ds->Query(sql);
+  if (!result.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", result.error().message.c_str());
+    return 1;
+  }
+  std::string out = json ? QueryResultToJson(*result) : QueryResultToTable(*result);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace coroner

@@ -1,0 +1,106 @@
+// CoreRecord: one input's row of the dataset and everything hanging off it
+// (attributes, threads, frames, modules), as `coroner scan` stores it.
+//
+// Every input gives exactly one record: a core that cannot be analyzed
+// still has one, with status "error" and the reason. Records travel from
+// the scan's worker processes to the writer as JSON (ToJson / FromJson).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dataset/metadata.h"
+#include "source/expected.h"
+#include "symbolize/symbol_provider.h"
+
+namespace coroner {
+
+struct ThreadRow {
+  int index = 0;
+  int tid = 0;
+  bool crashing = false;
+  uint64_t pc = 0, sp = 0;
+  std::string registers;  // JSON object, gdb's names and order
+  double cpu_seconds = 0;
+};
+
+struct FrameRow {
+  int thread = 0;  // index into the threads
+  int index = 0;
+  uint64_t pc = 0;
+  std::string module, build_id;
+  std::optional<uint64_t> offset;
+  std::string function, file;
+  int line = 0;
+  std::string trust;
+  bool inlined = false;
+};
+
+struct ModuleRow {
+  std::string path;
+  uint64_t base = 0, end = 0;
+  std::string build_id, status;
+};
+
+struct CoreRecord {
+  std::string path;
+  std::string source = "core";  // core, or log for crashlog lines
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_ns;
+  uint64_t bytes_read = 0;
+  std::string status = "ok";  // ok or error
+  std::string error;          // why, when status is error
+  std::vector<std::string> warnings;  // what is missing from a partial result
+  std::optional<int64_t> time, uptime;
+  std::string time_source;
+  std::optional<int> pid;
+  std::string comm;
+  std::optional<int> signal, si_code;
+  std::optional<uint64_t> fault_address;
+  std::string syndrome, context, signature;
+  std::optional<int> crashing_tid;
+  std::string exe, build_id;
+  bool truncated = false;
+  std::optional<double> cpu_seconds;  // the process's CPU time (user + system, all threads)
+  double analysis_ms = 0;
+  std::vector<std::pair<std::string, std::string>> attributes;
+  std::vector<ThreadRow> threads;
+  std::vector<FrameRow> frames;
+  std::vector<ModuleRow> modules;
+};
+
+struct RecordOptions {
+  std::optional<uint64_t> max_bytes;
+  std::string sysroot;
+  int max_frames = 256;  // of the crashing thread
+  const Inventory* inventory = nullptr;  // joined on host, when given
+};
+
+// Reads one input (file or URL) and analyzes it: every thread's registers;
+// the crashing thread unwound, symbolized and diagnosed. Never fails: an
+// input that cannot be read gives a record with status "error".
+CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, SymbolProvider& symbols);
+
+// A record for an input the analysis did not finish (it crashed, timed out).
+CoreRecord ErrorRecord(const std::string& input, const std::string& error);
+
+nlohmann::json RecordToJson(const CoreRecord& r);
+Expected<CoreRecord> RecordFromJson(const nlohmann::json& j);
+
+// Fills time, uptime and attributes from gathered metadata.
+void ApplyMetadata(CoreRecord& r, const Metadata& md);
+
+// The size and modification time of an input without reading it (stat for
+// files, the server's answer for URLs: that costs the first range request).
+struct InputStamp {
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_ns;
+  std::string error;  // when it cannot be stat'ed
+};
+InputStamp StampInput(const std::string& input);
+
+}  // namespace coroner

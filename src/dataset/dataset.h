@@ -1,0 +1,80 @@
+// Dataset: the SQLite database `coroner scan` writes and `coroner query`,
+// `coroner epi` and `coroner merge` read. The schema is a contract, with a
+// version number and a document (docs/dataset.md).
+//
+// Writes happen in transactions that hold whole records (a core row with
+// all its attributes, threads, frames and modules), so a scan killed at any
+// moment leaves every committed core complete and nothing half-written.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset/core_record.h"
+#include "source/expected.h"
+
+namespace coroner {
+
+constexpr int kDatasetSchemaVersion = 1;
+
+// What a re-scan compares to decide that an input is unchanged.
+struct KnownInput {
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_ns;
+};
+
+// One value of a query's result: NULL, an integer, a real or text.
+struct QueryValue {
+  enum class Type { kNull, kInteger, kReal, kText } type = Type::kNull;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;
+};
+
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<QueryValue>> rows;
+};
+
+class Dataset {
+ public:
+  // Opens (creating when absent and `create`) a dataset. Fails on a file that
+  // is not a coroner dataset or has another schema version.
+  static Expected<Dataset> Open(const std::string& path, bool create);
+  // Read-only: the query cannot change the dataset.
+  static Expected<Dataset> OpenReadOnly(const std::string& path);
+
+  Dataset(Dataset&& other) noexcept;
+  Dataset& operator=(Dataset&& other) noexcept;
+  Dataset(const Dataset&) = delete;
+  ~Dataset();
+
+  std::map<std::string, KnownInput> KnownInputs();
+
+  // Writes the records in one transaction, each replacing any row with the
+  // same path.
+  Expected<bool> Write(const std::vector<CoreRecord>& records);
+
+  Expected<QueryResult> Query(const std::string& sql);
+
+  sqlite3* handle() { return db_; }
+
+ private:
+  explicit Dataset(sqlite3* db) : db_(db) {}
+  Expected<bool> Exec(const std::string& sql);
+  Expected<bool> CheckSchema(bool create);
+
+  sqlite3* db_ = nullptr;
+};
+
+// A result as an aligned text table (strings cut at `width` characters) or
+// as JSON (an array of objects, one per row).
+std::string QueryResultToTable(const QueryResult& result, size_t width = 60);
+std::string QueryResultToJson(const QueryResult& result);
+
+}  // namespace coroner

@@ -1,0 +1,365 @@
+#include "dataset/scanner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/signals.h"
+#include "dataset/core_record.h"
+#include "dataset/dataset.h"
+#include "dataset/inputs.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CORONER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORONER_ASAN 1
+#endif
+#endif
+
+namespace coroner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kBatch = 64;                        // records per transaction
+constexpr auto kCommitEvery = std::chrono::milliseconds(500);
+constexpr uint32_t kMaxMessage = 64u << 20;          // a worker's record, as JSON
+
+// Worker -> parent message: index (u64), unchanged flag (u8), length (u32), JSON.
+struct MessageHeader {
+  uint64_t index;
+  uint8_t unchanged;
+  uint32_t length;
+} __attribute__((packed));
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+struct WorkerContext {
+  const std::vector<std::string>* inputs;
+  const std::map<std::string, KnownInput>* known;
+  const Inventory* inventory;
+  const ScanOptions* options;
+};
+
+// The worker's life: read an index, answer with a record, until EOF.
+[[noreturn]] void WorkerMain(int cmd_fd, int result_fd, const WorkerContext& ctx) {
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGINT, SIG_DFL);
+  struct rlimit no_core {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);  // a worker that crashes must not drop a core among the inputs
+#ifndef CORONER_ASAN
+  if (ctx.options->memory_limit) {
+    struct rlimit as {ctx.options->memory_limit, ctx.options->memory_limit};
+    ::setrlimit(RLIMIT_AS, &as);
+  }
+#endif
+  SymbolOptions symbol_options;
+  symbol_options.sysroot = ctx.options->sysroot;
+  FileSymbolProvider symbols(symbol_options);
+  RecordOptions record_options;
+  record_options.max_bytes = ctx.options->max_bytes;
+  record_options.sysroot = ctx.options->sysroot;
+  record_options.inventory = ctx.inventory;
+  uint64_t index;
+  while (ReadAll(cmd_fd, &index, sizeof index)) {
+    if (index >= ctx.inputs->size()) break;
+    const std::string& input = (*ctx.inputs)[index];
+    MessageHeader h{index, 0, 0};
+    std::string payload;
+    if (!ctx.options->force) {
+      auto it = ctx.known->find(input);
+      if (it != ctx.known->end()) {
+        InputStamp st = StampInput(input);
+        if (st.error.empty() && st.size == it->second.size && st.mtime_ns == it->second.mtime_ns) h.unchanged = 1;
+      }
+    }
+    if (!h.unchanged) {
+      CoreRecord r = AnalyzeInput(input, record_options, symbols);
+      payload = RecordToJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    h.length = static_cast<uint32_t>(std::min<size_t>(payload.size(), kMaxMessage));
+    if (!WriteAll(result_fd, &h, sizeof h) || !WriteAll(result_fd, payload.data(), h.length)) break;
+  }
+  ::_exit(0);
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int cmd = -1, result = -1;
+  std::optional<uint64_t> busy;  // the input it is analyzing
+  Clock::time_point started;
+  std::string buffer;
+};
+
+std::string DescribeExit(int status) {
+  if (WIFSIGNALED(status)) {
+    int s = WTERMSIG(status);
+    return "analysis crashed with " + SignalName(s);
+  }
+  if (WIFEXITED(status)) return "analysis exited with status " + std::to_string(WEXITSTATUS(status));
+  return "analysis ended";
+}
+
+class Scan {
+ public:
+  Scan(const ScanOptions& options, Dataset& dataset, const Inventory* inventory)
+      : options_(options), dataset_(dataset), inventory_(inventory) {}
+
+  Expected<ScanSummary> Run() {
+    auto start = Clock::now();
+    InputList list = ExpandInputs(options_.inputs, {options_.db});
+    inputs_ = std::move(list.inputs);
+    summary_.inputs = inputs_.size();
+    summary_.warnings = std::move(list.warnings);
+    known_ = dataset_.KnownInputs();
+    int jobs = options_.jobs > 0 ? options_.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    jobs = std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, inputs_.size())));
+    ::signal(SIGPIPE, SIG_IGN);
+    workers_.resize(static_cast<size_t>(jobs));
+    last_commit_ = Clock::now();
+    while (done_ < inputs_.size()) {
+      for (auto& w : workers_) {
+        if (w.pid < 0 && next_ < inputs_.size()) {
+          if (auto r = Spawn(w); !r.ok()) return r.error();
+        }
+        if (w.pid >= 0 && !w.busy && next_ < inputs_.size()) Dispatch(w);
+      }
+      if (auto r = Wait(); !r.ok()) return r.error();
+      if (pending_.size() >= kBatch || Clock::now() - last_commit_ >= kCommitEvery) {
+        if (auto r = Commit(); !r.ok()) return r.error();
+      }
+      Progress(false);
+    }
+    if (auto r = Commit(); !r.ok()) return r.error();
+    for (auto& w : workers_) Stop(w);
+    summary_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    Progress(true);
+    return summary_;
+  }
+
+ private:
+  Expected<bool> Spawn(Worker& w) {
+    int cmd[2], res[2];
+    if (::pipe2(cmd, O_CLOEXEC) != 0) return MakeError(ErrorKind::kIo, std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(res, O_CLOEXEC) != 0) {
+      ::close(cmd[0]);
+      ::close(cmd[1]);
+      return MakeError(ErrorKind::kIo, std::string("pipe: ") + std::strerror(errno));
+    }
+    std::fflush(nullptr);
+    pid_t pid = ::fork();
+    if (pid < 0) return MakeError(ErrorKind::kIo, std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      // Only this worker's ends stay open, so that every worker sees EOF
+      // when the parent closes its command pipe.
+      for (auto& other : workers_) {
+        if (other.cmd >= 0) ::close(other.cmd);
+        if (other.result >= 0) ::close(other.result);
+      }
+      ::close(cmd[1]);
+      ::close(res[0]);
+      WorkerContext ctx{&inputs_, &known_, inventory_, &options_};
+      WorkerMain(cmd[0], res[1], ctx);
+    }
+    ::close(cmd[0]);
+    ::close(res[1]);
+    w.pid = pid;
+    w.cmd = cmd[1];
+    w.result = res[0];
+    w.busy.reset();
+    w.buffer.clear();
+    return true;
+  }
+
+  void Dispatch(Worker& w) {
+    uint64_t index = next_++;
+    w.busy = index;
+    w.started = Clock::now();
+    if (!WriteAll(w.cmd, &index, sizeof index)) {
+      // The worker is gone; its EOF is seen by Wait, which records the input.
+    }
+  }
+
+  // A worker that ended (crashed, killed): its input gets an error row.
+  void Reap(Worker& w, const std::string& reason) {
+    int status = 0;
+    if (w.pid > 0) {
+      if (reason.empty()) {
+        ::waitpid(w.pid, &status, 0);
+      } else {
+        ::kill(w.pid, SIGKILL);
+        ::waitpid(w.pid, &status, 0);
+      }
+    }
+    if (w.busy) Record(ErrorRecord(inputs_[*w.busy], reason.empty() ? DescribeExit(status) : reason));
+    ::close(w.cmd);
+    ::close(w.result);
+    w = Worker{};
+  }
+
+  void Stop(Worker& w) {
+    if (w.pid < 0) return;
+    ::close(w.cmd);
+    w.cmd = -1;
+    int status;
+    ::waitpid(w.pid, &status, 0);
+    ::close(w.result);
+    w = Worker{};
+  }
+
+  Expected<bool> Wait() {
+    std::vector<pollfd> fds;
+    std::vector<Worker*> owners;
+    for (auto& w : workers_) {
+      if (w.pid < 0) continue;
+      fds.push_back({w.result, POLLIN, 0});
+      owners.push_back(&w);
+    }
+    if (fds.empty()) return true;
+    int rc = ::poll(fds.data(), fds.size(), 100);
+    if (rc < 0 && errno != EINTR) return MakeError(ErrorKind::kIo, std::string("poll: ") + std::strerror(errno));
+    for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Worker& w = *owners[i];
+      char buf[65536];
+      ssize_t n = ::read(w.result, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        Reap(w, "");
+        continue;
+      }
+      w.buffer.append(buf, static_cast<size_t>(n));
+      Parse(w);
+    }
+    auto now = Clock::now();
+    for (auto& w : workers_) {
+      if (w.pid >= 0 && w.busy && std::chrono::duration<double>(now - w.started).count() > options_.timeout_seconds) {
+        char reason[96];
+        std::snprintf(reason, sizeof reason, "analysis timed out after %g s", options_.timeout_seconds);
+        Reap(w, reason);
+      }
+    }
+    return true;
+  }
+
+  void Parse(Worker& w) {
+    while (w.buffer.size() >= sizeof(MessageHeader)) {
+      MessageHeader h;
+      std::memcpy(&h, w.buffer.data(), sizeof h);
+      if (h.length > kMaxMessage || !w.busy || h.index != *w.busy) {
+        Reap(w, "analysis sent a malformed record");
+        return;
+      }
+      if (w.buffer.size() < sizeof h + h.length) return;
+      std::string payload = w.buffer.substr(sizeof h, h.length);
+      w.buffer.erase(0, sizeof h + h.length);
+      const std::string& input = inputs_[h.index];
+      w.busy.reset();
+      if (h.unchanged) {
+        ++summary_.unchanged;
+        ++done_;
+        continue;
+      }
+      auto j = nlohmann::json::parse(payload, nullptr, false);
+      auto r = j.is_discarded() ? Expected<CoreRecord>(MakeError(ErrorKind::kMalformed, "not JSON")) : RecordFromJson(j);
+      Record(r.ok() ? std::move(*r) : ErrorRecord(input, "analysis sent a malformed record: " + r.error().message));
+    }
+  }
+
+  void Record(CoreRecord r) {
+    ++done_;
+    ++summary_.analyzed;
+    if (r.status == "ok") {
+      ++summary_.ok;
+    } else {
+      ++summary_.errors;
+      summary_.error_kinds[r.error.substr(0, r.error.find(':'))]++;
+    }
+    summary_.bytes_read += r.bytes_read;
+    summary_.bytes_per_core.push_back(r.bytes_read);
+    pending_.push_back(std::move(r));
+  }
+
+  Expected<bool> Commit() {
+    last_commit_ = Clock::now();
+    if (pending_.empty()) return true;
+    auto r = dataset_.Write(pending_);
+    pending_.clear();
+    return r;
+  }
+
+  void Progress(bool final) {
+    if (!options_.progress) return;
+    auto now = Clock::now();
+    if (!final && now - last_progress_ < std::chrono::milliseconds(200)) return;
+    last_progress_ = now;
+    double elapsed = std::chrono::duration<double>(now - started_).count();
+    double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+    double eta = rate > 0 ? static_cast<double>(inputs_.size() - done_) / rate : 0;
+    std::fprintf(options_.progress, "\r%zu/%zu cores  %.0f cores/s  %.1f MiB read  %zu errors  ETA %d:%02d\033[K",
+                 done_, inputs_.size(), rate, static_cast<double>(summary_.bytes_read) / (1 << 20), summary_.errors,
+                 static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+    if (final) std::fputc('\n', options_.progress);
+    std::fflush(options_.progress);
+  }
+
+  const ScanOptions& options_;
+  Dataset& dataset_;
+  const Inventory* inventory_;
+  std::vector<std::string> inputs_;
+  std::map<std::string, KnownInput> known_;
+  std::vector<Worker> workers_;
+  std::vector<CoreRecord> pending_;
+  size_t next_ = 0, done_ = 0;
+  ScanSummary summary_;
+  Clock::time_point started_ = Clock::now(), last_commit_, last_progress_;
+};
+
+}  // namespace
+
+Expected<ScanSummary> RunScan(const ScanOptions& options) {
+  std::optional<Inventory> inventory;
+  if (options.inventory) {
+    auto inv = Inventory::Load(*options.inventory);
+    if (!inv.ok()) return inv.error();
+    inventory = std::move(*inv);
+  }
+  auto dataset = Dataset::Open(options.db, true);
+  if (!dataset.ok()) return dataset.error();
+  Scan scan(options, *dataset, inventory ? &*inventory : nullptr);
+  return scan.Run();
+}
+
+}  // namespace coroner

@@ -1,0 +1,52 @@
+// Scanner: `coroner scan` — every input analyzed into the dataset, in
+// parallel, resumable, one row per input whatever happens to it.
+//
+// The inputs are analyzed by worker processes (one per job), each with its
+// own symbol cache, so that an input that crashes the analysis, hangs, or
+// makes it allocate without end costs one error row and a restarted
+// worker, not the scan. The parent alone writes the dataset, committing
+// whole records in batches: a scan killed at any moment and started again
+// finds every committed input unchanged and analyzes the rest.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dataset/metadata.h"
+#include "source/expected.h"
+
+namespace coroner {
+
+struct ScanOptions {
+  std::vector<std::string> inputs;  // as given: files, directories, globs, @lists, URLs
+  std::string db;
+  int jobs = 0;  // 0: the machine's CPUs
+  std::optional<std::string> inventory;
+  std::optional<uint64_t> max_bytes;
+  double timeout_seconds = 60;  // per input
+  uint64_t memory_limit = 4ull << 30;  // address space per worker (not under sanitizers)
+  bool force = false;                  // re-analyze unchanged inputs too
+  std::string sysroot;
+  FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
+};
+
+struct ScanSummary {
+  size_t inputs = 0;     // after expansion
+  size_t analyzed = 0;   // rows written by this run
+  size_t unchanged = 0;  // skipped: same path, size and mtime as in the dataset
+  size_t ok = 0, errors = 0;
+  uint64_t bytes_read = 0;
+  std::vector<uint64_t> bytes_per_core;  // of the rows written, for the median
+  double seconds = 0;
+  std::vector<std::string> warnings;  // from expanding the inputs
+  std::map<std::string, size_t> error_kinds;  // "not-elf" -> n
+};
+
+// Fails only when the dataset or the inventory cannot be opened or written;
+// bad inputs become error rows.
+Expected<ScanSummary> RunScan(const ScanOptions& options);
+
+}  // namespace coroner

@@ -1,0 +1,81 @@
+#include "dataset/signature.h"
+
+namespace coroner {
+namespace {
+
+// GCC's clones of a function (foo.constprop.0, foo.isra.1, foo.part.0,
+// foo.cold) are the function.
+std::string CloneBase(const std::string& f) {
+  for (const char* suffix : {".constprop.", ".isra.", ".part.", ".cold", ".lto_priv."}) {
+    size_t at = f.find(suffix);
+    if (at != std::string::npos && at > 0) return f.substr(0, at);
+  }
+  return f;
+}
+
+// The runtime's own libraries: a frame in one with no name is machinery
+// (the terminate and unwind paths of a libstdc++ without symbols).
+bool SystemLibrary(const std::string& module) {
+  std::string base = module.substr(module.rfind('/') + 1);
+  for (const char* lib : {"libc.so", "libstdc++.so", "libgcc_s.so", "ld-linux", "libunwind.so", "libm.so"}) {
+    if (base.rfind(lib, 0) == 0) return true;
+  }
+  return false;
+}
+
+
+}  // namespace
+
+const SkipList& SkipList::Default() {
+  static const SkipList kDefault{
+      // glibc's signal, abort and assert paths
+      {"raise", "abort", "gsignal", "pthread_kill", "__pthread_kill_implementation", "__pthread_kill_internal",
+       "__assert_fail", "__assert_fail_base", "__assert_perror_fail", "__libc_message", "__libc_fatal",
+       "malloc_printerr", "__fortify_fail", "__chk_fail", "__stack_chk_fail", "__restore_rt",
+       // process and thread entry
+       "__libc_start_call_main", "__libc_start_main", "__libc_start_main_impl", "_start", "start_thread", "clone",
+       "clone3",
+       // C++ runtime: terminate and unwinding
+       "std::terminate", "std::__terminate", "__gnu_cxx::__verbose_terminate_handler"},
+      {"__GI_", "__cxxabiv1::", "__cxa_", "_Unwind_", "__gxx_personality", "std::__exception_ptr::"}};
+  return kDefault;
+}
+
+bool SkipList::Skips(const std::string& f) const {
+  for (const auto& e : exact) {
+    if (f == e) return true;
+  }
+  for (const auto& p : prefixes) {
+    if (f.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::string MakeSignature(const std::string& syndrome, const std::vector<SignatureFrame>& frames,
+                          const SkipList& skip, size_t depth) {
+  auto name = [](const SignatureFrame& f) {
+    if (!f.function.empty()) return CloneBase(f.function);
+    std::string m = f.module.substr(f.module.rfind('/') + 1);
+    return "?? (" + (m.empty() ? std::string("?") : m) + ")";
+  };
+  std::vector<std::string> picked;
+  for (bool allow_scanned : {false, true}) {
+    picked.clear();
+    for (const auto& f : frames) {
+      if (picked.size() >= depth) break;
+      if (f.scanned && !allow_scanned) continue;
+      if (!f.function.empty() && skip.Skips(CloneBase(f.function))) continue;
+      // A pc in no module (a call through NULL) or unnamed runtime code says nothing of the program.
+      if (f.function.empty() && (f.module.empty() || SystemLibrary(f.module))) continue;
+      std::string n = name(f);
+      if (!picked.empty() && picked.back() == n) continue;  // recursion reads as one frame
+      picked.push_back(n);
+    }
+    if (!picked.empty()) break;
+  }
+  std::string sig = syndrome;
+  for (const auto& p : picked) sig += " | " + p;
+  return sig;
+}
+
+}  // namespace coroner

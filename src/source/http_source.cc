@@ -1,0 +1,266 @@
+// HttpSource: a remote core read with HTTP Range requests (libcurl).
+//
+// Object stores hand out presigned HTTPS URLs (S3, Azure SAS, GCS signed
+// URLs), so one range reader covers them all. Reads are served from a small
+// cache of fixed-size blocks; the blocks a read needs that are not cached are
+// fetched together in one request, so the many small reads of the note
+// parser and the unwinder become a few ranges. A failed request (5xx, 429, a
+// connection refused or cut mid-body, a response that does not match the
+// range asked for) is retried with exponential backoff; after the last
+// attempt the read fails with an Error, never with wrong bytes.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <map>
+#include <thread>
+
+#include "source/byte_source.h"
+
+namespace coroner {
+namespace {
+
+constexpr uint64_t kBlock = 16 * 1024;
+constexpr size_t kMaxCachedBlocks = 256;     // 4 MiB
+constexpr uint64_t kMaxFetch = 1024 * 1024;  // one request never asks for more
+
+struct CurlGlobal {
+  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+// One easy handle per thread, reused so that connections stay open from one
+// core to the next on the same server.
+CURL* ThreadHandle() {
+  static CurlGlobal global;
+  thread_local std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> handle(curl_easy_init(), curl_easy_cleanup);
+  return handle.get();
+}
+
+struct Response {
+  long status = 0;
+  std::string body;
+  size_t cap = 0;  // stop receiving beyond this many bytes
+  std::optional<uint64_t> range_start, range_end, total;
+  bool overflow = false;
+};
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* r = static_cast<Response*>(user);
+  size_t len = size * n;
+  size_t room = r->cap - std::min(r->cap, r->body.size());
+  if (len > room) {
+    r->body.append(data, room);
+    r->overflow = true;
+    return 0;  // abort the transfer: the server sends more than was asked
+  }
+  r->body.append(data, len);
+  return len;
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* r = static_cast<Response*>(user);
+  std::string line(data, size * n);
+  if (line.rfind("HTTP/", 0) == 0) {  // a new response (after a redirect): forget the last one's headers
+    r->range_start.reset();
+    r->range_end.reset();
+    r->total.reset();
+  }
+  // Content-Range: bytes START-END/TOTAL (or bytes */TOTAL on a 416)
+  std::string lower = line;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower.rfind("content-range:", 0) == 0) {
+    unsigned long long a = 0, b = 0, t = 0;
+    if (std::sscanf(line.c_str() + 14, " bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+      r->range_start = a;
+      r->range_end = b;
+      r->total = t;
+    } else if (std::sscanf(line.c_str() + 14, " bytes */%llu", &t) == 1) {
+      r->total = t;
+    }
+  } else if (lower.rfind("content-length:", 0) == 0 && r->status == 0) {
+    unsigned long long t = 0;
+    if (std::sscanf(line.c_str() + 15, " %llu", &t) == 1 && !r->range_start) r->total = t;
+  }
+  return size * n;
+}
+
+class HttpSource final : public ByteSource {
+ public:
+  HttpSource(std::string url, HttpOptions options) : url_(std::move(url)), options_(options) {}
+
+  // Fetches the head, which also tells the size and the modification time.
+  Expected<bool> Start() {
+    auto r = Fetch(0, std::max<uint64_t>(1, options_.first_fetch));
+    if (!r.ok()) return r.error();
+    return true;
+  }
+
+  Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
+    if (offset >= size_ || out.empty()) return size_t{0};
+    uint64_t want = std::min<uint64_t>(out.size(), size_ - offset);
+    uint64_t last = (offset + want - 1) / kBlock;
+    size_t done = 0;
+    while (done < want) {
+      uint64_t pos = offset + done, b = pos / kBlock;
+      auto it = blocks_.find(b);
+      if (it == blocks_.end()) {
+        // Fetch the whole run of missing blocks this read needs in one request.
+        // The run is smaller than the cache, so it stays cached until copied.
+        uint64_t e = b;
+        while (e + 1 <= last && !blocks_.count(e + 1) && (e + 2 - b) * kBlock <= kMaxFetch) ++e;
+        if (auto r = Fetch(b * kBlock, (e - b + 1) * kBlock); !r.ok()) return r.error();
+        it = blocks_.find(b);
+        if (it == blocks_.end()) break;  // the server says the file ends before
+      }
+      const std::string& data = it->second.data;
+      uint64_t at = pos - b * kBlock;
+      if (at >= data.size()) break;
+      size_t n = static_cast<size_t>(std::min<uint64_t>(data.size() - at, want - done));
+      std::memcpy(out.data() + done, data.data() + at, n);
+      done += n;
+      Touch(it->second);
+    }
+    return done;
+  }
+
+  std::optional<uint64_t> Size() const override { return size_; }
+  uint64_t BytesRead() const override { return bytes_read_; }
+  std::string Kind() const override { return "http"; }
+  RemoteFileInfo Info() const { return info_; }
+
+ private:
+  struct Block {
+    std::string data;
+    std::list<uint64_t>::iterator lru;
+  };
+
+  void Touch(Block& b) { lru_.splice(lru_.begin(), lru_, b.lru); }
+
+  // Fetches [start, start+len) (clipped to the size once known) into blocks.
+  Expected<bool> Fetch(uint64_t start, uint64_t len) {
+    if (size_known_) len = std::min(len, size_ - start);
+    std::string last_error;
+    for (int attempt = 0; attempt < options_.attempts; ++attempt) {
+      if (attempt > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(options_.backoff_ms << (attempt - 1)));
+      }
+      Response r;
+      r.cap = static_cast<size_t>(len);
+      CURLcode rc = Perform(start, len, r);
+      bytes_read_ += r.body.size();
+      bool whole_file = r.status == 200 && start == 0;  // a server that ignores Range: keep the head only
+      if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r.overflow && whole_file)) {
+        if (r.status == 416) {  // beyond the end
+          if (r.total) SetSize(*r.total);
+          return true;
+        }
+        if (r.status == 206 || whole_file) {
+          uint64_t got_start = whole_file ? 0 : r.range_start.value_or(UINT64_MAX);
+          if (whole_file && !r.overflow) r.total = r.body.size();
+          if (got_start != start || !r.total || (r.range_end && *r.range_end - start + 1 != r.body.size())) {
+            last_error = "the response does not match the range asked for";
+            continue;
+          }
+          if (size_known_ && *r.total != size_) {
+            return MakeError(ErrorKind::kIo, "the remote file changed size during the read");
+          }
+          SetSize(*r.total);
+          if (r.body.size() < std::min(len, size_ - start)) {
+            last_error = "short body";
+            continue;
+          }
+          Store(start, r.body);
+          return true;
+        }
+        last_error = "HTTP " + std::to_string(r.status);
+        if (r.status == 408 || r.status == 429 || r.status >= 500) continue;
+        return MakeError(ErrorKind::kIo, last_error + " for " + RangeText(start, len));
+      }
+      last_error = curl_easy_strerror(rc);
+      if (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT || rc == CURLE_COULDNT_RESOLVE_HOST) break;
+    }
+    return MakeError(ErrorKind::kIo, last_error + " for " + RangeText(start, len) + " after " +
+                                         std::to_string(options_.attempts) + " attempts");
+  }
+
+  CURLcode Perform(uint64_t start, uint64_t len, Response& r) {
+    CURL* h = ThreadHandle();
+    if (!h) return CURLE_FAILED_INIT;
+    curl_easy_reset(h);
+    std::string range = std::to_string(start) + "-" + std::to_string(start + len - 1);
+    curl_easy_setopt(h, CURLOPT_URL, url_.c_str());
+    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
+    // A stalled connection (under 1 byte/s for this long) is a failed attempt.
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
+    curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "coroner/0.1");
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_off_t filetime = -1;
+    if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &filetime) == CURLE_OK && filetime >= 0) {
+      info_.mtime_ns = static_cast<int64_t>(filetime) * 1000000000;
+    }
+    return rc;
+  }
+
+  void SetSize(uint64_t total) {
+    size_ = total;
+    size_known_ = true;
+    info_.size = total;
+  }
+
+  void Store(uint64_t start, const std::string& body) {
+    for (uint64_t at = 0; at < body.size(); at += kBlock) {
+      uint64_t b = (start + at) / kBlock;
+      if (blocks_.count(b)) continue;
+      lru_.push_front(b);
+      blocks_[b] = Block{body.substr(static_cast<size_t>(at), static_cast<size_t>(kBlock)), lru_.begin()};
+    }
+    while (blocks_.size() > kMaxCachedBlocks) {
+      blocks_.erase(lru_.back());
+      lru_.pop_back();
+    }
+  }
+
+  static std::string RangeText(uint64_t start, uint64_t len) {
+    return "bytes " + std::to_string(start) + "-" + std::to_string(start + len - 1);
+  }
+
+  std::string url_;
+  HttpOptions options_;
+  uint64_t size_ = UINT64_MAX;  // until the first response says
+  bool size_known_ = false;
+  uint64_t bytes_read_ = 0;
+  std::map<uint64_t, Block> blocks_;
+  std::list<uint64_t> lru_;
+  RemoteFileInfo info_;
+};
+
+}  // namespace
+
+bool IsUrl(const std::string& input) {
+  return input.rfind("http://", 0) == 0 || input.rfind("https://", 0) == 0;
+}
+
+Expected<std::unique_ptr<ByteSource>> OpenHttpSource(const std::string& url, const HttpOptions& options,
+                                                     RemoteFileInfo* info) {
+  auto source = std::make_unique<HttpSource>(url, options);
+  if (auto r = source->Start(); !r.ok()) return r.error();
+  if (info) *info = source->Info();
+  return std::unique_ptr<ByteSource>(std::move(source));
+}
+
+}  // namespace coroner
