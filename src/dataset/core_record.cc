@@ -101,11 +101,10 @@ void FillFromCore(CoreRecord& r, const Core& core, const RecordOptions& options,
   Diagnosis d = Diagnose(core, modules, backtraces, fault, stack);
   r.syndrome = d.syndrome;
   r.context = d.context;
-  if (fault) {  // the dataset, like the diagnosis, speaks of the real fault
-    r.signal = fault->signal.signo;
-    r.si_code = fault->signal.code;
-    r.fault_address = fault->signal.fault_address;
-    r.warnings.push_back("signal re-raised by a handler; the fault was read from its signal frame");
+  if (fault) {
+    r.real_signal = fault->signal.signo;
+    r.real_si_code = fault->signal.code;
+    r.real_fault_address = fault->signal.fault_address;
   }
   std::vector<SignatureFrame> sig_frames;
   if (!backtraces.empty()) {
@@ -234,6 +233,9 @@ Json RecordToJson(const CoreRecord& r) {
   j["signal"] = Opt(r.signal);
   j["si_code"] = Opt(r.si_code);
   j["fault_address"] = Opt(r.fault_address);
+  j["real_signal"] = Opt(r.real_signal);
+  j["real_si_code"] = Opt(r.real_si_code);
+  j["real_fault_address"] = Opt(r.real_fault_address);
   j["syndrome"] = r.syndrome;
   j["context"] = r.context;
   j["signature"] = r.signature;
@@ -282,6 +284,9 @@ Expected<CoreRecord> RecordFromJson(const Json& j) {
     r.signal = GetOpt<int>(j, "signal");
     r.si_code = GetOpt<int>(j, "si_code");
     r.fault_address = GetOpt<uint64_t>(j, "fault_address");
+    r.real_signal = GetOpt<int>(j, "real_signal");
+    r.real_si_code = GetOpt<int>(j, "real_si_code");
+    r.real_fault_address = GetOpt<uint64_t>(j, "real_fault_address");
     r.syndrome = GetStr(j, "syndrome");
     r.context = GetStr(j, "context");
     r.signature = GetStr(j, "signature");

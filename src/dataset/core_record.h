@@ -59,8 +59,11 @@ struct CoreRecord {
   std::string time_source;
   std::optional<int> pid;
   std::string comm;
-  std::optional<int> signal, si_code;
+  std::optional<int> signal, si_code;  // as the core holds them
   std::optional<uint64_t> fault_address;
+  // The real fault behind a signal a handler re-raised, when recovered.
+  std::optional<int> real_signal, real_si_code;
+  std::optional<uint64_t> real_fault_address;
   std::string syndrome, context, signature;
   std::optional<int> crashing_tid;
   std::string exe, build_id;

@@ -33,6 +33,9 @@ CREATE TABLE IF NOT EXISTS cores(
   signal_name TEXT,
   si_code INTEGER,
   fault_address TEXT,
+  real_signal INTEGER,
+  real_si_code INTEGER,
+  real_fault_address TEXT,
   syndrome TEXT,
   context TEXT,
   signature TEXT,
@@ -257,9 +260,10 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
   Statement del(db_, "DELETE FROM cores WHERE path = ?");
   Statement core(db_,
                  "INSERT INTO cores(path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
-                 "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, syndrome, context, "
+                 "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, real_signal, real_si_code, "
+                 "real_fault_address, syndrome, context, "
                  "signature, crashing_tid, exe, build_id, truncated, cpu_time, analysis_ms, scanned_at) VALUES "
-                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   Statement attr(db_, "INSERT OR REPLACE INTO attributes(core, key, value) VALUES (?,?,?)");
   Statement thread(db_,
                    "INSERT OR REPLACE INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers) VALUES "
@@ -280,7 +284,9 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
     core.Bind(r.status).BindOrNull(r.error).BindOrNull(JoinLines(r.warnings));
     core.BindOrNull(r.time ? FormatIso8601(*r.time) : std::string()).BindOrNull(r.time_source).Bind(r.uptime);
     core.Bind(r.pid).BindOrNull(r.comm).Bind(r.signal).BindOrNull(r.signal ? SignalName(*r.signal) : std::string());
-    core.Bind(r.si_code).BindOrNull(HexOrEmpty(r.fault_address)).BindOrNull(r.syndrome).BindOrNull(r.context);
+    core.Bind(r.si_code).BindOrNull(HexOrEmpty(r.fault_address));
+    core.Bind(r.real_signal).Bind(r.real_si_code).BindOrNull(HexOrEmpty(r.real_fault_address));
+    core.BindOrNull(r.syndrome).BindOrNull(r.context);
     core.BindOrNull(r.signature).Bind(r.crashing_tid).BindOrNull(r.exe).BindOrNull(r.build_id);
     core.Bind(static_cast<int64_t>(r.truncated)).Bind(r.cpu_seconds).Bind(r.analysis_ms).Bind(now);
     if (auto e = core.Step(); !e.ok()) return fail(e.error());

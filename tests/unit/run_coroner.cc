@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +11,7 @@
 namespace coroner::testing {
 
 CommandResult Coroner(const std::string& args) {
-  std::string err_path = ::testing::TempDir() + "/coroner_stderr";
+  std::string err_path = ::testing::TempDir() + "/coroner_stderr." + std::to_string(::getpid());
   std::string cmd = std::string(std::getenv("CORONER_BIN")) + " " + args + " 2>" + err_path;
   CommandResult r{-1, {}, {}};
   FILE* p = popen(cmd.c_str(), "r");

@@ -1,0 +1,281 @@
+// `coroner scan` on a generated fleet of real zoo cores with sidecars and
+// bad inputs: one row per input, labels as the crashers' sources say,
+// metadata as the sidecars say, the same dataset whatever --jobs, resumable
+// after kill -9, unchanged inputs skipped.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dataset/dataset.h"
+#include "dataset/timestamps.h"
+#include "unit/run_coroner.h"
+#include "zoo/fleet.h"
+#include "zoo/scan_rows.h"
+
+namespace coroner::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ScanTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Normalized as the scan stores paths (TempDir ends with a slash).
+    work_ = new std::string(
+        fs::path(::testing::TempDir() + "/scan-test-" + std::to_string(getpid())).lexically_normal().string());
+    fleet_ = new Fleet(MakeFleet(*work_ + "/fleet", 4, 1234));
+    // The reference: one scan with two jobs.
+    auto r = Coroner("scan " + fleet_->dir + " --db " + Db("ref") + " --jobs 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    RemoveAll(*work_);
+    delete fleet_;
+    delete work_;
+  }
+  static std::string Db(const std::string& name) { return *work_ + "/" + name + ".db"; }
+
+  static std::string* work_;
+  static Fleet* fleet_;
+};
+std::string* ScanTest::work_ = nullptr;
+Fleet* ScanTest::fleet_ = nullptr;
+
+TEST_F(ScanTest, OneRowPerInputWithTheCrashersLabels) {
+  ASSERT_GE(fleet_->cores.size(), 200u);
+  auto rows = LoadRows(Db("ref"));
+  ASSERT_EQ(rows.size(), fleet_->size());
+  auto expect = LoadExpectations();
+  for (const auto& c : fleet_->cores) {
+    ASSERT_TRUE(rows.count(c.path)) << c.path;
+    const Row& r = rows.at(c.path);
+    EXPECT_EQ(r.at("status"), "ok") << c.path << ": " << r.at("error");
+    EXPECT_EQ(r.at("syndrome"), expect.at(c.zoo.crasher).syndrome) << c.path;
+    EXPECT_EQ(r.at("context"), expect.at(c.zoo.crasher).context) << c.path;
+    EXPECT_EQ(std::stoi(r.at("threads")), expect.at(c.zoo.crasher).threads) << c.path;
+    EXPECT_EQ(r.at("signal_name"), expect.at(c.zoo.crasher).signal) << c.path;
+    EXPECT_EQ(r.at("signature").rfind(expect.at(c.zoo.crasher).syndrome, 0), 0u) << r.at("signature");
+    // The program's own functions, as the crashers' sources name them; the
+    // abort and assert machinery skipped.
+    static const std::map<std::string, std::string> kSignatures = {
+        {"null_deref-O0", "null-deref | walk | main"},
+        {"abort_assert-O0", "abort-assert | check_balance | main"},
+        {"abort_assert-static", "abort-assert | check_balance | main"},
+        {"dlopen_crash-O0", "null-deref | plugin_step | plugin_run | main"},
+        {"many_threads-O0", "null-deref | bump_counter | worker"},
+        {"return_to_null-O0", "return-to-null"},  // the stack holds no frame of the program any more
+    };
+    if (auto it = kSignatures.find(c.zoo.variant); it != kSignatures.end()) {
+      EXPECT_EQ(r.at("signature"), it->second);
+    }
+    EXPECT_GT(std::stoll(r.at("frames")), 0) << c.path;
+  }
+  for (const auto& b : fleet_->bad) {
+    ASSERT_TRUE(rows.count(b.path)) << b.path;
+    EXPECT_EQ(rows.at(b.path).at("status"), "error") << b.path;
+    EXPECT_EQ(rows.at(b.path).at("error").rfind(b.error_kind + ":", 0), 0u) << rows.at(b.path).at("error");
+  }
+  for (const auto& h : fleet_->halves) {  // a partial result that says what is missing
+    ASSERT_TRUE(rows.count(h)) << h;
+    EXPECT_EQ(rows.at(h).at("status"), "ok") << rows.at(h).at("error");
+    EXPECT_EQ(rows.at(h).at("truncated"), "1");
+    EXPECT_NE(rows.at(h).at("warnings"), "NULL");
+  }
+}
+
+TEST_F(ScanTest, MetadataFromTheSidecars) {
+  auto rows = LoadRows(Db("ref"));
+  for (const auto& c : fleet_->cores) {
+    const Row& r = rows.at(c.path);
+    EXPECT_EQ(r.at("time"), FormatIso8601(c.time));
+    EXPECT_EQ(r.at("time_source"), "sidecar");
+    EXPECT_EQ(std::stoll(r.at("uptime")), c.time - c.boot_time);
+    EXPECT_NE(r.at("attributes").find("host=" + c.host + ";"), std::string::npos) << r.at("attributes");
+    EXPECT_NE(r.at("attributes").find("region=" + c.region), std::string::npos);
+  }
+  // No sidecar: the time is the file's mtime.
+  struct stat st {};
+  ASSERT_EQ(::stat(fleet_->bad[0].path.c_str(), &st), 0);
+  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time"), FormatIso8601(st.st_mtim.tv_sec));
+  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time_source"), "mtime");
+}
+
+TEST_F(ScanTest, TheDatasetDoesNotDependOnJobs) {
+  auto r = Coroner("scan " + fleet_->dir + " --db " + Db("one-job") + " --jobs 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ExpectSameRows(LoadRows(Db("one-job")), LoadRows(Db("ref")));
+}
+
+TEST_F(ScanTest, ARescanSkipsUnchangedInputs) {
+  std::string db = Db("rescan");
+  fs::copy_file(Db("ref"), db);
+  auto again = Coroner("scan " + fleet_->dir + " --db " + db);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("0 analyzed (0 ok, 0 error), " + std::to_string(fleet_->size()) + " unchanged"),
+            std::string::npos)
+      << again.out;
+  // A changed input (a core replaced by a text file) is analyzed again.
+  std::string changed = *work_ + "/changed.core";
+  fs::copy_file(fleet_->cores[0].zoo.core, changed);
+  ASSERT_EQ(Coroner("scan " + changed + " --db " + db).status, 0);
+  EXPECT_EQ(LoadRows(db).at(changed).at("status"), "ok");
+  { std::ofstream(changed, std::ios::trunc) << "now it is text"; }
+  auto third = Coroner("scan " + changed + " --db " + db);
+  EXPECT_NE(third.out.find("1 analyzed (0 ok, 1 error)"), std::string::npos) << third.out;
+  EXPECT_EQ(LoadRows(db).at(changed).at("status"), "error");
+  EXPECT_EQ(LoadRows(db).size(), fleet_->size() + 1);  // replaced, not added
+  auto forced = Coroner("scan " + changed + " --db " + db + " --force");
+  EXPECT_NE(forced.out.find("1 analyzed"), std::string::npos) << forced.out;
+  fs::remove(changed);
+}
+
+TEST_F(ScanTest, KillNineThenResumeLeavesEveryCoreOnce) {
+  std::string db = Db("killed");
+  std::string cmd = std::string(std::getenv("CORONER_BIN")) + " scan " + fleet_->dir + " --db " + db + " --jobs 2";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " >/dev/null 2>&1").c_str(), nullptr);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  // Kill the scan and its workers once some cores are committed, most not.
+  size_t committed = 0;
+  for (int i = 0; i < 2000 && committed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (auto ds = Dataset::OpenReadOnly(db); ds.ok()) {
+      if (auto q = ds->Query("SELECT count(*) FROM cores"); q.ok()) committed = static_cast<size_t>(q->rows[0][0].integer);
+    }
+  }
+  kill(-pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_GT(committed, 0u);
+  auto partial = LoadRows(db);
+  EXPECT_LT(partial.size(), fleet_->size()) << "the scan finished before it was killed";
+  for (const auto& [path, row] : partial) {  // no half-written core: each has its threads and modules
+    if (row.at("status") == "ok" && row.at("truncated") == "0") {
+      EXPECT_GT(std::stoi(row.at("threads")), 0) << path;
+      EXPECT_GT(std::stoi(row.at("modules")), 0) << path;
+    }
+  }
+  auto resumed = Coroner("scan " + fleet_->dir + " --db " + db + " --jobs 2");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find(std::to_string(partial.size()) + " unchanged"), std::string::npos) << resumed.out;
+  ExpectSameRows(LoadRows(db), LoadRows(Db("ref")));
+  auto count = Dataset::OpenReadOnly(db)->Query("SELECT count(*), count(DISTINCT path) FROM cores");
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(count->rows[0][0].integer, static_cast<int64_t>(fleet_->size()));
+  EXPECT_EQ(count->rows[0][1].integer, static_cast<int64_t>(fleet_->size()));
+}
+
+TEST_F(ScanTest, ListsGlobsAndVanishedEntries) {
+  std::string list = *work_ + "/inputs.txt";
+  std::string vanished = fleet_->dir + "/vanished.core";
+  {
+    std::ofstream out(list);
+    out << "# a comment\n\n" << fleet_->cores[0].path << "\n" << vanished << "\n";
+    out << "@" << *work_ << "/inner.txt\n";
+    std::ofstream(*work_ + "/inner.txt") << fleet_->cores[1].path << "\n";
+  }
+  std::string db = Db("list");
+  auto r = Coroner("scan @" + list + " '" + fleet_->dir + "/b/c/c0-*.core' --db " + db);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto rows = LoadRows(db);
+  size_t globbed = 0;
+  for (const auto& c : fleet_->cores) {
+    globbed += c.path.find("/b/c/c0-") != std::string::npos && c.path.size() > 5 &&
+               c.path.compare(c.path.size() - 5, 5, ".core") == 0;
+  }
+  ASSERT_GT(globbed, 0u);
+  EXPECT_EQ(rows.size(), 3 + globbed);
+  ASSERT_TRUE(rows.count(vanished));  // listed, gone by the time it is read: an error row
+  EXPECT_EQ(rows.at(vanished).at("status"), "error");
+  EXPECT_NE(rows.at(vanished).at("error").find("No such file"), std::string::npos) << rows.at(vanished).at("error");
+  EXPECT_EQ(rows.at(fleet_->cores[1].path).at("status"), "ok");
+}
+
+TEST_F(ScanTest, AnInputThatHangsTimesOut) {
+  std::string fifo = *work_ + "/hangs.core";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);  // open() blocks: nobody ever writes
+  std::string db = Db("timeout");
+  auto r = Coroner("scan " + fifo + " " + fleet_->cores[0].path + " --db " + db + " --timeout 1 --jobs 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto rows = LoadRows(db);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows.at(fifo).at("status"), "error");
+  EXPECT_EQ(rows.at(fifo).at("error"), "analysis timed out after 1 s");
+  EXPECT_EQ(rows.at(fleet_->cores[0].path).at("status"), "ok");  // the worker was replaced
+}
+
+TEST_F(ScanTest, InventoryJoinsOnHostByCrashTime) {
+  // node-0 moved from machine pm-1 to pm-2 halfway through the fleet's weeks.
+  int64_t mid = fleet_->cores[fleet_->cores.size() / 2].time;
+  std::string inv = *work_ + "/hosts.csv";
+  std::ofstream(inv) << "host,valid_from,valid_to,physical_host,sku\n"
+                     << "node-0,," << FormatIso8601(mid) << ",pm-1,\"E64s, v5\"\n"
+                     << "node-0," << FormatIso8601(mid) << ",,pm-2,\"E64s, v5\"\n"
+                     << "node-1,,,pm-3,D16\n";
+  std::string db = Db("inventory");
+  auto r = Coroner("scan " + fleet_->dir + "/a --db " + db + " --inventory " + inv);
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto rows = LoadRows(db);
+  size_t checked = 0;
+  for (const auto& c : fleet_->cores) {
+    if (!rows.count(c.path)) continue;
+    const std::string& a = rows.at(c.path).at("attributes");
+    if (c.host == "node-0") {
+      std::string pm = c.time < mid ? "physical_host=pm-1" : "physical_host=pm-2";
+      EXPECT_NE(a.find(pm), std::string::npos) << a;
+      EXPECT_NE(a.find("sku=E64s, v5"), std::string::npos) << a;
+      ++checked;
+    } else if (c.host == "node-1") {
+      EXPECT_NE(a.find("physical_host=pm-3"), std::string::npos) << a;
+    } else {
+      EXPECT_EQ(a.find("physical_host"), std::string::npos) << a;
+    }
+  }
+  EXPECT_GT(checked, 2u);
+  auto bad = Coroner("scan " + fleet_->dir + "/a --db " + Db("inventory-bad") + " --inventory " + fleet_->cores[0].path + ".json");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("host"), std::string::npos) << bad.err;
+}
+
+TEST_F(ScanTest, QueryIsReadOnlyAndPrintsJson) {
+  auto q = Coroner("query --db " + Db("ref") + " --json \"SELECT syndrome, count(*) AS n FROM cores WHERE status = 'ok' "
+                                               "AND syndrome = 'fpe' GROUP BY syndrome\"");
+  ASSERT_EQ(q.status, 0) << q.err;
+  size_t fpe = 0;
+  for (const auto& c : fleet_->cores) fpe += c.zoo.crasher == "divide_by_zero";
+  EXPECT_EQ(q.out, "[{\"syndrome\":\"fpe\",\"n\":" + std::to_string(fpe) + "}]\n");
+  auto write = Coroner("query --db " + Db("ref") + " \"DELETE FROM cores\"");
+  EXPECT_EQ(write.status, 1);
+  EXPECT_NE(write.err.find("readonly"), std::string::npos) << write.err;
+  EXPECT_EQ(LoadRows(Db("ref")).size(), fleet_->size());
+}
+
+TEST_F(ScanTest, RefusesAnotherSchemaVersion) {
+  std::string db = Db("future");
+  fs::copy_file(Db("ref"), db);
+  {
+    auto ds = Dataset::Open(db, false);
+    ASSERT_TRUE(ds.ok());
+    ASSERT_EQ(sqlite3_exec(ds->handle(), "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+  }
+  auto r = Coroner("scan " + fleet_->cores[0].path + " --db " + db);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("schema version 99"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace coroner::testing
