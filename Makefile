@@ -54,7 +54,7 @@ test-asan: zoo
 fuzz: zoo
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_FUZZ=ON -DBUILD_TESTING=OFF
-	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer metadata_fuzzer
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
 
 demo: deps build zoo
@@ -63,6 +63,7 @@ demo: deps build zoo
 bench: deps build zoo
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
+	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
