@@ -207,9 +207,8 @@ Expected<bool> Dataset::CheckSchema(bool create) {
   return true;
 }
 
-Expected<Dataset> Dataset::Open(const std::string& path, bool create) {
+Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create) {
   sqlite3* db = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     Error e = SqlError(db, path);
     sqlite3_close_v2(db);
@@ -217,25 +216,19 @@ Expected<Dataset> Dataset::Open(const std::string& path, bool create) {
   }
   Dataset ds(db);
   sqlite3_busy_timeout(db, 10000);
-  if (auto r = ds.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"); !r.ok()) {
-    return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
+  if (!(flags & SQLITE_OPEN_READONLY)) {
+    auto r = ds.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    if (!r.ok()) return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
   }
   if (auto r = ds.CheckSchema(create); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
   return ds;
 }
 
-Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
-    Error e = SqlError(db, path);
-    sqlite3_close_v2(db);
-    return e;
-  }
-  Dataset ds(db);
-  sqlite3_busy_timeout(db, 10000);
-  if (auto r = ds.CheckSchema(false); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
-  return ds;
+Expected<Dataset> Dataset::Open(const std::string& path, bool create) {
+  return OpenWith(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), create);
 }
+
+Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) { return OpenWith(path, SQLITE_OPEN_READONLY, false); }
 
 std::map<std::string, KnownInput> Dataset::KnownInputs() {
   std::map<std::string, KnownInput> out;

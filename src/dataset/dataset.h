@@ -66,6 +66,7 @@ class Dataset {
 
  private:
   explicit Dataset(sqlite3* db) : db_(db) {}
+  static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create);
   Expected<bool> Exec(const std::string& sql);
   Expected<bool> CheckSchema(bool create);
 
