@@ -41,6 +41,14 @@ int main(int argc, char** argv) {
   scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
   scan_cmd->add_option("--sysroot", scan.sysroot, "look module files up under DIR");
   scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
+  std::string shard;
+  scan_cmd->add_option("--shard", shard, "I/N: scan only shard I (0-based) of N, balanced by size");
+
+  std::string merge_db;
+  std::vector<std::string> merge_shards;
+  auto* merge_cmd = app.add_subcommand("merge", "merge shard datasets into one (idempotent)");
+  merge_cmd->add_option("--db", merge_db, "the merged dataset (created when absent)")->required();
+  merge_cmd->add_option("SHARD", merge_shards, "shard datasets")->required();
 
   std::string query_db, query_sql;
   bool query_json = false;
@@ -62,8 +70,19 @@ int main(int argc, char** argv) {
   }
   if (scan_cmd->parsed()) {
     if (scan_cmd->count("--max-bytes")) scan.max_bytes = scan_max_bytes;
+    if (!shard.empty()) {
+      int i = -1, n = 0;
+      char slash = 0, extra = 0;
+      if (std::sscanf(shard.c_str(), "%d%c%d%c", &i, &slash, &n, &extra) != 3 || slash != '/' || n < 1 || i < 0 ||
+          i >= n) {
+        std::fprintf(stderr, "coroner: --shard wants I/N with 0 <= I < N, not %s\n", shard.c_str());
+        return 2;
+      }
+      scan.shard = std::make_pair(i, n);
+    }
     return coroner::RunScanCommand(scan);
   }
+  if (merge_cmd->parsed()) return coroner::RunMergeCommand(merge_db, merge_shards);
   if (query_cmd->parsed()) return coroner::RunQueryCommand(query_db, query_sql, query_json);
   return 2;
 }

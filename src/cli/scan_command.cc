@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "dataset/dataset.h"
+#include "dataset/merge.h"
 
 namespace coroner {
 namespace {
@@ -52,6 +53,17 @@ int RunScanCommand(ScanOptions options) {
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+int RunMergeCommand(const std::string& out, const std::vector<std::string>& shards) {
+  auto r = MergeDatasets(out, shards);
+  if (!r.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::printf("merged %zu shards into %s: %zu cores added, %zu replaced, %zu unchanged\n", r->shards, out.c_str(),
+              r->added, r->replaced, r->unchanged);
   return 0;
 }
 

@@ -1,7 +1,9 @@
-// `coroner scan INPUT... --db FILE` and `coroner query --db FILE "SQL"`.
+// `coroner scan INPUT... --db FILE`, `coroner merge --db OUT SHARD...` and
+// `coroner query --db FILE "SQL"`: the dataset's commands.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "dataset/scanner.h"
 
@@ -11,6 +13,9 @@ namespace coroner {
 // scan finished (error rows included), 1 when the dataset could not be
 // written, 2 for unusable arguments (an inventory that does not parse).
 int RunScanCommand(ScanOptions options);
+
+// Merges shard datasets into `out` and prints what it did.
+int RunMergeCommand(const std::string& out, const std::vector<std::string>& shards);
 
 // Runs one read-only query and prints a table, or JSON rows.
 int RunQueryCommand(const std::string& db, const std::string& sql, bool json);

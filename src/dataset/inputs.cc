@@ -1,6 +1,7 @@
 #include "dataset/inputs.h"
 
 #include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -129,6 +130,28 @@ class Expander {
 };
 
 }  // namespace
+
+std::vector<std::string> SelectShard(const std::vector<std::string>& inputs, int index, int count) {
+  std::vector<std::pair<uint64_t, const std::string*>> sized;
+  for (const auto& in : inputs) {
+    uint64_t size = 1 << 20;
+    struct stat st {};
+    if (!IsUrl(in) && ::stat(in.c_str(), &st) == 0) size = static_cast<uint64_t>(st.st_size);
+    sized.emplace_back(size, &in);
+  }
+  std::sort(sized.begin(), sized.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
+  std::vector<uint64_t> load(static_cast<size_t>(count), 0);
+  std::vector<std::string> out;
+  for (const auto& [size, path] : sized) {
+    size_t least = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[least] += size + 1;  // +1: empty files still count
+    if (static_cast<int>(least) == index) out.push_back(*path);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 InputList ExpandInputs(const std::vector<std::string>& args, const std::vector<std::string>& exclude) {
   Expander e(exclude);

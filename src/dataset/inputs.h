@@ -19,4 +19,10 @@ struct InputList {
 // `exclude` (the dataset itself).
 InputList ExpandInputs(const std::vector<std::string>& args, const std::vector<std::string>& exclude = {});
 
+// Shard `index` of `count` of the inputs: the inputs sorted by size (largest
+// first, then by path) and dealt each to the shard with the fewest bytes so
+// far, so shards are balanced by size and the split depends only on the set
+// of inputs, not on their order. A URL weighs 1 MiB (its size is not asked).
+std::vector<std::string> SelectShard(const std::vector<std::string>& inputs, int index, int count);
+
 }  // namespace coroner

@@ -141,6 +141,7 @@ class Scan {
     auto start = Clock::now();
     InputList list = ExpandInputs(options_.inputs, {options_.db});
     inputs_ = std::move(list.inputs);
+    if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
     summary_.inputs = inputs_.size();
     summary_.warnings = std::move(list.warnings);
     known_ = dataset_.KnownInputs();

@@ -29,6 +29,7 @@ struct ScanOptions {
   double timeout_seconds = 60;  // per input
   uint64_t memory_limit = 4ull << 30;  // address space per worker (not under sanitizers)
   bool force = false;                  // re-analyze unchanged inputs too
+  std::optional<std::pair<int, int>> shard;  // (index, count): scan only this shard of the inputs
   std::string sysroot;
   FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
 };

@@ -262,6 +262,50 @@ TEST_F(ScanTest, QueryIsReadOnlyAndPrintsJson) {
   EXPECT_EQ(LoadRows(Db("ref")).size(), fleet_->size());
 }
 
+TEST_F(ScanTest, FourShardsMergeToTheSingleScan) {
+  // The shards come from a list in reverse order: the split must not depend on it.
+  std::string list = *work_ + "/reversed.txt";
+  {
+    auto rows = LoadRows(Db("ref"));
+    std::ofstream out(list);
+    for (auto it = rows.rbegin(); it != rows.rend(); ++it) out << it->first << "\n";
+  }
+  std::vector<std::string> shards;
+  size_t total = 0;
+  std::map<std::string, int> owner;
+  for (int i = 0; i < 4; ++i) {
+    shards.push_back(Db("shard" + std::to_string(i)));
+    const std::string input = i % 2 ? "@" + list : fleet_->dir;
+    auto r = Coroner("scan " + input + " --db " + shards.back() + " --shard " + std::to_string(i) + "/4 --jobs 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto rows = LoadRows(shards.back());
+    EXPECT_GT(rows.size(), 20u) << "shard " << i;
+    for (const auto& [path, row] : rows) EXPECT_TRUE(owner.emplace(path, i).second) << path << " in two shards";
+    total += rows.size();
+  }
+  EXPECT_EQ(total, fleet_->size());
+  std::string merged = Db("merged");
+  std::string args = "merge --db " + merged;
+  for (const auto& s : shards) args += " " + s;
+  auto m = Coroner(args);
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find(std::to_string(fleet_->size()) + " cores added, 0 replaced, 0 unchanged"), std::string::npos)
+      << m.out;
+  ExpectSameRows(LoadRows(merged), LoadRows(Db("ref")));
+  auto again = Coroner(args + " " + shards[0]);  // the same shards again, one twice: nothing changes
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("0 cores added, 0 replaced, " + std::to_string(fleet_->size() + LoadRows(shards[0]).size()) + " unchanged"),
+            std::string::npos)
+      << again.out;
+  ExpectSameRows(LoadRows(merged), LoadRows(Db("ref")));
+  auto n = Dataset::OpenReadOnly(merged)->Query(
+      "SELECT (SELECT count(*) FROM cores), (SELECT count(*) FROM frames), (SELECT count(*) FROM modules)");
+  auto r = Dataset::OpenReadOnly(Db("ref"))->Query(
+      "SELECT (SELECT count(*) FROM cores), (SELECT count(*) FROM frames), (SELECT count(*) FROM modules)");
+  ASSERT_TRUE(n.ok() && r.ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(n->rows[0][i].integer, r->rows[0][i].integer) << i;
+}
+
 TEST_F(ScanTest, RefusesAnotherSchemaVersion) {
   std::string db = Db("future");
   fs::copy_file(Db("ref"), db);
@@ -275,6 +319,11 @@ TEST_F(ScanTest, RefusesAnotherSchemaVersion) {
   auto r = Coroner("scan " + fleet_->cores[0].path + " --db " + db);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("schema version 99"), std::string::npos) << r.err;
+  // merge refuses such a shard before writing anything
+  auto m = Coroner("merge --db " + Db("merge-refused") + " " + Db("ref") + " " + db);
+  EXPECT_EQ(m.status, 1);
+  EXPECT_NE(m.err.find("schema version 99, this coroner reads version 1"), std::string::npos) << m.err;
+  EXPECT_FALSE(fs::exists(Db("merge-refused")));
 }
 
 }  // namespace
