@@ -44,7 +44,8 @@ int RunScanCommand(ScanOptions options) {
     for (const auto& [kind, n] : s.error_kinds) out += fmt::format(" {} {}", n, kind);
     out += "\n";
   }
-  if (auto ds = Dataset::OpenReadOnly(options.db); ds.ok()) {
+  // Read-write, so that closing it checkpoints the WAL and leaves no -wal/-shm files.
+  if (auto ds = Dataset::Open(options.db, false); ds.ok()) {
     auto q = ds->Query(
         "SELECT syndrome, count(*) FROM cores WHERE status = 'ok' GROUP BY syndrome ORDER BY count(*) DESC, syndrome");
     if (q.ok() && !q->rows.empty()) {
