@@ -64,6 +64,7 @@ bench: deps build zoo
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)
+	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
