@@ -49,7 +49,7 @@ std::string GetStr(const Json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-void FillFromCore(CoreRecord& r, const Core& core, const RecordOptions& options, SymbolProvider& symbols) {
+void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
   r.truncated = core.truncated();
   for (const auto& m : core.missing()) r.warnings.push_back(ValidUtf8(m));
   for (const auto& m : core.soft_errors()) r.warnings.push_back(ValidUtf8(m));
@@ -89,7 +89,7 @@ void FillFromCore(CoreRecord& r, const Core& core, const RecordOptions& options,
   // The crashing thread only: the diagnosis and the signature need no more,
   // and the other threads' stacks would multiply the bytes read.
   ModuleMap modules(core, symbols);
-  StackMemory stack(const_cast<Core&>(core).memory());
+  StackMemory stack(core.memory());
   std::vector<Backtrace> backtraces;
   std::optional<FaultContext> fault;
   if (!core.threads().empty()) {

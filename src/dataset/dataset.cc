@@ -181,7 +181,6 @@ Expected<bool> Dataset::Exec(const std::string& sql) {
 
 Expected<bool> Dataset::CheckSchema(bool create) {
   // A file that is not SQLite fails here, on the first read.
-  QueryResult tables;
   auto r = Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
   if (!r.ok()) return r.error();
   if (r->rows.empty()) {

@@ -208,9 +208,8 @@ class Scan {
     uint64_t index = next_++;
     w.busy = index;
     w.started = Clock::now();
-    if (!WriteAll(w.cmd, &index, sizeof index)) {
-      // The worker is gone; its EOF is seen by Wait, which records the input.
-    }
+    // When the worker is gone this write fails; Wait sees its EOF and records the input.
+    (void)WriteAll(w.cmd, &index, sizeof index);
   }
 
   // A worker that ended (crashed, killed): its input gets an error row.

@@ -79,7 +79,7 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     } else if (std::sscanf(line.c_str() + 14, " bytes */%llu", &t) == 1) {
       r->total = t;
     }
-  } else if (lower.rfind("content-length:", 0) == 0 && r->status == 0) {
+  } else if (lower.rfind("content-length:", 0) == 0) {  // a 200: the whole file
     unsigned long long t = 0;
     if (std::sscanf(line.c_str() + 15, " %llu", &t) == 1 && !r->range_start) r->total = t;
   }
