@@ -8,7 +8,7 @@
 set -euo pipefail
 coroner=$1 zoo=$2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap "rm -rf \"$work\"" EXIT; [ -n "${KEEP:-}" ] && trap - EXIT
 per=${MERGE_ROWS:-250000}
 "$coroner" scan "$zoo/cores/null_deref-O0.core" --db "$work/template.db" > /dev/null
 for s in 0 1 2 3; do

@@ -309,41 +309,62 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
   return true;
 }
 
-Expected<QueryResult> Dataset::Query(const std::string& sql) {
-  QueryResult out;
+std::string_view QueryRow::Text(int i) const {
+  const unsigned char* t = sqlite3_column_text(stmt_, i);
+  if (!t) return {};
+  return {reinterpret_cast<const char*>(t), static_cast<size_t>(sqlite3_column_bytes(stmt_, i))};
+}
+
+QueryValue QueryRow::Value(int i) const {
+  QueryValue v;
+  switch (sqlite3_column_type(stmt_, i)) {
+    case SQLITE_INTEGER:
+      v.type = QueryValue::Type::kInteger;
+      v.integer = Integer(i);
+      break;
+    case SQLITE_FLOAT:
+      v.type = QueryValue::Type::kReal;
+      v.real = Real(i);
+      break;
+    case SQLITE_NULL: break;
+    default:
+      v.type = QueryValue::Type::kText;
+      v.text = std::string(Text(i));
+  }
+  return v;
+}
+
+Expected<size_t> Dataset::ForEachRow(const std::string& sql, const std::function<bool(const QueryRow&)>& row,
+                                     std::vector<std::string>* columns) {
   sqlite3_stmt* stmt = nullptr;
-  const char* tail = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, &tail) != SQLITE_OK) return SqlError(db_, "query");
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) return SqlError(db_, "query");
   std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> guard(stmt, sqlite3_finalize);
   if (!stmt) return MakeError(ErrorKind::kMalformed, "query: empty statement");
-  int n = sqlite3_column_count(stmt);
-  for (int i = 0; i < n; ++i) out.columns.push_back(sqlite3_column_name(stmt, i));
+  if (columns)
+    for (int i = 0; i < sqlite3_column_count(stmt); ++i) columns->push_back(sqlite3_column_name(stmt, i));
+  size_t seen = 0;
   for (;;) {
     int rc = sqlite3_step(stmt);
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) return SqlError(db_, "query");
-    std::vector<QueryValue> row(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      QueryValue& v = row[static_cast<size_t>(i)];
-      switch (sqlite3_column_type(stmt, i)) {
-        case SQLITE_INTEGER:
-          v.type = QueryValue::Type::kInteger;
-          v.integer = sqlite3_column_int64(stmt, i);
-          break;
-        case SQLITE_FLOAT:
-          v.type = QueryValue::Type::kReal;
-          v.real = sqlite3_column_double(stmt, i);
-          break;
-        case SQLITE_NULL: break;
-        default: {
-          v.type = QueryValue::Type::kText;
-          const unsigned char* t = sqlite3_column_text(stmt, i);
-          v.text.assign(t ? reinterpret_cast<const char*>(t) : "", static_cast<size_t>(sqlite3_column_bytes(stmt, i)));
-        }
-      }
-    }
-    out.rows.push_back(std::move(row));
+    ++seen;
+    if (!row(QueryRow(stmt))) break;
   }
+  return seen;
+}
+
+Expected<QueryResult> Dataset::Query(const std::string& sql) {
+  QueryResult out;
+  auto seen = ForEachRow(
+      sql,
+      [&](const QueryRow& r) {
+        std::vector<QueryValue> values(static_cast<size_t>(r.size()));
+    for (int i = 0; i < r.size(); ++i) values[static_cast<size_t>(i)] = r.Value(i);
+        out.rows.push_back(std::move(values));
+        return true;
+      },
+      &out.columns);
+  if (!seen.ok()) return seen.error();
   return out;
 }
 

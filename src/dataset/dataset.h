@@ -10,9 +10,11 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataset/core_record.h"
@@ -41,6 +43,22 @@ struct QueryResult {
   std::vector<std::vector<QueryValue>> rows;
 };
 
+// One row of a streamed query, valid only inside the callback.
+class QueryRow {
+ public:
+  explicit QueryRow(sqlite3_stmt* stmt) : stmt_(stmt) {}
+  int size() const { return sqlite3_column_count(stmt_); }
+  bool IsNull(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
+  int64_t Integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+  double Real(int i) const { return sqlite3_column_double(stmt_, i); }
+  // Empty for NULL. The view dies with the row.
+  std::string_view Text(int i) const;
+  QueryValue Value(int i) const;
+
+ private:
+  sqlite3_stmt* stmt_;
+};
+
 class Dataset {
  public:
   // Opens (creating when absent and `create`) a dataset. Fails on a file that
@@ -61,6 +79,11 @@ class Dataset {
   Expected<bool> Write(const std::vector<CoreRecord>& records);
 
   Expected<QueryResult> Query(const std::string& sql);
+  // Streams the rows of one statement to `row` without holding them; a
+  // callback that returns false stops early. Returns the rows seen; the
+  // column names go to `columns` when given.
+  Expected<size_t> ForEachRow(const std::string& sql, const std::function<bool(const QueryRow&)>& row,
+                              std::vector<std::string>* columns = nullptr);
 
   sqlite3* handle() { return db_; }
 
