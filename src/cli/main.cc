@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/analyze_command.h"
+#include "cli/epi_command.h"
 #include "cli/scan_command.h"
 
 int main(int argc, char** argv) {
@@ -57,6 +58,22 @@ int main(int argc, char** argv) {
   query_cmd->add_option("SQL", query_sql, "one SQL statement")->required();
   query_cmd->add_flag("--json", query_json, "rows as a JSON array of objects");
 
+  coroner::EpiCommandOptions epi;
+  auto* epi_cmd = app.add_subcommand("epi", "the crash populations in a dataset and what each correlates with");
+  epi_cmd->add_option("--db", epi.db, "the dataset")->required();
+  epi_cmd->add_flag("--json", epi.json, "the report as JSON on stdout (docs/epi-json.md)");
+  epi_cmd->add_option("--md", epi.md, "write the Markdown report to FILE");
+  epi_cmd->add_option("--html", epi.html, "write the HTML report (one self-contained file) to FILE");
+  epi_cmd->add_option("--where", epi.where, "an SQL condition over the cores table: analyze only these cores");
+  epi_cmd->add_option("--rules", epi.rules, "a TOML file of labels and exclusions ([[label]], [[exclude]])");
+  epi_cmd->add_option("--kernel-log", epi.kernel_logs, "kernel logs (dmesg or journal text): FILE or HOST=FILE")
+      ->allow_extra_args(true);
+
+  std::string demo_out = "coroner-demo", demo_scenario = "demo";
+  auto* demo_cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
+  demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
+  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu or region");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -84,5 +101,7 @@ int main(int argc, char** argv) {
   }
   if (merge_cmd->parsed()) return coroner::RunMergeCommand(merge_db, merge_shards);
   if (query_cmd->parsed()) return coroner::RunQueryCommand(query_db, query_sql, query_json);
+  if (epi_cmd->parsed()) return coroner::RunEpiCommand(epi);
+  if (demo_cmd->parsed()) return coroner::RunDemoCommand(demo_out, demo_scenario);
   return 2;
 }

@@ -1,0 +1,25 @@
+// `coroner epi --db FILE` (the epidemiology report) and `coroner demo` (a
+// seeded fleet of real cores with planted causes, scanned and reported).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace coroner {
+
+struct EpiCommandOptions {
+  std::string db;
+  bool json = false;            // the JSON report on stdout instead of the summary
+  std::string md, html;         // files to write
+  std::string where, rules;
+  std::vector<std::string> kernel_logs;
+};
+
+// Exit status: 0 done, 1 the dataset could not be read, 2 bad arguments
+// (a rules file or --where that does not parse).
+int RunEpiCommand(const EpiCommandOptions& options);
+
+// `scenario`: demo (the default), gpu or region.
+int RunDemoCommand(const std::string& out_dir, const std::string& scenario);
+
+}  // namespace coroner

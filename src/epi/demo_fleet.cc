@@ -1,0 +1,307 @@
+#include "epi/demo_fleet.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "dataset/timestamps.h"
+
+namespace coroner {
+namespace {
+
+constexpr int64_t kDay = 86400;
+
+// splitmix64: the same numbers from the same seed on every platform, which
+// <random>'s distributions do not promise.
+struct Rng {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
+  double Unit() { return static_cast<double>(Next() >> 11) / 9007199254740992.0; }
+};
+
+struct Placement {
+  int64_t from, to;  // [from, to): the VM runs on `machine`, booted at `from`
+  std::string machine;
+};
+
+struct Change {
+  int64_t time;
+  std::string attribute, value;
+};
+
+struct Host {
+  std::string name, region;
+  std::map<std::string, std::string> base;  // attributes at the start
+  std::vector<Change> changes;              // in time order
+  std::vector<Placement> placements;
+  std::vector<int64_t> gpu_errors;          // times
+};
+
+// Short region names for host and machine names: "westeurope" -> "we".
+std::string Abbrev(const std::string& region) {
+  static const std::map<std::string, std::string> kShort = {
+      {"westeurope", "we"}, {"northeurope", "ne"}, {"eastus", "eus"},   {"westus", "wus"},
+      {"southeastasia", "sea"}, {"japaneast", "jpe"}, {"centralus", "cus"}};
+  auto it = kShort.find(region);
+  return it != kShort.end() ? it->second : region.substr(0, 3);
+}
+
+std::string Attribute(const Host& h, const std::string& key, int64_t t) {
+  std::string v;
+  if (auto it = h.base.find(key); it != h.base.end()) v = it->second;
+  for (const auto& c : h.changes)
+    if (c.time <= t && c.attribute == key) v = c.value;
+  return v;
+}
+
+const Placement* PlacementAt(const Host& h, int64_t t) {
+  for (const auto& p : h.placements)
+    if (p.from <= t && t < p.to) return &p;
+  return nullptr;
+}
+
+bool Matches(const Host& h, const PlantedPopulation& pop, int64_t t) {
+  const Placement* place = PlacementAt(h, t);
+  if (!place) return false;
+  if (pop.max_uptime_seconds && t - place->from >= pop.max_uptime_seconds) return false;
+  for (const auto& [key, want] : pop.only) {
+    if (key == "machine") {
+      if (place->machine != want) return false;
+    } else if (key == "hw_errors") {
+      bool hit = std::any_of(h.gpu_errors.begin(), h.gpu_errors.end(),
+                             [&](int64_t e) { return e <= t && t - e < 7 * kDay; });
+      if (hit != (want == "yes")) return false;
+    } else if (key == "region") {
+      if (h.region != want) return false;
+    } else if (Attribute(h, key, t) != want) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Expected<bool> WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out.flush()) return MakeError(ErrorKind::kIo, "cannot write " + path);
+  return true;
+}
+
+}  // namespace
+
+Scenario DemoScenario() {
+  Scenario s;
+  s.name = "demo";
+  s.seed = 20261014;
+  s.hosts = 60;
+  s.regions = {"westeurope", "eastus", "southeastasia"};
+  s.skus = {"Standard_E64s_v5", "Standard_D32s_v5", "Standard_L16s_v3"};
+  s.services = {"ingest", "query", "index"};
+  s.initial = {{"kernel", "6.1.0-25-cloud-amd64"}, {"release", "2026.10.1"}};
+  s.rollouts = {{"release", "2026.10.3", 14, 1.0}, {"kernel", "6.8.0-1021-azure", 5, 0.35}};
+  s.populations = {
+      {"bad machine: register corruption on one physical host, fresh VMs only", "misaligned_stack-O0", 40, 9, -1,
+       {{"machine", "phys-we-03"}}, 36 * 3600, "machine", "phys-we-03"},
+      {"a null dereference that arrives with release 2026.10.3", "null_deref-O0", 60, 14, -1,
+       {{"release", "2026.10.3"}}, 0, "release", "2026.10.3"},
+      {"a crash only on kernel 6.8.0-1021-azure", "inlined-O0", 50, 5, -1, {{"kernel", "6.8.0-1021-azure"}}, 0,
+       "kernel", "6.8.0-1021-azure"},
+      {"background: a return-to-null race all over the fleet", "return_to_null-O0", 80, 0, -1, {}, 0, "", ""},
+      {"background: assertion failures", "abort_assert-O0", 30, 0, -1, {}, 0, "", ""},
+      {"background: division by zero", "divide_by_zero-O0", 20, 0, -1, {}, 0, "", ""},
+      {"background: bad pointers", "bad_pointer-O0", 20, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
+Scenario GpuScenario() {
+  Scenario s;
+  s.name = "gpu";
+  s.seed = 7;
+  s.hosts = 48;
+  s.days = 21;
+  s.regions = {"eastus", "westus"};
+  s.skus = {"Standard_ND96isr_H100_v5", "Standard_ND96asr_A100_v4", "Standard_NC24ads_A100_v4", "Standard_D16s_v5"};
+  s.services = {"training", "serving"};
+  s.initial = {{"kernel", "5.15.0-1064-azure"}, {"release", "jax-0.4.30"}};
+  s.gpu_error_hosts = 3;
+  s.populations = {
+      {"illegal instructions on hosts whose GPUs report Xid errors", "illegal_instruction-O0", 45, 0, -1,
+       {{"hw_errors", "yes"}}, 0, "hw_errors_7d", "yes"},
+      {"bus errors only on one SKU", "bus_error-O0", 50, 3, -1, {{"sku", "Standard_NC24ads_A100_v4"}}, 0, "sku",
+       "Standard_NC24ads_A100_v4"},
+      {"background: null dereferences", "null_deref-O0", 70, 0, -1, {}, 0, "", ""},
+      {"background: uncaught exceptions", "uncaught_exception-O0", 40, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
+Scenario RegionScenario() {
+  Scenario s;
+  s.name = "region";
+  s.seed = 99;
+  s.hosts = 40;
+  s.days = 30;
+  s.regions = {"westeurope", "northeurope", "eastus", "japaneast"};
+  s.skus = {"Standard_E32s_v5", "Standard_E64s_v5"};
+  s.services = {"ingest", "query", "index", "api"};
+  s.initial = {{"kernel", "6.1.0-25-cloud-amd64"}, {"release", "r517"}};
+  s.rollouts = {{"release", "r518", 8, 1.0}};
+  s.populations = {
+      {"wild jumps in one region from day 12", "wild_jump-O0", 45, 12, -1, {{"region", "japaneast"}}, 0, "region",
+       "japaneast"},
+      {"calls through null only in the api service", "call_null-O0", 50, 4, -1, {{"service", "api"}}, 0, "service",
+       "api"},
+      {"background: heap corruption", "double_free-O0", 60, 0, -1, {}, 0, "", ""},
+      {"background: unmapped writes", "unmapped_write-O0", 50, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
+Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo_cores_dir,
+                                       const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  auto start = ParseIso8601(s.start_date);
+  if (!start || s.days < 1 || s.hosts < 1 || s.regions.empty() || s.skus.empty() || s.services.empty())
+    return MakeError(ErrorKind::kMalformed, "scenario " + s.name + " is incomplete");
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_empty(out_dir, ec))
+    return MakeError(ErrorKind::kIo, out_dir + " is not empty");
+  GeneratedFleet fleet;
+  fleet.cores_dir = out_dir + "/cores";
+  fs::create_directories(fleet.cores_dir, ec);
+  if (ec) return MakeError(ErrorKind::kIo, "cannot create " + fleet.cores_dir + ": " + ec.message());
+  Rng rng{s.seed};
+  int64_t begin = *start, end = *start + s.days * kDay;
+
+  std::vector<Host> hosts;
+  std::map<std::string, int> per_region;
+  for (int i = 0; i < s.hosts; ++i) {
+    Host h;
+    h.region = s.regions[static_cast<size_t>(i) % s.regions.size()];
+    char name[64];
+    std::snprintf(name, sizeof name, "%s-node-%02d", Abbrev(h.region).c_str(), ++per_region[h.region]);
+    h.name = name;
+    h.base = s.initial;
+    h.base["region"] = h.region;
+    h.base["sku"] = s.skus[rng.Below(s.skus.size())];
+    h.base["service"] = s.services[rng.Below(s.services.size())];
+    for (const auto& r : s.rollouts)
+      if (rng.Unit() < r.fraction)
+        h.changes.push_back({begin + r.day * kDay + static_cast<int64_t>(rng.Below(20 * 3600)), r.attribute, r.value});
+    std::sort(h.changes.begin(), h.changes.end(), [](const Change& a, const Change& b) { return a.time < b.time; });
+    // VMs are re-created on another machine of their region every 1-8 days.
+    int64_t t = begin - static_cast<int64_t>(rng.Below(5 * kDay));
+    while (t < end) {
+      int64_t len = kDay + static_cast<int64_t>(rng.Below(7 * kDay));
+      char machine[64];
+      std::snprintf(machine, sizeof machine, "phys-%s-%02d", Abbrev(h.region).c_str(),
+                    static_cast<int>(rng.Below(static_cast<uint64_t>(s.machines_per_region))) + 1);
+      h.placements.push_back({t, t + len, machine});
+      t += len;
+    }
+    hosts.push_back(std::move(h));
+  }
+  for (int g = 0; g < s.gpu_error_hosts && g < s.hosts; ++g) {
+    Host& h = hosts[static_cast<size_t>(g) * static_cast<size_t>(s.hosts) / static_cast<size_t>(s.gpu_error_hosts)];
+    for (int64_t t = begin + static_cast<int64_t>(rng.Below(3 * kDay)); t < end;
+         t += 3 * kDay + static_cast<int64_t>(rng.Below(6 * kDay)))
+      h.gpu_errors.push_back(t);
+  }
+
+  // The crashes.
+  size_t seq = 0;
+  for (const auto& pop : s.populations) {
+    std::string source = zoo_cores_dir + "/" + pop.core + ".core";
+    struct stat st;
+    if (::stat(source.c_str(), &st) != 0)
+      return MakeError(ErrorKind::kIo, "zoo core " + source + ": " + std::strerror(errno));
+    int last = pop.end_day < 0 ? s.days - 1 : std::min(pop.end_day, s.days - 1);
+    for (size_t k = 0; k < pop.count; ++k) {
+      const Host* host = nullptr;
+      int64_t t = 0;
+      for (int attempt = 0; attempt < 20000 && !host; ++attempt) {
+        // The first crash lands on the start day, which makes it the onset.
+        int span = k == 0 && attempt < 10000 ? 1 : last - pop.start_day + 1;
+        int day = pop.start_day + static_cast<int>(rng.Below(static_cast<uint64_t>(span)));
+        t = begin + day * kDay + static_cast<int64_t>(rng.Below(kDay));
+        std::vector<const Host*> fit;
+        for (const auto& h : hosts)
+          if (Matches(h, pop, t)) fit.push_back(&h);
+        if (!fit.empty()) host = fit[rng.Below(fit.size())];
+      }
+      if (!host) return MakeError(ErrorKind::kMalformed, "population \"" + pop.name + "\" fits no host");
+      fs::create_directories(fleet.cores_dir + "/" + host->name, ec);
+      char file[64];
+      std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq);
+      std::string path = fleet.cores_dir + "/" + host->name + file;
+      if (::link(source.c_str(), path.c_str()) != 0 && ::symlink(source.c_str(), path.c_str()) != 0)
+        return MakeError(ErrorKind::kIo, "cannot link " + path + ": " + std::strerror(errno));
+      std::string json = "{";
+      for (const char* key : {"region", "sku", "kernel", "release", "service"})
+        json += JsonString(key) + ": " + JsonString(Attribute(*host, key, t)) + ", ";
+      json += "\"host\": " + JsonString(host->name) + ", \"time\": " + JsonString(FormatIso8601(t)) +
+              ", \"boot_time\": " + JsonString(FormatIso8601(PlacementAt(*host, t)->from)) + "}\n";
+      if (auto w = WriteFile(path + ".json", json); !w.ok()) return w.error();
+      ++fleet.cores;
+      ++fleet.per_population[pop.name];
+      fleet.population_of[path] = pop.name;
+      int day = static_cast<int>((t - begin) / kDay);
+      auto [first, added] = fleet.first_day.emplace(pop.name, day);
+      if (!added) first->second = std::min(first->second, day);
+    }
+  }
+
+  // The inventory: which machine each VM ran on, and when.
+  std::string csv = "host,machine,valid_from,valid_to\n";
+  for (const auto& h : hosts)
+    for (const auto& p : h.placements)
+      csv += h.name + "," + p.machine + "," + FormatIso8601(p.from) + "," + FormatIso8601(p.to) + "\n";
+  fleet.inventory = out_dir + "/inventory.csv";
+  if (auto w = WriteFile(fleet.inventory, csv); !w.ok()) return w.error();
+
+  // Kernel logs: GPU errors among ordinary noise, journalctl short-iso.
+  if (s.gpu_error_hosts > 0) {
+    fs::create_directories(out_dir + "/kernel-logs", ec);
+    for (const Host& h : hosts) {
+      std::vector<std::pair<int64_t, std::string>> lines;
+      for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))
+        lines.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
+      for (int64_t t : h.gpu_errors)
+        lines.emplace_back(t, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(1000 + rng.Below(9000)) +
+                                  ", name=python3, GPU has fallen off the bus.");
+      std::sort(lines.begin(), lines.end());
+      std::string text;
+      for (const auto& [t, msg] : lines) {
+        std::string iso = FormatIso8601(t);
+        text += iso.substr(0, iso.size() - 1) + "+0000 " + h.name + " " + msg + "\n";
+      }
+      std::string path = out_dir + "/kernel-logs/" + h.name + ".log";
+      if (auto w = WriteFile(path, text); !w.ok()) return w.error();
+      fleet.kernel_logs.push_back(path);
+    }
+  }
+  return fleet;
+}
+
+}  // namespace coroner

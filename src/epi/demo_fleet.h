@@ -1,0 +1,79 @@
+// Seeded synthetic fleets of real cores for `coroner demo` and the epi
+// tests: dozens of hosts over regions, SKUs, kernels, releases and physical
+// machines, over weeks, with crash populations planted on known causes (a
+// bad machine that only hurts fresh VMs, a crash that arrives with a
+// release, one tied to a kernel, GPU errors in the kernel logs) and
+// background noise. Every core is a real zoo core (hard-linked, so a fleet
+// costs no space); the sidecars, the inventory and the kernel logs carry the
+// planted truth.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "source/expected.h"
+
+namespace coroner {
+
+// A change of a host attribute on a day, for a fraction of the hosts (a
+// release to all of them, a kernel to some).
+struct Rollout {
+  std::string attribute, value;
+  int day = 0;
+  double fraction = 1.0;
+};
+
+struct PlantedPopulation {
+  std::string name;    // what it stands for
+  std::string core;    // the zoo variant whose core it is, e.g. "misaligned_stack-O0"
+  size_t count = 0;
+  int start_day = 0;   // the planted onset
+  int end_day = -1;    // inclusive; -1 for the last day
+  // Only on hosts where these attributes have these values at the crash
+  // ("machine" is the physical machine from the inventory, "hw_errors" =
+  // "yes" a host with a GPU error in the 7 days before).
+  std::map<std::string, std::string> only;
+  int64_t max_uptime_seconds = 0;  // 0: any
+  // The cause a correct analysis must find first; empty for background.
+  std::string cause_attribute, cause_value;
+};
+
+struct Scenario {
+  std::string name;
+  uint64_t seed = 1;
+  std::string start_date = "2026-10-01";
+  int days = 28;
+  int hosts = 60;
+  std::vector<std::string> regions, skus, services;
+  int machines_per_region = 6;
+  std::map<std::string, std::string> initial;  // attribute values every host starts with
+  std::vector<Rollout> rollouts;
+  int gpu_error_hosts = 0;                     // hosts whose kernel logs report GPU errors
+  std::vector<PlantedPopulation> populations;
+};
+
+// The demo's fleet and two more with other planted causes.
+Scenario DemoScenario();
+Scenario GpuScenario();
+Scenario RegionScenario();
+
+struct GeneratedFleet {
+  std::string cores_dir;                 // cores with sidecars
+  std::string inventory;                 // CSV: host, machine, valid_from, valid_to
+  std::vector<std::string> kernel_logs;  // one per host that has any
+  size_t cores = 0;
+  std::map<std::string, size_t> per_population;
+  std::map<std::string, std::string> population_of;  // core path -> population name
+  // The day (from the start) of each population's first crash: its start
+  // day, or the first day after it with a host that fits.
+  std::map<std::string, int> first_day;
+};
+
+// Writes the fleet under `out_dir` (which must be empty or absent), taking
+// each population's core from `zoo_cores_dir/<core>.core`.
+Expected<GeneratedFleet> GenerateFleet(const Scenario& scenario, const std::string& zoo_cores_dir,
+                                       const std::string& out_dir);
+
+}  // namespace coroner

@@ -1,0 +1,392 @@
+#include "epi/epi_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "dataset/timestamps.h"
+#include "report/core_report.h"
+#include "report/markdown_report.h"
+
+namespace coroner {
+namespace {
+
+// Clusters grouped under their syndrome, the largest syndrome first, so one
+// syndrome hiding two populations shows as two rows under one heading.
+struct SyndromeGroup {
+  std::string syndrome;
+  uint64_t count = 0;
+  std::vector<const Cluster*> clusters;
+};
+
+std::vector<SyndromeGroup> BySyndrome(const EpiResult& r) {
+  std::vector<SyndromeGroup> groups;
+  for (const auto& c : r.clusters) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.syndrome == c.syndrome; });
+    if (it == groups.end()) it = groups.insert(groups.end(), SyndromeGroup{c.syndrome, 0, {}});
+    it->count += c.count;
+    it->clusters.push_back(&c);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  return groups;
+}
+
+std::string Pct(double share) { return fmt::format("{:.1f}%", share * 100); }
+
+std::string PValue(double p) {
+  if (p <= 0) return "<1e-300";
+  if (p >= 0.01) return fmt::format("{:.2f}", p);
+  return fmt::format("{:.1e}", p);
+}
+
+std::string Span(const Cluster& c) {
+  if (c.first_seen.empty()) return "no crash times";
+  return c.first_seen == c.last_seen ? c.first_seen : c.first_seen + " .. " + c.last_seen;
+}
+
+// How many findings a summary shows per cluster.
+constexpr size_t kShown = 3;
+
+std::string FindingLine(const Finding& f) {
+  std::string s = fmt::format("{} = {}: {} of cluster ({}, fleet {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
+                              ValidUtf8(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift,
+                              PValue(f.p_adjusted));
+  if (!f.flag.empty()) s += " — " + ValidUtf8(f.flag);
+  return s;
+}
+
+// Days from first to last, for the charts' x axis.
+std::vector<std::string> AllDays(const EpiResult& r) {
+  std::vector<std::string> days;
+  auto a = ParseIso8601(r.first_day), b = ParseIso8601(r.last_day);
+  if (!a || !b) return days;
+  for (int64_t t = *a; t <= *b && days.size() < 4000; t += 86400) days.push_back(FormatIso8601(t).substr(0, 10));
+  return days;
+}
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  for (char c : ValidUtf8(text)) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string EpiToText(const EpiResult& r) {
+  std::string out = fmt::format("{} cores", r.cores);
+  if (!r.first_day.empty()) out += ", " + r.first_day + " .. " + r.last_day;
+  out += fmt::format(", {} clusters, {} tests", r.clusters.size(), r.tests);
+  if (r.excluded) out += fmt::format(", {} excluded by rules", r.excluded);
+  if (r.errors) out += fmt::format(", {} unreadable cores left out", r.errors);
+  if (r.untimed) out += fmt::format(", {} without a crash time", r.untimed);
+  out += "\n";
+  for (const auto& w : r.warnings) out += "warning: " + ValidUtf8(w) + "\n";
+  for (const auto& g : BySyndrome(r)) {
+    out += fmt::format("\n{}: {} cores in {} cluster{}\n", ValidUtf8(g.syndrome), g.count, g.clusters.size(),
+                       g.clusters.size() == 1 ? "" : "s");
+    size_t shown = 0;
+    for (const Cluster* c : g.clusters) {
+      if (++shown > 10) {
+        out += fmt::format("  ... {} smaller clusters (see --json)\n", g.clusters.size() - 10);
+        break;
+      }
+      out += fmt::format("  {}  {}  {} cores ({}), {}", c->id, ValidUtf8(c->signature), c->count, Pct(c->share),
+                         Span(*c));
+      if (!c->onset.empty()) out += ", onset " + c->onset;
+      out += "\n";
+      for (size_t i = 0; i < c->findings.size() && i < kShown; ++i) out += "      " + FindingLine(c->findings[i]) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string EpiToJson(const EpiResult& r) {
+  using nlohmann::json;
+  json clusters = json::array();
+  for (const auto& c : r.clusters) {
+    json findings = json::array();
+    for (const auto& f : c.findings)
+      findings.push_back({{"attribute", ValidUtf8(f.attribute)}, {"value", ValidUtf8(f.value)}, {"count", f.count},
+                          {"share", f.share}, {"baseline_share", f.baseline_share}, {"lift", f.lift},
+                          {"p_value", f.p_value}, {"p_adjusted", f.p_adjusted},
+                          {"flag", f.flag.empty() ? json(nullptr) : json(ValidUtf8(f.flag))}});
+    json daily = json::object();
+    for (const auto& [d, n] : c.daily) daily[d] = n;
+    json hosts = json::object();
+    for (const auto& [h, n] : c.hosts) hosts[ValidUtf8(h)] = n;
+    json uptime = json::object();
+    for (size_t i = 0; i < c.uptime_histogram.size(); ++i) uptime[UptimeBucketNames()[i]] = c.uptime_histogram[i];
+    auto day = [](const std::string& d) { return d.empty() ? json(nullptr) : json(d); };
+    clusters.push_back({{"id", c.id},
+                        {"syndrome", ValidUtf8(c.syndrome)},
+                        {"signature", ValidUtf8(c.signature)},
+                        {"label", c.label.empty() ? json(nullptr) : json(ValidUtf8(c.label))},
+                        {"count", c.count},
+                        {"share", c.share},
+                        {"first_seen", day(c.first_seen)},
+                        {"last_seen", day(c.last_seen)},
+                        {"onset", day(c.onset)},
+                        {"daily", daily},
+                        {"findings", findings},
+                        {"hosts", hosts},
+                        {"uptime", uptime},
+                        {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
+  }
+  json warnings = json::array();
+  for (const auto& w : r.warnings) warnings.push_back(ValidUtf8(w));
+  json out = {{"version", kEpiJsonVersion},
+              {"cores", r.cores},
+              {"excluded", r.excluded},
+              {"errors", r.errors},
+              {"untimed", r.untimed},
+              {"tests", r.tests},
+              {"first_day", r.first_day.empty() ? json(nullptr) : json(r.first_day)},
+              {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
+              {"warnings", warnings},
+              {"clusters", clusters}};
+  return out.dump(2) + "\n";
+}
+
+std::string EpiToMarkdown(const EpiResult& r) {
+  auto md = [](const std::string& s) { return MarkdownEscape(ValidUtf8(s)); };
+  std::string out = "# Crash epidemiology\n\n";
+  out += fmt::format("{} cores", r.cores);
+  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
+  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
+  if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
+  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
+  out += "\n\n";
+  for (const auto& w : r.warnings) out += "> warning: " + md(w) + "\n\n";
+  out += "| syndrome | cluster | signature | cores | share | first seen | last seen | onset |\n";
+  out += "|---|---|---|---:|---:|---|---|---|\n";
+  auto groups = BySyndrome(r);
+  for (const auto& g : groups)
+    for (const Cluster* c : g.clusters)
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md(g.syndrome), c->id, md(c->signature),
+                         c->count, Pct(c->share), c->first_seen, c->last_seen, c->onset);
+  for (const auto& g : groups) {
+    out += fmt::format("\n## {} ({} cores, {} cluster{})\n", md(g.syndrome), g.count, g.clusters.size(),
+                       g.clusters.size() == 1 ? "" : "s");
+    for (const Cluster* c : g.clusters) {
+      if (c->findings.empty() && c->count < 3) continue;
+      out += fmt::format("\n### {} — {}\n\n{} cores ({}), {}", c->id, md(c->signature), c->count,
+                         Pct(c->share), Span(*c));
+      if (!c->onset.empty()) out += ", onset " + c->onset;
+      if (!c->example.empty()) out += ". Example: `" + ValidUtf8(c->example) + "`";
+      out += ".\n\n";
+      if (c->findings.empty()) {
+        out += "No attribute value is over-represented (adjusted p < 0.05).\n";
+        continue;
+      }
+      out += "| attribute | value | cores | share | fleet share | lift | p | p adjusted | reading |\n";
+      out += "|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+      for (const auto& f : c->findings)
+        out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} |\n", md(f.attribute), md(f.value),
+                           f.count, Pct(f.share), Pct(f.baseline_share), f.lift, PValue(f.p_value),
+                           PValue(f.p_adjusted), md(f.flag));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// A bar chart of daily counts over every day of the dataset.
+std::string DailySvg(const Cluster& c, const std::vector<std::string>& days) {
+  if (days.empty()) return "";
+  uint64_t peak = 1;
+  for (const auto& [d, n] : c.daily) peak = std::max(peak, n);
+  const double w = 640, h = 80, bar = w / static_cast<double>(days.size());
+  std::string out = fmt::format(R"(<svg class="daily" viewBox="0 0 {} {}" width="{}" height="{}" role="img">)", w,
+                                h + 16, w, h + 16);
+  out += fmt::format(R"(<line x1="0" y1="{}" x2="{}" y2="{}" class="axis"/>)", h, w, h);
+  for (size_t i = 0; i < days.size(); ++i) {
+    auto it = c.daily.find(days[i]);
+    if (it == c.daily.end()) continue;
+    double bh = h * static_cast<double>(it->second) / static_cast<double>(peak);
+    out += fmt::format(R"(<rect x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}"{}><title>{}: {}</title></rect>)",
+                       bar * static_cast<double>(i), h - bh, std::max(bar - 1, 0.5), bh,
+                       days[i] == c.onset ? R"( class="onset")" : "", days[i], it->second);
+  }
+  out += fmt::format(R"(<text x="0" y="{}">{}</text><text x="{}" y="{}" text-anchor="end">{}</text>)", h + 13,
+                     days.front(), w, h + 13, days.back());
+  out += fmt::format(R"(<text x="2" y="10">peak {}/day</text>)", peak);
+  return out + "</svg>";
+}
+
+std::string UptimeSvg(const Cluster& c) {
+  uint64_t peak = 1, total = 0;
+  for (auto n : c.uptime_histogram) peak = std::max(peak, n), total += n;
+  if (!total) return "<p class=\"muted\">no uptimes</p>";
+  const auto& names = UptimeBucketNames();
+  const double bw = 44, h = 60;
+  std::string out = fmt::format(R"(<svg class="uptime" viewBox="0 0 {} {}" width="{}" height="{}" role="img">)",
+                                bw * static_cast<double>(names.size()), h + 14, bw * static_cast<double>(names.size()),
+                                h + 14);
+  for (size_t i = 0; i < names.size(); ++i) {
+    double bh = h * static_cast<double>(c.uptime_histogram[i]) / static_cast<double>(peak);
+    out += fmt::format(R"(<rect x="{}" y="{:.2f}" width="{}" height="{:.2f}"><title>uptime {}: {}</title></rect>)",
+                       bw * static_cast<double>(i) + 2, h - bh, bw - 4, bh, HtmlEscape(names[i]),
+                       c.uptime_histogram[i]);
+    out += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", bw * static_cast<double>(i) + bw / 2,
+                       h + 12, HtmlEscape(names[i]));
+  }
+  return out + "</svg>";
+}
+
+// Hosts (rows, the most crashes first, at most 30) by clusters (columns,
+// at most 12), shaded by count.
+std::string HeatmapSvg(const EpiResult& r) {
+  std::map<std::string, uint64_t> per_host;
+  size_t nc = std::min<size_t>(r.clusters.size(), 12);
+  for (size_t i = 0; i < nc; ++i)
+    for (const auto& [h, n] : r.clusters[i].hosts) per_host[h] += n;
+  if (per_host.empty()) return "<p class=\"muted\">No host attribute in this dataset.</p>";
+  std::vector<std::pair<std::string, uint64_t>> hosts(per_host.begin(), per_host.end());
+  std::stable_sort(hosts.begin(), hosts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (hosts.size() > 30) hosts.resize(30);
+  uint64_t peak = 1;
+  for (size_t i = 0; i < nc; ++i)
+    for (const auto& [h, n] : r.clusters[i].hosts) peak = std::max(peak, n);
+  const double cw = 44, rh = 16, left = 170, top = 20;
+  double width = left + cw * static_cast<double>(nc), height = top + rh * static_cast<double>(hosts.size());
+  std::string out = fmt::format(R"(<svg class="heatmap" viewBox="0 0 {} {}" width="{}" height="{}" role="img">)",
+                                width, height, width, height);
+  for (size_t j = 0; j < nc; ++j)
+    out += fmt::format(R"(<text x="{}" y="14" text-anchor="middle">{}</text>)", left + cw * static_cast<double>(j) + cw / 2,
+                       r.clusters[j].id);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    double y = top + rh * static_cast<double>(i);
+    std::string name = hosts[i].first.size() > 26 ? hosts[i].first.substr(0, 25) + "…" : hosts[i].first;
+    out += fmt::format(R"(<text x="{}" y="{}" text-anchor="end">{}</text>)", left - 6, y + 12, HtmlEscape(name));
+    for (size_t j = 0; j < nc; ++j) {
+      auto it = r.clusters[j].hosts.find(hosts[i].first);
+      uint64_t n = it == r.clusters[j].hosts.end() ? 0 : it->second;
+      double a = n ? 0.12 + 0.88 * static_cast<double>(n) / static_cast<double>(peak) : 0;
+      out += fmt::format(
+          R"(<rect x="{}" y="{}" width="{}" height="{}" fill="#c82828" fill-opacity="{:.3f}" class="cell"><title>{} in {}: {}</title></rect>)",
+          left + cw * static_cast<double>(j) + 1, y + 1, cw - 2, rh - 2, a, HtmlEscape(hosts[i].first),
+          r.clusters[j].id, n);
+    }
+  }
+  return out + "</svg>";
+}
+
+constexpr const char* kStyle = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:24px auto;max-width:1100px;color:#1d232a;padding:0 16px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde2e8;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}code{font:12.5px ui-monospace,"DejaVu Sans Mono",monospace;background:#f3f5f8;padding:1px 4px;border-radius:3px}
+.muted{color:#68737f}.summary{color:#3b4550;margin-bottom:12px}
+table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.card{border:1px solid #dde2e8;border-radius:8px;padding:10px 14px;margin:10px 0;background:#fff}
+.flag{color:#a3261b;font-weight:600}.charts{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-end}
+svg text{font-size:10px;fill:#4a5560}svg .axis{stroke:#9aa4ae}svg.daily rect{fill:#3a6ea5}svg.daily rect.onset{fill:#d9822b}
+svg.uptime rect{fill:#5b8c5a}.tag{display:inline-block;background:#eef2f6;border-radius:10px;padding:0 8px;margin-left:6px;font-size:12px}
+)css";
+
+// Sorting by a column header: the only script, inline, no network.
+constexpr const char* kScript = R"js(
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  table.querySelectorAll('th').forEach(function (th, col) {
+    th.addEventListener('click', function () {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir === 1 ? 'asc' : 'desc';
+      rows.sort(function (a, b) {
+        var x = a.cells[col].dataset.v || a.cells[col].textContent, y = b.cells[col].dataset.v || b.cells[col].textContent;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        if (!isNaN(nx) && !isNaN(ny)) return dir * (nx - ny);
+        return dir * x.localeCompare(y);
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+document.body.dataset.ready = 'yes';
+)js";
+
+}  // namespace
+
+std::string EpiToHtml(const EpiResult& r) {
+  auto days = AllDays(r);
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+      "script-src 'unsafe-inline'; img-src data:\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>coroner epi: crash populations</title>\n<style>";
+  out += kStyle;
+  out += "</style></head><body>\n<h1>Crash populations</h1>\n<p class=\"summary\">";
+  out += fmt::format("{} cores", r.cores);
+  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
+  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
+  if (r.excluded) out += fmt::format(" {} excluded by rules.", r.excluded);
+  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
+  out += "</p>\n";
+  for (const auto& w : r.warnings) out += "<p class=\"flag\">warning: " + HtmlEscape(w) + "</p>\n";
+  auto groups = BySyndrome(r);
+  out += "<h2>Clusters</h2>\n<table class=\"sortable\" id=\"clusters\"><thead><tr><th>syndrome</th><th>cluster</th>"
+         "<th>signature</th><th>cores</th><th>share</th><th>first seen</th><th>last seen</th><th>onset</th>"
+         "<th>top finding</th></tr></thead><tbody>\n";
+  for (const auto& g : groups)
+    for (const Cluster* c : g.clusters) {
+      std::string top = c->findings.empty() ? "" : HtmlEscape(c->findings[0].attribute + " = " + c->findings[0].value);
+      out += fmt::format(
+          "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td><code>{}</code></td><td class=\"n\">{}</td>"
+          "<td class=\"n\" data-v=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+          HtmlEscape(g.syndrome), c->id, c->id, HtmlEscape(c->signature), c->count, c->share, Pct(c->share),
+          c->first_seen, c->last_seen, c->onset, top);
+    }
+  out += "</tbody></table>\n<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
+  for (const auto& g : groups) {
+    out += fmt::format("<h2>{} <span class=\"tag\">{} cores, {} cluster{}</span></h2>\n", HtmlEscape(g.syndrome),
+                       g.count, g.clusters.size(), g.clusters.size() == 1 ? "" : "s");
+    size_t shown = 0;
+    for (const Cluster* c : g.clusters) {
+      if (++shown > 25) {
+        out += fmt::format("<p class=\"muted\">{} smaller clusters are in the table above.</p>\n",
+                           g.clusters.size() - 25);
+        break;
+      }
+      out += fmt::format("<div class=\"card\" id=\"{}\"><h3>{} <code>{}</code></h3>\n<p>{} cores ({}), {}", c->id,
+                         c->id, HtmlEscape(c->signature), c->count, Pct(c->share), HtmlEscape(Span(*c)));
+      if (!c->onset.empty()) out += ", onset <b>" + c->onset + "</b>";
+      if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
+      out += ".</p>\n";
+      for (const auto& f : c->findings)
+        if (!f.flag.empty() && f.p_adjusted < 0.01) out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";
+      out += "<div class=\"charts\"><div>" + DailySvg(*c, days) + "</div><div>" + UptimeSvg(*c) + "</div></div>\n";
+      if (!c->findings.empty()) {
+        out += "<table class=\"sortable\"><thead><tr><th>attribute</th><th>value</th><th>cores</th><th>share</th>"
+               "<th>fleet share</th><th>lift</th><th>p adjusted</th><th>reading</th></tr></thead><tbody>\n";
+        for (const auto& f : c->findings)
+          out += fmt::format(
+              "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>"
+              "<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1f}</td><td class=\"n\" data-v=\"{}\">{}</td>"
+              "<td>{}</td></tr>\n",
+              HtmlEscape(f.attribute), HtmlEscape(f.value), f.count, f.share, Pct(f.share), f.baseline_share,
+              Pct(f.baseline_share), f.lift, f.p_adjusted, PValue(f.p_adjusted), HtmlEscape(f.flag));
+        out += "</tbody></table>\n";
+      } else {
+        out += "<p class=\"muted\">No attribute value is over-represented (adjusted p &lt; 0.05).</p>\n";
+      }
+      out += "</div>\n";
+    }
+  }
+  out += "<script>";
+  out += kScript;
+  out += "</script>\n</body></html>\n";
+  return out;
+}
+
+}  // namespace coroner

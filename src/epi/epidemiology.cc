@@ -1,0 +1,408 @@
+#include "epi/epidemiology.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+#include "dataset/timestamps.h"
+#include "epi/statistics.h"
+
+namespace coroner {
+namespace {
+
+constexpr int64_t kDay = 86400;
+
+// Keys that are per-core facts, not populations a cluster can sit on.
+bool Untested(const std::string& key) {
+  for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp"})
+    if (key == k) return true;
+  return false;
+}
+
+// Keys that name a machine: a cluster concentrated on one value of these is
+// a hardware suspect.
+bool MachineKey(const std::string& key) {
+  for (const char* k : {"host", "hostname", "machine", "node", "physical_host", "hypervisor", "instance", "vm"})
+    if (key == k) return true;
+  return false;
+}
+
+bool ReleaseKey(const std::string& key) {
+  for (const char* k : {"release", "version", "build", "build_id", "image", "commit"})
+    if (key == k) return true;
+  return false;
+}
+
+struct Threshold {
+  int64_t seconds;
+  const char* name;   // the cumulative attribute value
+  const char* words;  // for flags
+};
+constexpr Threshold kUptime[] = {{3600, "<1h", "1 hour"},   {6 * 3600, "<6h", "6 hours"}, {kDay, "<1d", "1 day"},
+                                 {2 * kDay, "<2d", "2 days"}, {7 * kDay, "<7d", "7 days"}};
+constexpr Threshold kCpuTime[] = {{10, "<10s", "10 s"}, {60, "<1m", "1 min"}, {600, "<10m", "10 min"},
+                                  {3600, "<1h", "1 hour"}};
+
+int64_t DayOf(int64_t t) { return t >= 0 ? t / kDay : (t - kDay + 1) / kDay; }
+
+std::string Day(int64_t day) { return FormatIso8601(day * kDay).substr(0, 10); }
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", share * 100);
+  return buf;
+}
+
+// Interned attribute values ("key=value" features) and keys.
+struct Features {
+  std::vector<std::string> keys;
+  std::unordered_map<std::string, uint32_t> key_ids;
+  std::vector<std::pair<uint32_t, std::string>> features;  // key id, value
+  std::unordered_map<std::string, uint32_t> feature_ids;   // "key\0value"
+
+  uint32_t Key(const std::string& key) {
+    auto [it, added] = key_ids.emplace(key, static_cast<uint32_t>(keys.size()));
+    if (added) keys.push_back(key);
+    return it->second;
+  }
+  uint32_t Feature(uint32_t key, std::string_view value) {
+    std::string k = std::to_string(key);
+    k += '\0';
+    k += value;
+    auto [it, added] = feature_ids.emplace(std::move(k), static_cast<uint32_t>(features.size()));
+    if (added) features.emplace_back(key, std::string(value));
+    return it->second;
+  }
+};
+
+struct Crash {
+  int64_t id = 0;
+  std::optional<int64_t> time, uptime;
+  uint32_t cluster = 0;
+  uint32_t host = UINT32_MAX;  // feature id of host=..., for the heatmap and hardware events
+};
+
+std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
+
+}  // namespace
+
+const std::vector<std::string>& UptimeBucketNames() {
+  static const std::vector<std::string> kNames = {"<1h", "1h-6h", "6h-1d", "1d-2d", "2d-7d", ">=7d"};
+  return kNames;
+}
+
+Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options) {
+  EpiResult result;
+  std::string population = "status = 'ok' AND " + Condition(options.where);
+  std::string label = "NULL";
+  for (const auto& rule : options.rules.rules) {
+    std::string cond = Condition(rule.where);
+    if (rule.kind == Rule::Kind::kExclude) {
+      population += " AND NOT ifnull(" + cond + ", 0)";
+    } else {
+      std::string quoted = "'";
+      for (char c : rule.name) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+      label = label == "NULL" ? "CASE" : label.substr(0, label.size() - 4);
+      label += " WHEN " + cond + " THEN " + quoted + "' END";
+    }
+  }
+  {
+    auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status = 'error' AND " + Condition(options.where) +
+                           "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + Condition(options.where) + ")");
+    if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
+    result.errors = static_cast<uint64_t>(q->rows[0][0].integer);
+    result.excluded = static_cast<uint64_t>(q->rows[0][1].integer);
+  }
+
+  // The cores and their cluster keys.
+  Features features;
+  std::vector<Crash> crashes;
+  std::vector<std::vector<uint32_t>> derived;  // per crash, features from the core row
+  std::vector<std::string> cluster_keys, cluster_syndromes;
+  std::unordered_map<std::string, uint32_t> cluster_ids;
+  std::vector<std::unordered_map<std::string, uint64_t>> syndrome_votes;
+  uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
+  uint32_t k_build = features.Key("build_id"), k_exe = features.Key("exe");
+  auto rows = dataset.ForEachRow(
+      "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + label +
+          " FROM cores WHERE " + population + " ORDER BY id",
+      [&](const QueryRow& r) {
+        Crash c;
+        c.id = r.Integer(0);
+        if (!r.IsNull(1)) c.time = ParseIso8601(std::string(r.Text(1)));
+        if (!r.IsNull(2)) c.uptime = r.Integer(2);
+        std::string syndrome(r.IsNull(4) ? "unknown" : r.Text(4));
+        std::string key = !r.IsNull(8) ? "label: " + std::string(r.Text(8))
+                          : !r.IsNull(5) ? std::string(r.Text(5))
+                                         : syndrome;
+        auto [it, added] = cluster_ids.emplace(key, static_cast<uint32_t>(cluster_keys.size()));
+        if (added) {
+          cluster_keys.push_back(key);
+          syndrome_votes.emplace_back();
+        }
+        c.cluster = it->second;
+        ++syndrome_votes[c.cluster][syndrome];
+        std::vector<uint32_t> own;
+        if (c.uptime) {
+          for (const auto& t : kUptime)
+            if (*c.uptime < t.seconds) own.push_back(features.Feature(k_uptime, t.name));
+          if (*c.uptime >= kUptime[std::size(kUptime) - 1].seconds) own.push_back(features.Feature(k_uptime, ">=7d"));
+        }
+        if (!r.IsNull(3)) {
+          double cpu = r.Real(3);
+          for (const auto& t : kCpuTime)
+            if (cpu < static_cast<double>(t.seconds)) own.push_back(features.Feature(k_cpu, t.name));
+          if (cpu >= 3600) own.push_back(features.Feature(k_cpu, ">=1h"));
+        }
+        if (!r.IsNull(7)) own.push_back(features.Feature(k_build, r.Text(7)));
+        if (!r.IsNull(6)) own.push_back(features.Feature(k_exe, r.Text(6)));
+        crashes.push_back(c);
+        derived.push_back(std::move(own));
+        return true;
+      });
+  if (!rows.ok()) return MakeError(rows.error().kind, "reading cores: " + rows.error().message);
+  result.cores = crashes.size();
+  result.excluded -= std::min<uint64_t>(result.excluded, result.cores);
+  if (crashes.empty()) return result;
+  cluster_syndromes.resize(cluster_keys.size());
+  for (size_t i = 0; i < cluster_keys.size(); ++i) {
+    uint64_t best = 0;
+    for (const auto& [s, n] : syndrome_votes[i])
+      if (n > best || (n == best && s < cluster_syndromes[i])) best = n, cluster_syndromes[i] = s;
+  }
+
+  // Attributes, merged into the crashes by id (both are in id order).
+  std::vector<uint32_t> offsets(crashes.size() + 1, 0);
+  std::vector<uint32_t> flat;
+  flat.reserve(crashes.size() * 8);
+  uint32_t k_host = features.Key("host");
+  {
+    size_t at = 0;
+    std::vector<std::vector<uint32_t>> attrs(crashes.size());
+    auto a = dataset.ForEachRow("SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core",
+                                [&](const QueryRow& r) {
+                                  int64_t core = r.Integer(0);
+                                  while (at < crashes.size() && crashes[at].id < core) ++at;
+                                  if (at == crashes.size()) return false;
+                                  if (crashes[at].id != core) return true;
+                                  std::string key(r.Text(1));
+                                  if (Untested(key)) return true;
+                                  uint32_t f = features.Feature(features.Key(key), r.Text(2));
+                                  if (features.features[f].first == k_host) crashes[at].host = f;
+                                  attrs[at].push_back(f);
+                                  return true;
+                                });
+    if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
+    // Hardware events: per host, sorted times (an unknown time counts for
+    // every crash on the host).
+    std::unordered_map<std::string, std::vector<int64_t>> events;
+    std::unordered_map<std::string, bool> untimed;
+    for (const auto& e : options.hardware) {
+      if (e.time) events[e.host].push_back(*e.time);
+      else untimed[e.host] = true;
+    }
+    for (auto& [h, t] : events) std::sort(t.begin(), t.end());
+    uint32_t k_hw = features.Key("hw_errors_" + std::to_string(options.hardware_window_days) + "d");
+    int64_t window = options.hardware_window_days * kDay;
+    for (size_t i = 0; i < crashes.size(); ++i) {
+      flat.insert(flat.end(), derived[i].begin(), derived[i].end());
+      flat.insert(flat.end(), attrs[i].begin(), attrs[i].end());
+      if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
+        const std::string& host = features.features[crashes[i].host].second;
+        bool hit = untimed.count(host) > 0;
+        auto it = events.find(host);
+        if (!hit && it != events.end() && crashes[i].time) {
+          auto lo = std::lower_bound(it->second.begin(), it->second.end(), *crashes[i].time - window);
+          hit = lo != it->second.end() && *lo <= *crashes[i].time;
+        }
+        // Only "yes" is tested: "no" would be the same test, mirrored.
+        if (hit) flat.push_back(features.Feature(k_hw, "yes"));
+      }
+      offsets[i + 1] = static_cast<uint32_t>(flat.size());
+    }
+  }
+  derived.clear();
+  derived.shrink_to_fit();
+
+  // Time range.
+  int64_t min_day = INT64_MAX, max_day = INT64_MIN;
+  for (const auto& c : crashes) {
+    if (!c.time) {
+      ++result.untimed;
+      continue;
+    }
+    int64_t d = DayOf(*c.time);
+    min_day = std::min(min_day, d);
+    max_day = std::max(max_day, d);
+  }
+  bool timed = min_day <= max_day;
+  // A dataset spanning more than ten years has a bad clock somewhere; the
+  // daily series is capped rather than sized by it.
+  if (timed && max_day - min_day > 3660) {
+    result.warnings.push_back("crash times span more than ten years; days before " + Day(max_day - 3660) +
+                              " are left out of the daily counts");
+    min_day = max_day - 3660;
+  }
+  if (timed) result.first_day = Day(min_day), result.last_day = Day(max_day);
+  size_t days = timed ? static_cast<size_t>(max_day - min_day + 1) : 0;
+
+  // Feature totals over the population, and when each value first appeared.
+  std::vector<uint64_t> total(features.features.size(), 0);
+  std::vector<int64_t> first_time(features.features.size(), INT64_MAX);
+  for (size_t i = 0; i < crashes.size(); ++i)
+    for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
+      ++total[flat[j]];
+      if (crashes[i].time) first_time[flat[j]] = std::min(first_time[flat[j]], *crashes[i].time);
+    }
+
+  // Crashes by cluster.
+  size_t n_clusters = cluster_keys.size();
+  std::vector<std::vector<uint32_t>> members(n_clusters);
+  for (size_t i = 0; i < crashes.size(); ++i) members[crashes[i].cluster].push_back(static_cast<uint32_t>(i));
+  std::vector<size_t> order(n_clusters);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (members[a].size() != members[b].size()) return members[a].size() > members[b].size();
+    return cluster_keys[a] < cluster_keys[b];
+  });
+
+  struct Test {
+    size_t cluster;
+    uint32_t feature;
+    uint64_t both;
+    double p;
+  };
+  std::vector<Test> tests;
+  std::vector<uint64_t> counter(features.features.size(), 0);
+  std::vector<uint32_t> touched;
+  std::vector<int64_t> onset_day(n_clusters, INT64_MIN);
+  for (size_t rank = 0; rank < n_clusters; ++rank) {
+    size_t k = order[rank];
+    const auto& m = members[k];
+    Cluster cl;
+    cl.id = "c" + std::to_string(rank + 1);
+    cl.syndrome = cluster_syndromes[k];
+    cl.signature = cluster_keys[k];
+    if (cl.signature.rfind("label: ", 0) == 0) cl.label = cl.signature.substr(7);
+    cl.count = m.size();
+    cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());
+    cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
+    std::vector<uint64_t> daily(days, 0);
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (uint32_t i : m) {
+      const Crash& c = crashes[i];
+      if (c.time) {
+        int64_t d = std::max(DayOf(*c.time), min_day);
+        ++daily[static_cast<size_t>(d - min_day)];
+        first = std::min(first, d);
+        last = std::max(last, d);
+      }
+      if (c.uptime) {
+        size_t b = 0;
+        while (b < std::size(kUptime) && *c.uptime >= kUptime[b].seconds) ++b;
+        ++cl.uptime_histogram[b];
+      }
+      if (c.host != UINT32_MAX) ++cl.hosts[features.features[c.host].second];
+      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
+        if (counter[flat[j]]++ == 0) touched.push_back(flat[j]);
+    }
+    if (first <= last) {
+      cl.first_seen = Day(first);
+      cl.last_seen = Day(last);
+      for (size_t d = 0; d < days; ++d)
+        if (daily[d]) cl.daily[Day(min_day + static_cast<int64_t>(d))] = daily[d];
+      auto onset = FindOnset(daily);
+      int64_t od = onset ? min_day + static_cast<int64_t>(onset->day) : first;
+      // The change point cannot precede the first crash.
+      od = std::max(od, first);
+      onset_day[rank] = od;
+      cl.onset = Day(od);
+    }
+    if (m.size() >= options.min_cluster_for_tests) {
+      for (uint32_t f : touched) {
+        // A program (or build) whose cores are exactly this cluster's is
+        // what the cluster is, not something it correlates with: the
+        // signature's frames are that program's code.
+        uint32_t key = features.features[f].first;
+        if ((key == k_exe || key == k_build) && counter[f] == m.size() && total[f] == m.size()) continue;
+        tests.push_back({rank, f, counter[f], FisherGreater(counter[f], m.size(), total[f], crashes.size())});
+      }
+    }
+    for (uint32_t f : touched) counter[f] = 0;
+    touched.clear();
+    result.clusters.push_back(std::move(cl));
+  }
+  result.tests = tests.size();
+
+  // Benjamini-Hochberg over every test, then the findings worth reporting.
+  std::vector<double> p(tests.size());
+  for (size_t i = 0; i < tests.size(); ++i) p[i] = tests[i].p;
+  std::vector<double> adjusted = BenjaminiHochberg(p);
+  for (size_t i = 0; i < tests.size(); ++i) {
+    if (adjusted[i] > options.report_p_adjusted) continue;
+    const Test& t = tests[i];
+    Cluster& cl = result.clusters[t.cluster];
+    Finding f;
+    f.attribute = features.keys[features.features[t.feature].first];
+    f.value = features.features[t.feature].second;
+    f.count = t.both;
+    f.share = static_cast<double>(t.both) / static_cast<double>(cl.count);
+    f.baseline_share = static_cast<double>(total[t.feature]) / static_cast<double>(crashes.size());
+    f.lift = f.baseline_share > 0 ? f.share / f.baseline_share : 0;
+    f.p_value = t.p;
+    f.p_adjusted = adjusted[i];
+    // The first appearance of the value, for "began with".
+    f.flag = "";
+    if (first_time[t.feature] != INT64_MAX && onset_day[t.cluster] != INT64_MIN) {
+      int64_t appeared = DayOf(first_time[t.feature]);
+      if (ReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset_day[t.cluster]) <= 1)
+        f.flag = "began with " + f.attribute + " " + f.value;
+    }
+    cl.findings.push_back(std::move(f));
+  }
+  for (auto& cl : result.clusters) {
+    std::stable_sort(cl.findings.begin(), cl.findings.end(), [](const Finding& a, const Finding& b) {
+      if (a.p_adjusted != b.p_adjusted) return a.p_adjusted < b.p_adjusted;
+      return a.count > b.count;
+    });
+    if (cl.findings.size() > options.max_findings) cl.findings.resize(options.max_findings);
+    // Plain-English readings, strongest first; the uptime reading goes on
+    // the tightest bound the whole cluster is under.
+    bool uptime_flagged = false;
+    std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
+    for (auto& f : cl.findings) {
+      if (!f.flag.empty() || f.p_adjusted > 0.01) continue;
+      uint64_t with_uptime = 0;
+      for (auto n : cl.uptime_histogram) with_uptime += n;
+      if (f.attribute == "uptime_bucket") {
+        if (!uptime_flagged && f.value[0] == '<' && with_uptime > 0 && f.count == with_uptime) {
+          for (const auto& t : kUptime)
+            if (f.value == t.name) f.flag = std::string("never on nodes up more than ") + t.words;
+          uptime_flagged = true;
+        }
+      } else if (f.attribute == hw && f.value == "yes") {
+        f.flag = Percent(f.share) + " of this cluster on hosts with hardware errors in the " +
+                 std::to_string(options.hardware_window_days) + " days before — suspect hardware";
+      } else if (MachineKey(f.attribute) && f.share >= 0.5) {
+        f.flag = Percent(f.share) + " of this cluster on one " + f.attribute + " — suspect hardware";
+      } else if (f.share >= 0.999) {
+        f.flag = "only on " + f.attribute + " " + f.value;
+      } else if (f.share >= 0.5 && f.lift >= 1.5) {
+        f.flag = Percent(f.share) + " of this cluster on " + f.attribute + " " + f.value + " (fleet: " +
+                 Percent(f.baseline_share) + ")";
+      }
+    }
+  }
+
+  // One example core per cluster, for the reader to open.
+  for (size_t rank = 0; rank < n_clusters; ++rank) {
+    int64_t id = crashes[members[order[rank]].front()].id;
+    auto q = dataset.Query("SELECT path FROM cores WHERE id = " + std::to_string(id));
+    if (q.ok() && !q->rows.empty()) result.clusters[rank].example = q->rows[0][0].text;
+    if (rank >= 200) break;  // a report lists no more
+  }
+  return result;
+}
+
+}  // namespace coroner

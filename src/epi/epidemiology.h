@@ -1,0 +1,75 @@
+// The epidemiology of a dataset: which crashes are the same crash
+// (clusters: one signature, grouped under its syndrome), when each began,
+// and which attribute values each is over-represented on (findings, with
+// Fisher's exact test and Benjamini-Hochberg over every test made).
+//
+// The input is a dataset `coroner scan` wrote; rules, a row filter and
+// hardware events from kernel logs refine it. Everything is computed in
+// memory from two streamed queries, so a million cores take seconds.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dataset/dataset.h"
+#include "epi/kernel_log.h"
+#include "epi/rules.h"
+#include "source/expected.h"
+
+namespace coroner {
+
+constexpr int kEpiJsonVersion = 1;
+
+struct EpiOptions {
+  std::string where;                     // an SQL condition over `cores`; empty for all
+  Rules rules;                           // labels and exclusions, applied before clustering
+  std::vector<HardwareEvent> hardware;   // from --kernel-log
+  int hardware_window_days = 7;          // "host had hardware errors in the N days before"
+  size_t min_cluster_for_tests = 3;      // smaller clusters get no findings
+  double report_p_adjusted = 0.05;       // findings kept in the result
+  size_t max_findings = 20;              // per cluster
+};
+
+struct Finding {
+  std::string attribute, value;
+  uint64_t count = 0;          // cores of the cluster with the value
+  double share = 0;            // count / cluster cores
+  double baseline_share = 0;   // share of all cores with the value
+  double lift = 0;             // share / baseline_share
+  double p_value = 1, p_adjusted = 1;
+  std::string flag;            // a plain-English reading, when there is one
+};
+
+struct Cluster {
+  std::string id;              // "c1", "c2", ... by size
+  std::string syndrome, signature;
+  std::string label;           // the rule's label, when a rule named it
+  uint64_t count = 0;
+  double share = 0;
+  std::string first_seen, last_seen, onset;  // days "YYYY-MM-DD"; empty without times
+  std::map<std::string, uint64_t> daily;     // days with crashes only
+  std::vector<Finding> findings;             // by p_adjusted, smallest first
+  std::vector<uint64_t> uptime_histogram;    // over UptimeBucketNames(); cores with an uptime
+  std::map<std::string, uint64_t> hosts;     // cores per host
+  std::string example;                       // one core's path
+};
+
+struct EpiResult {
+  uint64_t cores = 0;          // the population the clusters partition
+  uint64_t excluded = 0;       // removed by exclusion rules
+  uint64_t errors = 0;         // rows that could not be analyzed (status 'error'), not in the population
+  uint64_t untimed = 0;        // cores without a crash time
+  uint64_t tests = 0;          // Fisher tests made (the BH family)
+  std::string first_day, last_day;
+  std::vector<Cluster> clusters;  // largest first
+  std::vector<std::string> warnings;
+};
+
+// The disjoint uptime buckets of the histograms: "<1h", "1h-6h", ...
+const std::vector<std::string>& UptimeBucketNames();
+
+Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options);
+
+}  // namespace coroner

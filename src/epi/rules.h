@@ -1,0 +1,36 @@
+// User rules for `coroner epi --rules FILE`: labels and exclusions, each an
+// SQL condition over the dataset's `cores` table, applied before clustering.
+// An exclusion removes known false positives (cores a log says were test
+// kills, say); a label puts the cores it matches into one cluster of that
+//
+//   [[exclude]]
+//   name = "chaos test kills"
+//   where = "comm = 'chaos-monkey'"
+//
+//   [[label]]
+//   name = "libunwind setcontext race"
+//   where = "syndrome = 'return-to-null' AND context = 'exception-unwind'"
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "source/expected.h"
+
+namespace coroner {
+
+struct Rule {
+  enum class Kind { kExclude, kLabel } kind = Kind::kExclude;
+  std::string name;
+  std::string where;
+};
+
+struct Rules {
+  std::vector<Rule> rules;  // in file order; the first label that matches wins
+};
+
+// Parses the TOML text; a one-line error names what is wrong.
+Expected<Rules> ParseRules(const std::string& text);
+Expected<Rules> LoadRules(const std::string& path);
+
+}  // namespace coroner

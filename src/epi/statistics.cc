@@ -1,0 +1,89 @@
+#include "epi/statistics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace coroner {
+namespace {
+
+double LogChoose(uint64_t n, uint64_t k) {
+  return std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(k) + 1) -
+         std::lgamma(static_cast<double>(n - k) + 1);
+}
+
+// log P(X = x) for X ~ Hypergeometric(total, with_value, in_cluster).
+double LogPmf(uint64_t x, uint64_t in_cluster, uint64_t with_value, uint64_t total) {
+  return LogChoose(with_value, x) + LogChoose(total - with_value, in_cluster - x) - LogChoose(total, in_cluster);
+}
+
+// Poisson log-likelihood of `sum` events over `days` at their own rate
+// (the terms that do not depend on the rate are left out: they cancel).
+double PoissonFit(double sum, double days) { return sum > 0 ? sum * std::log(sum / days) - sum : 0.0; }
+
+}  // namespace
+
+double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, uint64_t total) {
+  if (total == 0 || in_cluster > total || with_value > total) return 1.0;
+  uint64_t lo = in_cluster + with_value > total ? in_cluster + with_value - total : 0;
+  uint64_t hi = std::min(in_cluster, with_value);
+  if (both <= lo) return 1.0;
+  if (both > hi) return 0.0;
+  // Sum the upper tail from `both` in log space relative to its first term;
+  // the terms fall monotonically past the mode, so stop once they no longer
+  // change the sum.
+  double first = LogPmf(both, in_cluster, with_value, total);
+  double sum = 0, term = 1;
+  for (uint64_t x = both; x <= hi; ++x) {
+    if (x > both) {
+      double ratio = static_cast<double>(with_value - x + 1) * static_cast<double>(in_cluster - x + 1) /
+                     (static_cast<double>(x) * static_cast<double>(total - with_value - in_cluster + x));
+      term *= ratio;
+    }
+    sum += term;
+    if (term < sum * 1e-17 && x > both) break;
+    if (sum > 1e300) break;  // cannot happen for a proper tail; guards the loop
+  }
+  double p = std::exp(first + std::log(sum));
+  return std::min(1.0, p);
+}
+
+std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
+  size_t m = p.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> out(m);
+  double running = 1.0;
+  for (size_t r = m; r-- > 0;) {
+    size_t i = order[r];
+    running = std::min(running, p[i] * static_cast<double>(m) / static_cast<double>(r + 1));
+    out[i] = std::min(1.0, running);
+  }
+  return out;
+}
+
+std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_log_likelihood) {
+  size_t n = daily.size();
+  if (n < 2) return std::nullopt;
+  double total = 0;
+  for (auto c : daily) total += static_cast<double>(c);
+  if (total == 0) return std::nullopt;
+  double constant = PoissonFit(total, static_cast<double>(n));
+  std::optional<Onset> best;
+  double before = 0;
+  for (size_t d = 1; d < n; ++d) {
+    before += static_cast<double>(daily[d - 1]);
+    double after = total - before;
+    double rb = before / static_cast<double>(d), ra = after / static_cast<double>(n - d);
+    if (ra <= rb) continue;  // an onset is a rise
+    double ll = PoissonFit(before, static_cast<double>(d)) + PoissonFit(after, static_cast<double>(n - d)) - constant;
+    if (!best || ll > best->log_likelihood) best = Onset{d, rb, ra, ll};
+  }
+  if (!best || best->log_likelihood < min_log_likelihood) return std::nullopt;
+  // The split lands on the first day of the higher rate; when the rate
+  // before is zero, that is the first crash.
+  return best;
+}
+
+}  // namespace coroner

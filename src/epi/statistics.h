@@ -1,0 +1,37 @@
+// The statistics `coroner epi` rests on: Fisher's exact test for a 2x2
+// table of "in this cluster / not" by "has this attribute value / not",
+// the Benjamini-Hochberg adjustment over every test made, and the onset of
+// a cluster's daily counts (a Poisson change point).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace coroner {
+
+// One-sided (enrichment) Fisher exact test: with `total` cores of which
+// `with_value` have the value and `in_cluster` are in the cluster, the
+// probability that `both` or more of the cluster have the value under the
+// hypergeometric null. Exact to double precision; values below ~1e-308
+// come back as 0.
+double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, uint64_t total);
+
+// Benjamini-Hochberg adjusted p-values, in the order given.
+std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
+
+struct Onset {
+  size_t day = 0;              // index into the daily counts
+  double rate_before = 0;      // crashes per day before it
+  double rate_after = 0;       // and from it on
+  double log_likelihood = 0;   // ratio of the change-point model to a constant rate
+};
+
+// The first day the counts depart from their rate before it: the split that
+// maximizes the likelihood of a rate before and a higher rate after, kept
+// when it beats a constant rate by more than `min_log_likelihood` (natural
+// log; 6.9 is a likelihood ratio of 1000). nullopt when the counts do not
+// change, or there is nothing before the first crash.
+std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_log_likelihood = 6.9);
+
+}  // namespace coroner

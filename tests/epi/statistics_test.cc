@@ -1,0 +1,155 @@
+// The statistics against exact arithmetic and worked examples, and the
+// kernel-log and rules parsers against lines whose meaning is known.
+#include "epi/statistics.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "epi/kernel_log.h"
+#include "epi/rules.h"
+
+namespace coroner {
+namespace {
+
+unsigned __int128 Choose(unsigned n, unsigned k) {
+  if (k > n) return 0;
+  unsigned __int128 c = 1;
+  for (unsigned i = 1; i <= k; ++i) c = c * (n - k + i) / i;  // exact at every step
+  return c;
+}
+
+// P(X >= a) as an exact ratio of integers, for small tables.
+double ExactUpperTail(unsigned a, unsigned n, unsigned k, unsigned total) {
+  unsigned __int128 num = 0;
+  for (unsigned x = a; x <= std::min(n, k); ++x) num += Choose(k, x) * Choose(total - k, n - x);
+  return static_cast<double>(static_cast<long double>(num) / static_cast<long double>(Choose(total, n)));
+}
+
+TEST(Fisher, LadyTastingTea) {
+  // 8 cups, 4 with milk first, 4 chosen, 3 right: 17/70 (Fisher, 1935).
+  EXPECT_NEAR(FisherGreater(3, 4, 4, 8), 17.0 / 70.0, 1e-12);
+  EXPECT_NEAR(FisherGreater(4, 4, 4, 8), 1.0 / 70.0, 1e-12);
+  EXPECT_DOUBLE_EQ(FisherGreater(0, 4, 4, 8), 1.0);
+}
+
+TEST(Fisher, MatchesExactSumsOnEveryTableUpTo40) {
+  size_t checked = 0;
+  for (unsigned total = 1; total <= 40; total += 3)
+    for (unsigned n = 0; n <= total; n += 2)
+      for (unsigned k = 0; k <= total; k += 3)
+        for (unsigned a = 0; a <= std::min(n, k); ++a) {
+          double want = ExactUpperTail(a, n, k, total), got = FisherGreater(a, n, k, total);
+          ASSERT_NEAR(got, want, 1e-9 * std::max(want, 1e-300)) << a << " " << n << " " << k << " " << total;
+          ++checked;
+        }
+  EXPECT_GT(checked, 10000u);
+}
+
+TEST(Fisher, TinyTailsStayPositiveAndOrdered) {
+  // 40 of a 40-core cluster on a value 18% of 300 cores have.
+  double p = FisherGreater(40, 40, 54, 300);
+  EXPECT_GT(p, 0);
+  EXPECT_LT(p, 1e-30);
+  EXPECT_LT(FisherGreater(40, 40, 54, 300), FisherGreater(39, 40, 54, 300));
+  // A million cores: finite, and past the count it is impossible.
+  EXPECT_GT(FisherGreater(500, 1000, 200000, 1000000), 0);
+  EXPECT_EQ(FisherGreater(1001, 1000, 200000, 1000000), 0);
+}
+
+TEST(BenjaminiHochberg, WorkedExample) {
+  // Sorted: 0.005 -> 0.02, 0.01 -> 0.02, 0.03 -> 0.04, 0.04 -> 0.04.
+  auto q = BenjaminiHochberg({0.01, 0.04, 0.03, 0.005});
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_DOUBLE_EQ(q[0], 0.02);
+  EXPECT_DOUBLE_EQ(q[1], 0.04);
+  EXPECT_DOUBLE_EQ(q[2], 0.04);
+  EXPECT_DOUBLE_EQ(q[3], 0.02);
+  EXPECT_DOUBLE_EQ(BenjaminiHochberg({0.9, 0.8})[0], 0.9);
+}
+
+TEST(Onset, FromZeroFromABaselineAndNone) {
+  std::vector<uint64_t> from_zero(20, 0);
+  for (size_t d = 10; d < 20; ++d) from_zero[d] = 3;
+  auto a = FindOnset(from_zero);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->day, 10u);
+  EXPECT_DOUBLE_EQ(a->rate_before, 0);
+  EXPECT_DOUBLE_EQ(a->rate_after, 3);
+
+  std::vector<uint64_t> baseline(30, 1);
+  for (size_t d = 12; d < 30; ++d) baseline[d] = 6;
+  auto b = FindOnset(baseline);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->day, 12u);
+
+  EXPECT_FALSE(FindOnset(std::vector<uint64_t>(30, 2)));
+  EXPECT_FALSE(FindOnset({2, 1, 3, 2, 2, 1, 2, 3, 2, 2}));  // noise, no rise
+  EXPECT_FALSE(FindOnset({}));
+  EXPECT_FALSE(FindOnset({0, 0, 0}));
+}
+
+// 2026-10-14T03:12:00Z: `date -u -d 2026-10-14T03:12:00Z +%s`.
+constexpr int64_t kOct14 = 1791947520;
+
+TEST(KernelLog, EveryLineForm) {
+  std::string text =
+      "2026-10-14T03:12:00+0000 we-node-07 kernel: mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 5\n"
+      "2026-10-14T03:12:00+0000 we-node-07 kernel: eth0: Link is Up - 100Gbps/Full\n"
+      "Oct 14 03:12:00 we-node-08 kernel: EDAC MC0: 1 CE memory read error on CPU_SrcID#0\n"
+      "[Wed Oct 14 03:12:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+      "[12345.678901] amdgpu 0000:03:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:24 vmid:1)\n"
+      "[12346.000000] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n"
+      "2026-10-14T05:12:00.123456+02:00 we-node-09 kernel: mce: CPU0: Core temperature above threshold\r\n";
+  KernelLog log = ParseKernelLog(text, "gpu-1", 2026);
+  EXPECT_EQ(log.lines, 7u);
+  ASSERT_EQ(log.events.size(), 5u);
+  EXPECT_EQ(log.events[0].host, "we-node-07");
+  EXPECT_EQ(log.events[0].kind, "mce");
+  EXPECT_EQ(log.events[0].time, kOct14);
+  EXPECT_EQ(log.events[1].host, "we-node-08");
+  EXPECT_EQ(log.events[1].kind, "edac");
+  EXPECT_EQ(log.events[1].time, kOct14);
+  EXPECT_EQ(log.events[2].host, "gpu-1");
+  EXPECT_EQ(log.events[2].kind, "gpu-xid");
+  EXPECT_EQ(log.events[2].time, kOct14);
+  EXPECT_EQ(log.events[3].kind, "gpu-amdgpu");
+  EXPECT_FALSE(log.events[3].time);
+  EXPECT_EQ(log.events[4].host, "we-node-09");
+  EXPECT_EQ(log.events[4].time, kOct14);  // 05:12 at +02:00
+  ASSERT_EQ(log.warnings.size(), 1u);     // the raw dmesg event has no wall-clock time
+}
+
+TEST(KernelLog, HostileLinesAreBoundedAndNeverCrash) {
+  std::string text = "[\n]\n[ \nOct 99 99:99:99 h kernel: mce: bad date\n9999-99-99T99:99:99+9999 h mce:\n";
+  text += std::string(1 << 20, 'x') + "mce:\n";  // past the 64 KiB line cap: the marker is cut off
+  for (int i = 0; i < 4096; ++i) text += static_cast<char>((i * 7919) & 0xff);
+  text += "\nEDAC tail without a newline";
+  KernelLog log = ParseKernelLog(text, "h", 2026);
+  ASSERT_GE(log.events.size(), 3u);
+  for (const auto& e : log.events) EXPECT_LE(e.line.size(), 300u);
+  EXPECT_FALSE(log.events[0].time);  // "Oct 99" is not a date
+  EXPECT_EQ(log.events.back().kind, "edac");
+}
+
+TEST(Rules, ParsesLabelsAndExclusionsAndRejectsTheRest) {
+  auto r = ParseRules(
+      "[[exclude]]\nname = \"chaos kills\"\nwhere = \"comm = 'chaos'\"\n"
+      "[[label]]\nname = \"setcontext race\"\nwhere = \"syndrome = 'return-to-null'\"\n");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->rules.size(), 2u);
+  EXPECT_EQ(r->rules[0].kind, Rule::Kind::kExclude);
+  EXPECT_EQ(r->rules[0].where, "comm = 'chaos'");
+  EXPECT_EQ(r->rules[1].kind, Rule::Kind::kLabel);
+  EXPECT_EQ(r->rules[1].name, "setcontext race");
+  auto bad = ParseRules("[[label]]\nname = \"x\"\nwhere = \n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("rules: line 3"), std::string::npos) << bad.error().message;
+  EXPECT_FALSE(ParseRules("[[label]]\nname = \"x\"\n").ok());                      // no where
+  EXPECT_FALSE(ParseRules("[[ignore]]\nname = \"x\"\nwhere = \"1\"\n").ok());      // unknown section
+  EXPECT_FALSE(ParseRules("[[label]]\nname = \"x\"\nwhere = \"1\"\nwhen = 2\n").ok());  // unknown key
+  EXPECT_FALSE(ParseRules("label = 3\n").ok());
+}
+
+}  // namespace
+}  // namespace coroner
