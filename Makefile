@@ -3,7 +3,8 @@
 #   make build    build/coroner, optimized with debug info
 #   make test     deps + build + the whole test suite, the suite again under
 #                 ASan+UBSan, and a bounded libFuzzer run of the core parser
-#   make demo     build the crash zoo and analyze every core in it
+#   make demo     build the crash zoo, analyze its cores, and run `coroner demo`
+#                 (a seeded fleet with planted causes, scanned and reported)
 #   make bench    speed and bytes-read figures against gdb
 #   make install PREFIX=DIR
 BUILD ?= build
@@ -54,7 +55,7 @@ test-asan: zoo
 fuzz: zoo
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_FUZZ=ON -DBUILD_TESTING=OFF
-	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer metadata_fuzzer
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer metadata_fuzzer epi_fuzzer
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
 
 demo: deps build zoo
@@ -65,6 +66,7 @@ bench: deps build zoo
 	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
+	@bench/bench_epi.sh $(BUILD)/coroner
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -23,3 +23,6 @@ while IFS= read -r line; do
 done < "$out/zoo.ndjson"
 echo
 echo "demo: $(wc -l < "$out/zoo.ndjson") cores analyzed; the JSON is in $out/zoo.ndjson"
+echo
+echo "== the epidemiology of a seeded fleet of real zoo cores with planted causes"
+CORONER_ZOO=$zoo "$coroner" demo --out "$out/epi"

@@ -6,7 +6,7 @@
 set -euo pipefail
 build=$1 zoo=$2 seconds=$3
 corpus=$build/corpus
-mkdir -p "$corpus/core" "$corpus/source" "$corpus/metadata" "$build/artifacts"
+mkdir -p "$corpus/core" "$corpus/source" "$corpus/metadata" "$corpus/epi" "$build/artifacts"
 for c in "$zoo"/cores/*-O0.core "$zoo"/cores/*-static.core; do
   head -c 65536 "$c" > "$corpus/core/$(basename "$c")"
 done
@@ -21,8 +21,10 @@ printf '\x00host,valid_from,valid_to,pm\nnode-1,2026-10-01T00:00:00Z,,"pm, 1"\n'
 printf '\x012026-10-14T03:12:00.5+02:00' > "$corpus/metadata/time"
 printf '\x02core.prog.1000.0123456789abcdef0123456789abcdef.4242.1760411520000000.zst' > "$corpus/metadata/name"
 printf '\x03{"path":"a","bytes_read":1,"warnings":[],"truncated":false,"analysis_ms":1,"attributes":[["k","v"]],"threads":[[0,1,true,1,2,"{}",0]],"frames":[[0,0,1,"m","b",null,"f","x",1,"cfi",false]],"modules":[["m",1,2,"b","ok"]]}' > "$corpus/metadata/record"
+printf '\x002026-10-14T03:12:00+0000 h kernel: mce: x\nOct 14 03:12:00 h kernel: EDAC\n[Wed Oct 14 03:12:00 2026] NVRM: Xid\n[1.5] amdgpu fault\n' > "$corpus/epi/kernel_log"
+printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere = "syndrome = '"'"'x'"'"'"\n' > "$corpus/epi/rules"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-for f in core source metadata; do
+for f in core source metadata epi; do
   echo "fuzz: ${f}_fuzzer for ${seconds}s"
   "$build/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -artifact_prefix="$build/artifacts/" -print_final_stats=1 \

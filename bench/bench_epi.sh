@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench_epi.sh CORONER
+#
+# `coroner epi` over 1,000,000 cores synthesized directly in a dataset: 1,000
+# hosts in 5 regions, 4 SKUs, 3 kernels, 4 releases, 6 services (6 attribute
+# rows a core), 60 signatures of skewed sizes over 90 days, one of them
+# planted on a single host. Target: under 10 s and 2 GiB. Also checks that
+# the planted cluster's top finding is that host.
+set -euo pipefail
+coroner=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=${EPI_ROWS:-1000000}
+db=$work/fleet.db
+# An empty dataset of the current schema: scan of nothing valid, then rows.
+printf 'not a core' > "$work/empty"
+"$coroner" scan "$work/empty" --db "$db" > /dev/null
+sqlite3 "$db" > /dev/null <<SQL
+PRAGMA journal_mode = OFF;
+PRAGMA synchronous = OFF;
+DELETE FROM cores;
+CREATE TEMP TABLE n(i INTEGER PRIMARY KEY);
+WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < $n) INSERT INTO n SELECT i FROM r;
+-- Cluster k of 60 with weight ~ 1/(k+1); core i: k from a hash of i. The
+-- planted cluster 7 sits on host 417 only.
+CREATE TEMP TABLE c AS SELECT i,
+  CASE WHEN (i * 2654435761) % 1000 < 8 THEN 7 ELSE
+    CAST(60 * (((i * 40503) % 65536) / 65536.0) * (((i * 40503) % 65536) / 65536.0) AS INTEGER) END AS k,
+  (i * 7919) % 1000 AS h FROM n;
+UPDATE c SET h = 417 WHERE k = 7;
+INSERT INTO cores(id, path, source, size, mtime_ns, bytes_read, status, time, time_source, uptime, pid, comm,
+                  signal, signal_name, syndrome, context, signature, exe, build_id, truncated, cpu_time, scanned_at)
+SELECT i, '/fleet/core.' || i, 'file', 315392, 0, 17000, 'ok',
+  strftime('%Y-%m-%dT%H:%M:%SZ', 1788220800 + (i * 104729) % (90 * 86400), 'unixepoch'), 'sidecar',
+  (i * 31337) % (14 * 86400), i % 32768, 'service', 11, 'SIGSEGV',
+  CASE k % 5 WHEN 0 THEN 'null-deref' WHEN 1 THEN 'bad-pointer' WHEN 2 THEN 'return-to-null'
+    WHEN 3 THEN 'abort-assert' ELSE 'heap-corruption' END, 'runtime',
+  'sig' || k || ' | frame_' || k || ' | main', '/usr/bin/service', 'build' || (i % 4), 0, (i % 3600) * 1.0,
+  '2026-12-01T00:00:00Z'
+FROM c;
+INSERT INTO attributes(core, key, value)
+SELECT i, 'host', 'node-' || h FROM c UNION ALL
+SELECT i, 'region', 'region-' || (h % 5) FROM c UNION ALL
+SELECT i, 'sku', 'sku-' || (h % 4) FROM c UNION ALL
+SELECT i, 'kernel', 'kernel-' || (h % 3) FROM c UNION ALL
+SELECT i, 'release', 'release-' || (i % 4) FROM c UNION ALL
+SELECT i, 'service', 'service-' || (i % 6) FROM c;
+SQL
+echo "dataset: $(sqlite3 "$db" "SELECT count(*) FROM cores") cores, $(sqlite3 "$db" "SELECT count(*) FROM attributes") attributes"
+/usr/bin/time -f '%e %M' -o "$work/time" "$coroner" epi --db "$db" --json > "$work/epi.json"
+read -r seconds kib < "$work/time"
+python3 - "$work/epi.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+planted = [c for c in r["clusters"] if c["signature"].startswith("sig7 |")][0]
+top = planted["findings"][0]
+print(f"clusters: {len(r['clusters'])}, tests: {r['tests']}; planted cluster: {planted['count']} cores, "
+      f"top finding {top['attribute']}={top['value']} (p_adj {top['p_adjusted']:.1e})")
+assert (top["attribute"], top["value"]) == ("host", "node-417"), top
+PY
+awk -v s="$seconds" -v k="$kib" -v n="$n" 'BEGIN {
+  printf "epi_%d_cores_s: %.1f (target < 10)\n", n, s;
+  printf "epi_%d_cores_max_rss_mib: %.0f (target < 2048)\n", n, k / 1024; }'
