@@ -45,6 +45,16 @@ std::string Span(const Cluster& c) {
   return c.first_seen == c.last_seen ? c.first_seen : c.first_seen + " .. " + c.last_seen;
 }
 
+// The reports' opening sentence; numbers and days only.
+std::string Overview(const EpiResult& r) {
+  std::string out = fmt::format("{} cores", r.cores);
+  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
+  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
+  if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
+  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
+  return out;
+}
+
 // How many findings a summary shows per cluster.
 constexpr size_t kShown = 3;
 
@@ -160,12 +170,7 @@ std::string EpiToJson(const EpiResult& r) {
 std::string EpiToMarkdown(const EpiResult& r) {
   auto md = [](const std::string& s) { return MarkdownEscape(ValidUtf8(s)); };
   std::string out = "# Crash epidemiology\n\n";
-  out += fmt::format("{} cores", r.cores);
-  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
-  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
-  if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
-  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
-  out += "\n\n";
+  out += Overview(r) + "\n\n";
   for (const auto& w : r.warnings) out += "> warning: " + md(w) + "\n\n";
   out += "| syndrome | cluster | signature | cores | share | first seen | last seen | onset |\n";
   out += "|---|---|---|---:|---:|---|---|---|\n";
@@ -327,12 +332,7 @@ std::string EpiToHtml(const EpiResult& r) {
       "<title>coroner epi: crash populations</title>\n<style>";
   out += kStyle;
   out += "</style></head><body>\n<h1>Crash populations</h1>\n<p class=\"summary\">";
-  out += fmt::format("{} cores", r.cores);
-  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
-  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
-  if (r.excluded) out += fmt::format(" {} excluded by rules.", r.excluded);
-  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
-  out += "</p>\n";
+  out += HtmlEscape(Overview(r)) + "</p>\n";
   for (const auto& w : r.warnings) out += "<p class=\"flag\">warning: " + HtmlEscape(w) + "</p>\n";
   auto groups = BySyndrome(r);
   out += "<h2>Clusters</h2>\n<table class=\"sortable\" id=\"clusters\"><thead><tr><th>syndrome</th><th>cluster</th>"

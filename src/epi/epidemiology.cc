@@ -5,6 +5,7 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "dataset/signature.h"
 #include "dataset/timestamps.h"
 #include "epi/statistics.h"
 
@@ -115,6 +116,37 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     result.excluded = static_cast<uint64_t>(q->rows[0][1].integer);
   }
 
+  // Signatures made again with the rules' extra skip-list, from the frames
+  // of each crashing thread (in the order the unwinder found them).
+  std::unordered_map<int64_t, std::string> resigned;
+  if (!options.rules.skip.empty() || !options.rules.skip_prefixes.empty()) {
+    SkipList skip = SkipList::Default();
+    skip.exact.insert(skip.exact.end(), options.rules.skip.begin(), options.rules.skip.end());
+    skip.prefixes.insert(skip.prefixes.end(), options.rules.skip_prefixes.begin(), options.rules.skip_prefixes.end());
+    int64_t current = -1;
+    std::string syndrome;
+    std::vector<SignatureFrame> frames;
+    auto flush = [&]() {
+      if (current >= 0) resigned[current] = MakeSignature(syndrome, frames, skip);
+      frames.clear();
+    };
+    auto f = dataset.ForEachRow(
+        "SELECT f.core, c.syndrome, f.function, f.module, f.trust FROM frames f JOIN threads t ON t.core = f.core AND "
+        "t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN (SELECT id FROM cores "
+        "WHERE " + population + ") ORDER BY f.core, f.\"index\"",
+        [&](const QueryRow& r) {
+          if (r.Integer(0) != current) {
+            flush();
+            current = r.Integer(0);
+            syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
+          }
+          frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan"});
+          return true;
+        });
+    if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);
+    flush();
+  }
+
   // The cores and their cluster keys.
   Features features;
   std::vector<Crash> crashes;
@@ -133,9 +165,11 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
         if (!r.IsNull(1)) c.time = ParseIso8601(std::string(r.Text(1)));
         if (!r.IsNull(2)) c.uptime = r.Integer(2);
         std::string syndrome(r.IsNull(4) ? "unknown" : r.Text(4));
-        std::string key = !r.IsNull(8) ? "label: " + std::string(r.Text(8))
-                          : !r.IsNull(5) ? std::string(r.Text(5))
-                                         : syndrome;
+        auto again = resigned.find(c.id);
+        std::string key = !r.IsNull(8)             ? "label: " + std::string(r.Text(8))
+                          : again != resigned.end() ? again->second
+                          : !r.IsNull(5)            ? std::string(r.Text(5))
+                                                    : syndrome;
         auto [it, added] = cluster_ids.emplace(key, static_cast<uint32_t>(cluster_keys.size()));
         if (added) {
           cluster_keys.push_back(key);

@@ -19,10 +19,27 @@ Expected<Rules> ParseRules(const std::string& text) {
   Rules rules;
   for (auto&& [key, node] : table) {
     std::string section(key.str());
+    if (section == "signature") {
+      const toml::table* t = node.as_table();
+      if (!t) return MakeError(ErrorKind::kMalformed, "rules: [signature] must be a table");
+      for (auto&& [k, v] : *t) {
+        std::string name(k.str());
+        auto* list = name == "skip" ? &rules.skip : name == "skip_prefixes" ? &rules.skip_prefixes : nullptr;
+        const toml::array* a = v.as_array();
+        if (!list || !a) return MakeError(ErrorKind::kMalformed, "rules: [signature] has skip and skip_prefixes lists");
+        for (const auto& item : *a) {
+          auto entry = item.value<std::string>();
+          if (!entry || entry->empty())
+            return MakeError(ErrorKind::kMalformed, "rules: [signature] " + name + " holds names");
+          list->push_back(*entry);
+        }
+      }
+      continue;
+    }
     Rule::Kind kind;
     if (section == "exclude") kind = Rule::Kind::kExclude;
     else if (section == "label") kind = Rule::Kind::kLabel;
-    else return MakeError(ErrorKind::kMalformed, "rules: unknown section [[" + section + "]] (want exclude or label)");
+    else return MakeError(ErrorKind::kMalformed, "rules: unknown section " + section + " (want [[exclude]], [[label]], [signature])");
     const toml::array* list = node.as_array();
     if (!list) return MakeError(ErrorKind::kMalformed, "rules: " + section + " must be [[" + section + "]] tables");
     for (const auto& item : *list) {

@@ -10,6 +10,10 @@
 //   [[label]]
 //   name = "libunwind setcontext race"
 //   where = "syndrome = 'return-to-null' AND context = 'exception-unwind'"
+//
+//   [signature]            # more frames to skip, on top of the built-in list
+//   skip = ["my_fatal_handler"]
+//   skip_prefixes = ["folly::symbolizer::"]
 #pragma once
 
 #include <string>
@@ -27,6 +31,10 @@ struct Rule {
 
 struct Rules {
   std::vector<Rule> rules;  // in file order; the first label that matches wins
+  // Function names (exact, and prefixes) the signatures skip besides the
+  // built-in ones; when any are given, signatures are made again from the
+  // crashing threads' frames in the dataset.
+  std::vector<std::string> skip, skip_prefixes;
 };
 
 // Parses the TOML text; a one-line error names what is wrong.

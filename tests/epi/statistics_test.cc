@@ -149,6 +149,12 @@ TEST(Rules, ParsesLabelsAndExclusionsAndRejectsTheRest) {
   EXPECT_FALSE(ParseRules("[[ignore]]\nname = \"x\"\nwhere = \"1\"\n").ok());      // unknown section
   EXPECT_FALSE(ParseRules("[[label]]\nname = \"x\"\nwhere = \"1\"\nwhen = 2\n").ok());  // unknown key
   EXPECT_FALSE(ParseRules("label = 3\n").ok());
+  auto skip = ParseRules("[signature]\nskip = [\"a\", \"b\"]\nskip_prefixes = [\"folly::\"]\n");
+  ASSERT_TRUE(skip.ok()) << skip.error().message;
+  EXPECT_EQ(skip->skip, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(skip->skip_prefixes, (std::vector<std::string>{"folly::"}));
+  EXPECT_FALSE(ParseRules("[signature]\nskip = [1]\n").ok());
+  EXPECT_FALSE(ParseRules("[signature]\nkeep = [\"a\"]\n").ok());
 }
 
 }  // namespace
