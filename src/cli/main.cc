@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
   coroner::ScanOptions scan;
   uint64_t scan_max_bytes = 0;
   auto* scan_cmd = app.add_subcommand("scan", "analyze a fleet of cores into a SQLite dataset");
-  scan_cmd->add_option("INPUT", scan.inputs, "core files, directories, globs, @listfiles, http(s):// URLs")->required();
+  scan_cmd->add_option("INPUT", scan.inputs, "core files, directories, globs, @listfiles, http(s):// URLs");
+  scan_cmd->add_option("--log", scan.logs, "log files with coroner-crash lines (from libcoroner_crashlog)")
+      ->allow_extra_args(false);
   scan_cmd->add_option("--db", scan.db, "the dataset (created when absent)")->required();
   scan_cmd->add_option("--jobs", scan.jobs, "worker processes (default: the machine's CPUs)")->check(CLI::Range(1, 1024));
   scan_cmd->add_option("--inventory", scan.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
@@ -87,6 +89,10 @@ int main(int argc, char** argv) {
   }
   if (scan_cmd->parsed()) {
     if (scan_cmd->count("--max-bytes")) scan.max_bytes = scan_max_bytes;
+    if (scan.inputs.empty() && scan.logs.empty()) {
+      std::fprintf(stderr, "coroner: scan needs INPUT... or --log FILE\n");
+      return 2;
+    }
     if (!shard.empty()) {
       int i = -1, n = 0;
       char slash = 0, extra = 0;

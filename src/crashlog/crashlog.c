@@ -51,6 +51,7 @@ struct segment {
 struct module {
   const char* path;
   char build_id[41];
+  uintptr_t bias; /* load address minus link-time address */
 };
 /* Two tables, one published: a refresh fills the other and swaps. */
 struct table {
@@ -169,6 +170,7 @@ static int add_module(struct dl_phdr_info* info, size_t size, void* data) {
   m->path = t->paths + t->used;
   t->used += len;
   hex_build_id(info, m->build_id);
+  m->bias = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum && t->nsegments < MAX_SEGMENTS; ++i) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD) continue;
@@ -231,6 +233,96 @@ static const struct segment* find_segment(const struct table* t, uintptr_t pc) {
   return NULL;
 }
 
+/* The table as the crash finds it: the published one plus whatever the
+ * loader's list holds that the table does not (a library whose initializer
+ * is crashing inside dlopen, one loaded behind the library's back). The
+ * list and each object's headers are read with read_self, so a list being
+ * changed at that moment costs a module, not a second fault. */
+static struct table crash_table;
+
+static int read_string(uintptr_t addr, char* out, size_t cap) {
+  size_t n = 0;
+  while (n + 1 < cap) {
+    char chunk[64];
+    if (!read_self(addr + n, chunk, sizeof chunk)) {
+      if (!read_self(addr + n, chunk, 1)) return 0;
+      chunk[1] = 0;
+    }
+    for (size_t i = 0; i < sizeof chunk && n + 1 < cap; ++i) {
+      out[n++] = chunk[i];
+      if (!chunk[i]) return 1;
+    }
+  }
+  out[n] = 0;
+  return 1;
+}
+
+static void add_loaded_object(struct table* t, uintptr_t base, uintptr_t name_addr) {
+  ElfW(Ehdr) eh;
+  if (t->nmodules >= MAX_MODULES || !read_self(base, &eh, sizeof eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_phentsize != sizeof(ElfW(Phdr)) || eh.e_phnum == 0 || eh.e_phnum > 64)
+    return;
+  ElfW(Phdr) ph[64];
+  if (!read_self(base + eh.e_phoff, ph, eh.e_phnum * sizeof ph[0])) return;
+  char* path = t->paths + t->used;
+  if (t->used + 4096 > PATH_POOL || !read_string(name_addr, path, 4096) || !*path) return;
+  struct module* m = &t->modules[t->nmodules];
+  m->path = path;
+  t->used += strlen(path) + 1;
+  m->bias = base;
+  m->build_id[0] = 0;
+  for (int i = 0; i < eh.e_phnum; ++i) {
+    unsigned char note[512];
+    size_t n = ph[i].p_memsz < sizeof note ? ph[i].p_memsz : sizeof note;
+    if (ph[i].p_type == PT_NOTE && read_self(base + ph[i].p_vaddr, note, n)) {
+      for (size_t at = 0; at + sizeof(ElfW(Nhdr)) <= n && !m->build_id[0];) {
+        const ElfW(Nhdr)* nh = (const ElfW(Nhdr)*)(note + at);
+        size_t desc = at + sizeof *nh + ((nh->n_namesz + 3) & ~3u);
+        if (desc + nh->n_descsz > n) break;
+        if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(note + at + sizeof *nh, "GNU", 4) == 0) {
+          size_t len = nh->n_descsz > 20 ? 20 : nh->n_descsz;
+          for (size_t j = 0; j < len; ++j) {
+            m->build_id[2 * j] = "0123456789abcdef"[note[desc + j] >> 4];
+            m->build_id[2 * j + 1] = "0123456789abcdef"[note[desc + j] & 15];
+          }
+          m->build_id[2 * len] = 0;
+        }
+        at = desc + ((nh->n_descsz + 3) & ~3u);
+      }
+    }
+    if (ph[i].p_type != PT_LOAD || t->nsegments >= MAX_SEGMENTS) continue;
+    struct segment* sg = &t->segments[t->nsegments++];
+    sg->start = (base + ph[i].p_vaddr) & ~(uintptr_t)4095;
+    sg->end = (base + ph[i].p_vaddr + ph[i].p_memsz + 4095) & ~(uintptr_t)4095;
+    sg->offset = ph[i].p_offset & ~(uintptr_t)4095;
+    sg->module = t->nmodules;
+    int k = 0;
+    sg->perm[k++] = 'r';
+    if (ph[i].p_flags & PF_W) sg->perm[k++] = 'w';
+    if (ph[i].p_flags & PF_X) sg->perm[k++] = 'x';
+    sg->perm[k] = 0;
+  }
+  t->nmodules++;
+}
+
+static const struct table* modules_at_crash(void) {
+  const struct table* src = modules_now();
+  if (!src) return NULL;
+  memcpy(&crash_table, src, sizeof crash_table);
+  for (int i = 0; i < crash_table.nmodules; ++i)
+    crash_table.modules[i].path = crash_table.paths + (src->modules[i].path - src->paths);
+  uintptr_t lm = (uintptr_t)_r_debug.r_map;
+  for (int n = 0; lm && n < 1024; ++n) {
+    struct link_map entry;
+    if (!read_self(lm, &entry, sizeof entry)) break;
+    int known = entry.l_addr == 0;  /* the main program (non-PIE), in the table since install */
+    for (int i = 0; i < crash_table.nmodules && !known; ++i) known = crash_table.modules[i].bias == entry.l_addr;
+    if (!known) add_loaded_object(&crash_table, entry.l_addr, (uintptr_t)entry.l_name);
+    lm = (uintptr_t)entry.l_next;
+  }
+  return &crash_table;
+}
+
 /* A pc as build-id + offset in the file, or a bare address. */
 static void put_pc(struct out* o, const struct table* t, uintptr_t pc) {
   const struct segment* s = find_segment(t, pc);
@@ -255,7 +347,7 @@ static const struct {
 static size_t format_line(int sig, const siginfo_t* si, const ucontext_t* uc) {
   struct out o = {line, line + sizeof line - 1};
   const greg_t* g = uc->uc_mcontext.gregs;
-  const struct table* t = modules_now();
+  const struct table* t = modules_at_crash();
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   puts_(&o, "coroner-crash: v=1 pid=");
@@ -334,6 +426,8 @@ static size_t format_line(int sig, const siginfo_t* si, const ucontext_t* uc) {
       if (i) put(&o, ";", 1);
       puts_(&o, t->modules[i].build_id[0] ? t->modules[i].build_id : "-");
       put(&o, "@", 1);
+      put_hex(&o, t->modules[i].bias);
+      put(&o, "@", 1);
       put_escaped(&o, t->modules[i].path);
     }
     puts_(&o, " segs=");
@@ -398,6 +492,7 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
   int saved_errno = errno;
   long tid = gettid_();
   int slot = index_of(sig);
+  int logged = 0;
   if (!already_handled(tid)) {
     mark_handled(tid);
     atomic_fetch_add(&inside, 1);
@@ -413,11 +508,8 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
       write_all(line, n);
       atomic_store(&owner, 0);
     }
-    /* The default action ends the process: let every other crashing thread
-     * write its line first (bounded). */
     atomic_fetch_sub(&inside, 1);
-    struct timespec tick = {0, 1000000};
-    for (int i = 0; i < 2000 && atomic_load(&inside) > 0; ++i) nanosleep(&tick, NULL);
+    logged = 1;
   }
   errno = saved_errno;
   /* Chain to the handler that was there before us. */
@@ -430,6 +522,11 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
     prev->sa_handler(sig);
     return;
   }
+  /* The default action ends the process: let every other crashing thread
+   * write its line first. A thread that faults within 100 ms of this one
+   * counts as crashing with it; waiting is bounded at 2 s. */
+  struct timespec tick = {0, 1000000};
+  for (int i = 0; logged && i < 2000 && (i < 100 || atomic_load(&inside) > 0); ++i) nanosleep(&tick, NULL);
   /* The default action, with the kernel's own report: a fault the CPU
    * raised happens again when the instruction runs again; a signal that was
    * sent (abort, kill) is sent again. */

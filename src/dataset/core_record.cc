@@ -1,5 +1,7 @@
 #include "dataset/core_record.h"
 
+#include "dataset/crash_line.h"
+
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -209,6 +211,40 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     r.bytes_read = owned->BytesRead();
   }
   Metadata md = ReadMetadata(input, r.mtime_ns);
+  if (options.inventory) options.inventory->Join(md);
+  ApplyMetadata(r, md);
+  r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const RecordOptions& options,
+                          SymbolProvider& symbols) {
+  auto start = std::chrono::steady_clock::now();
+  CoreRecord r;
+  r.path = ValidUtf8(label);
+  r.source = "log";
+  auto line = ParseCrashLine(text);
+  if (!line.ok()) {
+    r.status = "error";
+    r.error = ValidUtf8(std::string(ErrorKindName(line.error().kind)) + ": " + line.error().message);
+    return r;
+  }
+  auto core = Core::Open(MakeMemorySource(SynthesizeCore(*line)), CoreOptions{false, options.sysroot});
+  if (!core.ok()) {
+    r.status = "error";
+    r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
+  } else {
+    FillFromCore(r, **core, options, symbols);
+    // What the line says is not missing from a line: only what a core
+    // would have had (other threads, the heap) is.
+    r.warnings.clear();
+    r.truncated = false;
+    r.cpu_seconds.reset();
+  }
+  Metadata md;
+  if (!line->host.empty()) md.Add("host", line->host);
+  md.time = line->time;
+  md.time_source = "log";
   if (options.inventory) options.inventory->Join(md);
   ApplyMetadata(r, md);
   r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

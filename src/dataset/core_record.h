@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,6 +88,12 @@ struct RecordOptions {
 // the crashing thread unwound, symbolized and diagnosed. Never fails: an
 // input that cannot be read gives a record with status "error".
 CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, SymbolProvider& symbols);
+
+// One crashlog line (dataset/crash_line.h), analyzed as a core: a record
+// with source "log" and `label` as its path ("log:FILE:LINE"). A line that
+// does not parse is an error row with the reason.
+CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const RecordOptions& options,
+                          SymbolProvider& symbols);
 
 // A record for an input the analysis did not finish (it crashed, timed out).
 CoreRecord ErrorRecord(const std::string& input, const std::string& error);

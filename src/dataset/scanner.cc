@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,6 +19,7 @@
 #include "core/signals.h"
 #include "dataset/core_record.h"
 #include "dataset/dataset.h"
+#include "dataset/crash_line.h"
 #include "dataset/inputs.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -32,6 +36,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kBatch = 64;                        // records per transaction
+constexpr size_t kMaxLogLine = (256 + 1) * 1024;     // past the crash-line reader's limit, so a longer line is rejected
 constexpr auto kCommitEvery = std::chrono::milliseconds(500);
 constexpr uint32_t kMaxMessage = 64u << 20;          // a worker's record, as JSON
 
@@ -66,12 +71,70 @@ bool ReadAll(int fd, void* data, size_t n) {
   return true;
 }
 
+// A crashlog line among the inputs: where it is, and its log's stamp.
+struct LogLine {
+  std::string file;
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  InputStamp stamp;
+};
+
+// Calls `line(offset, text)` for each line of the file holding a crash line,
+// reading in 1 MiB blocks; a line longer than kMaxLogLine is passed cut (the
+// reader then rejects it with a reason). False when the file cannot be read.
+bool ForEachCrashLine(const std::string& path,
+                      const std::function<void(size_t, uint64_t, std::string_view)>& line) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::vector<char> buf(1 << 20);
+  std::string partial;
+  uint64_t at = 0, start = 0;  // file offset of buf[0], of the current line
+  size_t number = 1;           // of the current line, from 1
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size_t pos = 0;
+    while (pos < static_cast<size_t>(n)) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', static_cast<size_t>(n) - pos));
+      size_t end = nl ? static_cast<size_t>(nl - buf.data()) : static_cast<size_t>(n);
+      size_t take = std::min(end - pos, kMaxLogLine - std::min(kMaxLogLine, partial.size()));
+      partial.append(buf.data() + pos, take);
+      if (!nl) break;
+      if (HasCrashLine(partial)) line(number, start, partial);
+      partial.clear();
+      ++number;
+      pos = end + 1;
+      start = at + pos;
+    }
+    at += static_cast<uint64_t>(n);
+  }
+  if (!partial.empty() && HasCrashLine(partial)) line(number, start, partial);
+  ::close(fd);
+  return true;
+}
+
 struct WorkerContext {
   const std::vector<std::string>* inputs;
+  const std::vector<std::optional<LogLine>>* logs;  // beside inputs: set for crashlog lines
   const std::map<std::string, KnownInput>* known;
   const Inventory* inventory;
   const ScanOptions* options;
 };
+
+CoreRecord AnalyzeLog(const std::string& label, const LogLine& log, const RecordOptions& options,
+                      SymbolProvider& symbols) {
+  if (!log.stamp.error.empty()) return ErrorRecord(label, "io: " + log.stamp.error);
+  std::string text(log.length, '\0');
+  int fd = ::open(log.file.c_str(), O_RDONLY | O_CLOEXEC);
+  ssize_t got = fd < 0 ? -1 : ::pread(fd, text.data(), text.size(), static_cast<off_t>(log.offset));
+  if (fd >= 0) ::close(fd);
+  if (got != static_cast<ssize_t>(text.size())) return ErrorRecord(label, "io: the log changed while it was read");
+  CoreRecord r = AnalyzeLogLine(text, label, options, symbols);
+  r.size = log.stamp.size;
+  r.mtime_ns = log.stamp.mtime_ns;
+  return r;
+}
 
 // The worker's life: read an index, answer with a record, until EOF.
 [[noreturn]] void WorkerMain(int cmd_fd, int result_fd, const WorkerContext& ctx) {
@@ -98,15 +161,16 @@ struct WorkerContext {
     const std::string& input = (*ctx.inputs)[index];
     MessageHeader h{index, 0, 0};
     std::string payload;
+    const std::optional<LogLine>& log = (*ctx.logs)[index];
     if (!ctx.options->force) {
       auto it = ctx.known->find(input);
       if (it != ctx.known->end()) {
-        InputStamp st = StampInput(input);
+        InputStamp st = log ? log->stamp : StampInput(input);
         if (st.error.empty() && st.size == it->second.size && st.mtime_ns == it->second.mtime_ns) h.unchanged = 1;
       }
     }
     if (!h.unchanged) {
-      CoreRecord r = AnalyzeInput(input, record_options, symbols);
+      CoreRecord r = log ? AnalyzeLog(input, *log, record_options, symbols) : AnalyzeInput(input, record_options, symbols);
       payload = RecordToJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     h.length = static_cast<uint32_t>(std::min<size_t>(payload.size(), kMaxMessage));
@@ -142,6 +206,8 @@ class Scan {
     InputList list = ExpandInputs(options_.inputs, {options_.db});
     inputs_ = std::move(list.inputs);
     if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
+    logs_.assign(inputs_.size(), std::nullopt);
+    AddLogLines();
     summary_.inputs = inputs_.size();
     summary_.warnings = std::move(list.warnings);
     known_ = dataset_.KnownInputs();
@@ -165,6 +231,8 @@ class Scan {
     }
     if (auto r = Commit(); !r.ok()) return r.error();
     for (auto& w : workers_) Stop(w);
+    if (!options_.logs.empty())
+      if (auto r = LinkLogsToCores(); !r.ok()) return r.error();
     summary_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     Progress(true);
     return summary_;
@@ -191,7 +259,7 @@ class Scan {
       }
       ::close(cmd[1]);
       ::close(res[0]);
-      WorkerContext ctx{&inputs_, &known_, inventory_, &options_};
+      WorkerContext ctx{&inputs_, &logs_, &known_, inventory_, &options_};
       WorkerMain(cmd[0], res[1], ctx);
     }
     ::close(cmd[0]);
@@ -320,6 +388,52 @@ class Scan {
     return r;
   }
 
+  // Every crash line of the logs becomes an input "log:FILE:LINE" (in a
+  // shard by a hash of that name), analyzed by the workers like a core.
+  void AddLogLines() {
+    for (const auto& given : options_.logs) {
+      std::string path = std::filesystem::absolute(given).lexically_normal().string();
+      InputStamp stamp = StampInput(path);
+      auto add = [&](const std::string& label, LogLine log) {
+        if (options_.shard) {
+          uint64_t h = 1469598103934665603ull;  // FNV-1a: the same split everywhere
+          for (unsigned char c : label) h = (h ^ c) * 1099511628211ull;
+          if (static_cast<int>(h % static_cast<uint64_t>(options_.shard->second)) != options_.shard->first) return;
+        }
+        inputs_.push_back(label);
+        logs_.push_back(std::move(log));
+      };
+      bool read = stamp.error.empty() && ForEachCrashLine(path, [&](size_t number, uint64_t offset, std::string_view text) {
+        add("log:" + path + ":" + std::to_string(number), LogLine{path, offset, static_cast<uint32_t>(text.size()), stamp});
+      });
+      if (!read) {
+        LogLine bad{path, 0, 0, stamp};
+        if (bad.stamp.error.empty()) bad.stamp.error = std::strerror(errno);
+        add("log:" + path, bad);
+      }
+    }
+  }
+
+  Expected<bool> LinkLogsToCores() {
+    const char* pairs =
+        "SELECT l.id AS log, l.path AS log_path, c.id AS core, c.path AS core_path, "
+        "abs(CAST(strftime('%s', c.time) AS INTEGER) - CAST(strftime('%s', l.time) AS INTEGER)) AS dt "
+        "FROM cores l JOIN cores c ON c.source = 'core' AND c.status = 'ok' AND c.pid = l.pid "
+        "WHERE l.source = 'log' AND l.status = 'ok' AND c.time IS NOT NULL AND l.time IS NOT NULL "
+        // The same host, when both say which.
+        "AND ifnull((SELECT value FROM attributes WHERE core = c.id AND key = 'host') = "
+        "(SELECT value FROM attributes WHERE core = l.id AND key = 'host'), 1)";
+    std::string best = std::string("SELECT log, log_path, core, core_path FROM (SELECT *, min(dt) FROM (") + pairs +
+                       ") WHERE dt <= 300 GROUP BY log)";
+    for (const std::string& sql :
+         {"INSERT OR REPLACE INTO attributes(core, key, value) SELECT log, 'same_crash_as', core_path FROM (" + best + ")",
+          "INSERT OR REPLACE INTO attributes(core, key, value) SELECT core, 'crash_log', log_path FROM (" + best + ")"}) {
+      auto r = dataset_.Query(sql);
+      if (!r.ok()) return MakeError(r.error().kind, "linking log lines to cores: " + r.error().message);
+    }
+    return true;
+  }
+
   void Progress(bool final) {
     if (!options_.progress) return;
     auto now = Clock::now();
@@ -339,6 +453,7 @@ class Scan {
   Dataset& dataset_;
   const Inventory* inventory_;
   std::vector<std::string> inputs_;
+  std::vector<std::optional<LogLine>> logs_;  // beside inputs_
   std::map<std::string, KnownInput> known_;
   std::vector<Worker> workers_;
   std::vector<CoreRecord> pending_;

@@ -347,8 +347,11 @@ class Diagnoser {
   }
 
   void Segv() {
-    uint64_t addr = sig_.fault_address.value_or(0);
     bool kernel = sig_.code == 0x80;  // SI_KERNEL: a general-protection fault, no address
+    // A SIGSEGV that was sent (si_code <= 0: a handler re-raised it and the
+    // context is the re-delivery's) carries no address either: the
+    // faulting instruction's operand says where it went.
+    bool sent = sig_.code <= 0;
     std::optional<uint64_t> effective;
     if (op_ && !op_->base.empty() && op_->base != "rip") {
       if (auto b = RegisterByName(op_->base)) {
@@ -359,6 +362,7 @@ class Diagnoser {
         effective = e;
       }
     }
+    uint64_t addr = sent ? effective.value_or(sig_.fault_address.value_or(0)) : sig_.fault_address.value_or(0);
     if (!kernel && addr < kNullPages) {
       d_.syndrome = "null-deref";
       std::string ins = op_ ? "`" + op_->text + "`" : "the instruction at " + Hex(regs_.pc());

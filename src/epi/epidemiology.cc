@@ -95,7 +95,10 @@ const std::vector<std::string>& UptimeBucketNames() {
 
 Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options) {
   EpiResult result;
-  std::string population = "status = 'ok' AND " + Condition(options.where);
+  // A log line linked to the core of the same crash is that core's event.
+  const std::string unlinked =
+      "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
+  std::string population = "status = 'ok' AND " + unlinked + " AND " + Condition(options.where);
   std::string label = "NULL";
   for (const auto& rule : options.rules.rules) {
     std::string cond = Condition(rule.where);
@@ -110,7 +113,8 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   }
   {
     auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status = 'error' AND " + Condition(options.where) +
-                           "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + Condition(options.where) + ")");
+                           "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + unlinked + " AND " +
+                           Condition(options.where) + ")");
     if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
     result.errors = static_cast<uint64_t>(q->rows[0][0].integer);
     result.excluded = static_cast<uint64_t>(q->rows[0][1].integer);

@@ -18,7 +18,16 @@ std::optional<uint64_t> StackMemory::Read64(uint64_t addr) {
   uint64_t value = 0;
   if (in + 8 <= kPage) {
     const Page* p = GetPage(page);
-    if (!p || in + 8 > p->present) return std::nullopt;
+    if (!p) return std::nullopt;
+    if (in + 8 > p->present) {
+      // A page the core holds only in pieces (a core made from a crashlog
+      // line holds just the words it logged): read the word itself.
+      if (p->present == kPage) return std::nullopt;
+      std::byte b[8];
+      if (memory_.ReadUpTo(addr, b) != 8) return std::nullopt;
+      std::memcpy(&value, b, 8);
+      return value;
+    }
     std::memcpy(&value, p->bytes.data() + in, 8);
     return value;
   }

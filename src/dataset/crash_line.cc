@@ -1,0 +1,482 @@
+#include "dataset/crash_line.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+namespace coroner {
+namespace {
+
+constexpr std::string_view kMarker = "coroner-crash: ";
+constexpr size_t kMaxLine = 256 * 1024;
+constexpr size_t kMaxStackWords = 64, kMaxFrames = 256, kMaxModules = 1024, kMaxSegments = 4096;
+constexpr size_t kMaxPath = 4096;
+constexpr uint64_t kPage = 4096;
+
+const char* const kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+                                      "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
+                                      "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
+
+Error Bad(const std::string& why) { return MakeError(ErrorKind::kMalformed, "crash line: " + why); }
+
+std::optional<uint64_t> Hex(std::string_view s) {
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s.substr(2)) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+std::optional<int64_t> Dec(std::string_view s, int64_t lo, int64_t hi) {
+  bool neg = !s.empty() && s[0] == '-';
+  if (neg) s.remove_prefix(1);
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  if (neg) v = -v;
+  if (v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+// "0xLOW-0xHIGH"
+std::optional<std::pair<uint64_t, uint64_t>> Range(std::string_view s) {
+  size_t dash = s.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  auto lo = Hex(s.substr(0, dash)), hi = Hex(s.substr(dash + 1));
+  if (!lo || !hi || *lo >= *hi) return std::nullopt;
+  return std::make_pair(*lo, *hi);
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep, size_t cap) {
+  std::vector<std::string_view> out;
+  if (s.empty()) return out;
+  size_t at = 0;
+  while (out.size() <= cap) {
+    size_t end = s.find(sep, at);
+    out.push_back(s.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+    if (end == std::string_view::npos) break;
+    at = end + 1;
+  }
+  return out;
+}
+
+// %XX escapes (the handler escapes separators, spaces and non-ASCII).
+std::optional<std::string> Unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%') {
+      if (i + 2 >= s.size()) return std::nullopt;
+      std::string hex = "0x";
+      for (char c : s.substr(i + 1, 2)) hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      auto h = Hex(hex);
+      if (!h) return std::nullopt;
+      out += static_cast<char>(*h);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+    if (out.size() > kMaxPath) return std::nullopt;
+  }
+  return out;
+}
+
+bool BuildId(std::string_view s) {
+  if (s.empty() || s.size() > 64 || s.size() % 2) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+}  // namespace
+
+std::optional<uint64_t> CrashLine::Register(std::string_view name) const {
+  for (const auto& [n, v] : registers)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+bool HasCrashLine(std::string_view text) { return text.find(kMarker) != std::string_view::npos; }
+
+Expected<CrashLine> ParseCrashLine(std::string_view text) {
+  size_t at = text.find(kMarker);
+  if (at == std::string_view::npos) return Bad("no \"coroner-crash: \" in the line");
+  text.remove_prefix(at + kMarker.size());
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  if (text.size() > kMaxLine) return Bad("longer than 256 KiB");
+  CrashLine l;
+  std::set<std::string> seen;
+  for (std::string_view field : Split(text, ' ', 64)) {
+    size_t eq = field.find('=');
+    if (eq == std::string_view::npos || eq == 0) return Bad("a field without key=value");
+    std::string key(field.substr(0, eq));
+    std::string_view value = field.substr(eq + 1);
+    if (!seen.insert(key).second) return Bad("field " + key + " twice");
+    if (key == "v") {
+      auto v = Dec(value, 0, 1000);
+      if (!v || *v != 1) return Bad("format version " + std::string(value.substr(0, 16)) + ", this reader knows 1");
+      l.version = 1;
+    } else if (key == "pid" || key == "tid") {
+      auto v = Dec(value, 1, 1 << 30);
+      if (!v) return Bad(key + " is not a process id");
+      (key == "pid" ? l.pid : l.tid) = static_cast<int>(*v);
+    } else if (key == "time") {
+      size_t dot = value.find('.');
+      auto s = Dec(value.substr(0, dot), 0, 253402300799);  // up to year 9999
+      auto ns = dot == std::string_view::npos ? std::optional<int64_t>(0) : Dec(value.substr(dot + 1), 0, 999999999);
+      if (!s || !ns || (dot != std::string_view::npos && value.size() - dot - 1 != 9)) return Bad("time is not seconds.nanoseconds");
+      l.time = *s;
+      l.nanoseconds = static_cast<uint32_t>(*ns);
+    } else if (key == "host" || key == "comm") {
+      auto v = Unescape(value);
+      if (!v || v->size() > 256) return Bad(key + " is not an escaped name");
+      (key == "host" ? l.host : l.comm) = *v;
+    } else if (key == "sig") {
+      auto v = Dec(value, 1, 64);
+      if (!v) return Bad("sig is not a signal number");
+      l.signal = static_cast<int>(*v);
+    } else if (key == "code") {
+      auto v = Dec(value, INT32_MIN, INT32_MAX);
+      if (!v) return Bad("code is not an si_code");
+      l.code = static_cast<int>(*v);
+    } else if (key == "addr") {
+      auto v = Hex(value);
+      if (!v) return Bad("addr is not a hex address");
+      l.fault_address = *v;
+    } else if (key == "regs") {
+      auto items = Split(value, ',', std::size(kRegisterNames));
+      if (items.size() != std::size(kRegisterNames)) return Bad("regs has " + std::to_string(items.size()) + " registers, not 23");
+      for (size_t i = 0; i < items.size(); ++i) {
+        size_t colon = items[i].find(':');
+        auto v = colon == std::string_view::npos ? std::nullopt : Hex(items[i].substr(colon + 1));
+        if (!v || items[i].substr(0, colon) != kRegisterNames[i])
+          return Bad("register " + std::to_string(i) + " is not " + kRegisterNames[i] + ":0x...");
+        l.registers.emplace_back(kRegisterNames[i], *v);
+      }
+    } else if (key == "stack") {
+      size_t colon = value.find(':');
+      auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
+      if (!start) return Bad("stack is not ADDRESS:words");
+      l.stack_start = *start;
+      auto words = Split(value.substr(colon + 1), ',', kMaxStackWords);
+      if (words.size() > kMaxStackWords) return Bad("more than 64 stack words");
+      for (auto w : words) {
+        if (w == "-") {
+          l.stack.push_back(std::nullopt);
+          continue;
+        }
+        auto v = Hex(w);
+        if (!v) return Bad("a stack word is neither 0x... nor -");
+        l.stack.push_back(*v);
+      }
+      if (l.stack_start > UINT64_MAX - 8 * l.stack.size()) return Bad("the stack words wrap the address space");
+    } else if (key == "bt") {
+      auto frames = Split(value, ',', kMaxFrames);
+      if (frames.empty() || frames.size() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
+      for (auto f : frames) {
+        size_t plus = f.find('+');
+        bool ok = plus == std::string_view::npos ? Hex(f).has_value()
+                                                 : BuildId(f.substr(0, plus)) && Hex(f.substr(plus + 1)).has_value();
+        if (!ok) return Bad("a frame is neither BUILDID+0xOFFSET nor 0xADDRESS");
+        l.backtrace.emplace_back(f);
+      }
+    } else if (key == "fps") {
+      for (auto f : Split(value, ',', kMaxFrames)) {
+        auto v = Hex(f);
+        if (!v || l.frame_pointers.size() >= kMaxFrames) return Bad("fps is not a list of at most 256 addresses");
+        l.frame_pointers.push_back(*v);
+      }
+    } else if (key == "stackmap") {
+      auto range = Range(value);
+      if (!range || range->second - range->first > (1ull << 34)) return Bad("stackmap is not LOW-HIGH (at most 16 GiB)");
+      l.stack_mapping = range;
+    } else if (key == "mods") {
+      auto mods = Split(value, ';', kMaxModules);
+      if (mods.size() > kMaxModules) return Bad("more than 1024 modules");
+      for (auto m : mods) {
+        auto parts = Split(m, '@', 3);
+        if (parts.size() != 3) return Bad("a module is not BUILDID@BIAS@PATH");
+        CrashLine::Module mod;
+        if (parts[0] != "-") {
+          if (!BuildId(parts[0])) return Bad("a module's build-id is not hex");
+          mod.build_id = std::string(parts[0]);
+        }
+        auto bias = Hex(parts[1]);
+        auto path = Unescape(parts[2]);
+        if (!bias || !path || path->empty()) return Bad("a module's bias or path is malformed");
+        mod.bias = *bias;
+        mod.path = *path;
+        l.modules.push_back(std::move(mod));
+      }
+    } else if (key == "segs") {
+      auto segs = Split(value, ';', kMaxSegments);
+      if (segs.size() > kMaxSegments) return Bad("more than 4096 segments");
+      for (auto s : segs) {
+        auto parts = Split(s, ':', 4);
+        if (parts.size() != 4) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
+        auto mod = Dec(parts[0], 0, static_cast<int64_t>(kMaxModules));
+        auto range = Range(parts[1]);
+        auto off = Hex(parts[2]);
+        bool perm_ok = !parts[3].empty() && parts[3].size() <= 3 && parts[3][0] == 'r' &&
+                       parts[3].find_first_not_of("rwx") == std::string_view::npos;
+        if (!mod || !range || !off || range->first % kPage || !perm_ok)
+          return Bad("a segment is malformed (module, page-aligned START-END, offset, r[w][x])");
+        CrashLine::Segment seg{static_cast<size_t>(*mod), range->first, range->second, *off,
+                               parts[3].find('w') != std::string_view::npos,
+                               parts[3].find('x') != std::string_view::npos};
+        l.segments.push_back(seg);
+      }
+    } else {
+      return Bad("unknown field " + key.substr(0, 32));
+    }
+  }
+  for (const char* need : {"v", "pid", "tid", "time", "sig", "code", "addr", "regs", "stack", "bt"})
+    if (!seen.count(need)) return Bad(std::string("no ") + need + " field (a cut line?)");
+  for (const auto& s : l.segments)
+    if (s.module >= l.modules.size()) return Bad("a segment names module " + std::to_string(s.module) + " of " +
+                                                 std::to_string(l.modules.size()));
+  return l;
+}
+
+namespace {
+
+// A little-endian byte buffer.
+struct Bytes {
+  std::vector<std::byte> b;
+  size_t size() const { return b.size(); }
+  void Put(const void* p, size_t n) {
+    auto* c = static_cast<const std::byte*>(p);
+    b.insert(b.end(), c, c + n);
+  }
+  template <typename T>
+  void Put(T v) {
+    Put(&v, sizeof v);
+  }
+  void Pad(size_t align) {
+    while (b.size() % align) b.push_back(std::byte{0});
+  }
+  template <typename T>
+  void At(size_t off, T v) {
+    std::memcpy(b.data() + off, &v, sizeof v);
+  }
+};
+
+void Note(Bytes& out, const char* name, uint32_t type, const Bytes& desc) {
+  uint32_t namesz = static_cast<uint32_t>(std::strlen(name) + 1);
+  out.Put(namesz);
+  out.Put(static_cast<uint32_t>(desc.size()));
+  out.Put(type);
+  out.Put(name, namesz);
+  out.Pad(4);
+  out.Put(desc.b.data(), desc.size());
+  out.Pad(4);
+}
+
+// The absolute address of a "BUILDID+0xOFF" or "0xADDR" frame.
+std::optional<uint64_t> FrameAddress(const CrashLine& l, const std::string& f) {
+  size_t plus = f.find('+');
+  if (plus == std::string::npos) return Hex(f);
+  std::string id = f.substr(0, plus);
+  auto off = Hex(f.substr(plus + 1));
+  if (!off) return std::nullopt;
+  for (const auto& s : l.segments) {
+    if (l.modules[s.module].build_id != id) continue;
+    if (*off >= s.offset && *off - s.offset < s.end - s.start) return s.start + (*off - s.offset);
+  }
+  return std::nullopt;
+}
+
+struct Load {
+  uint64_t vaddr, memsz;
+  uint32_t flags;
+  Bytes data;  // the present bytes, from vaddr
+};
+
+}  // namespace
+
+std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
+  // Memory words the line gives: the stack window, then the frame chain
+  // (each frame pointer's saved frame pointer and return address).
+  std::map<uint64_t, uint64_t> words;
+  for (size_t i = 0; i < l.frame_pointers.size(); ++i) {
+    uint64_t fp = l.frame_pointers[i];
+    if (fp > UINT64_MAX - 16) continue;
+    words[fp] = i + 1 < l.frame_pointers.size() ? l.frame_pointers[i + 1] : 0;
+    if (i + 1 < l.backtrace.size())
+      if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words[fp + 8] = *ra;
+  }
+  for (size_t i = 0; i < l.stack.size(); ++i)
+    if (l.stack[i]) words[l.stack_start + 8 * i] = *l.stack[i];
+
+  std::vector<Load> loads;
+  // Runs of consecutive words, each a segment with its bytes.
+  for (auto it = words.begin(); it != words.end();) {
+    Load ld{it->first, 0, PF_R | PF_W, {}};
+    uint64_t next = it->first;
+    while (it != words.end() && it->first == next) {
+      ld.data.Put(it->second);
+      next += 8;
+      ++it;
+    }
+    ld.memsz = ld.data.size();
+    loads.push_back(std::move(ld));
+  }
+  // The rest of the thread's stack mapping: mapped, not dumped.
+  if (l.stack_mapping) {
+    uint64_t at = l.stack_mapping->first;
+    std::vector<Load> gaps;
+    for (const auto& ld : loads) {
+      if (ld.vaddr >= l.stack_mapping->second) break;
+      if (ld.vaddr > at) gaps.push_back({at, ld.vaddr - at, PF_R | PF_W, {}});
+      at = std::max(at, ld.vaddr + ld.memsz);
+    }
+    if (at < l.stack_mapping->second) gaps.push_back({at, l.stack_mapping->second - at, PF_R | PF_W, {}});
+    for (auto& g : gaps) loads.push_back(std::move(g));
+  }
+  // Module segments; each module's offset-0 segment holds an ELF header
+  // page with its build-id, as the kernel dumps the first page of an ELF
+  // mapping.
+  std::vector<bool> header_done(l.modules.size(), false);
+  for (const auto& s : l.segments) {
+    Load ld{s.start, s.end - s.start, PF_R | (s.write ? PF_W : 0u) | (s.exec ? PF_X : 0u), {}};
+    const auto& m = l.modules[s.module];
+    if (s.offset == 0 && !header_done[s.module] && !m.build_id.empty() && s.start >= m.bias) {
+      header_done[s.module] = true;
+      Bytes& h = ld.data;
+      h.b.assign(0x100, std::byte{0});
+      Elf64_Ehdr eh{};
+      std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+      eh.e_ident[EI_CLASS] = ELFCLASS64;
+      eh.e_ident[EI_DATA] = ELFDATA2LSB;
+      eh.e_ident[EI_VERSION] = EV_CURRENT;
+      eh.e_type = m.bias ? ET_DYN : ET_EXEC;
+      eh.e_machine = EM_X86_64;
+      eh.e_version = EV_CURRENT;
+      eh.e_phoff = sizeof eh;
+      eh.e_ehsize = sizeof eh;
+      eh.e_phentsize = sizeof(Elf64_Phdr);
+      eh.e_phnum = 2;
+      Bytes note;
+      Bytes id;
+      for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)
+        id.Put(static_cast<uint8_t>(*Hex("0x" + m.build_id.substr(i, 2))));
+      Note(note, "GNU", NT_GNU_BUILD_ID, id);
+      Elf64_Phdr load{PT_LOAD, PF_R, 0, s.start - m.bias, s.start - m.bias, s.end - s.start, s.end - s.start, kPage};
+      Elf64_Phdr pnote{PT_NOTE, PF_R, 0x100, s.start - m.bias + 0x100, s.start - m.bias + 0x100, note.size(),
+                       note.size(), 4};
+      h.At(0, eh);
+      h.At(sizeof eh, load);
+      h.At(sizeof eh + sizeof load, pnote);
+      h.Put(note.b.data(), note.size());
+      ld.data.b.resize(std::min<uint64_t>(ld.data.size(), ld.memsz));
+    }
+    loads.push_back(std::move(ld));
+  }
+  std::stable_sort(loads.begin(), loads.end(), [](const Load& a, const Load& b) { return a.vaddr < b.vaddr; });
+  // Overlaps (a hostile line) keep the first segment.
+  std::vector<Load> kept;
+  for (auto& ld : loads) {
+    if (!kept.empty() && ld.vaddr < kept.back().vaddr + kept.back().memsz) continue;
+    kept.push_back(std::move(ld));
+  }
+
+  // Notes.
+  Bytes notes;
+  {
+    Bytes pr;
+    pr.b.assign(336, std::byte{0});
+    pr.At<int32_t>(0, l.signal);
+    pr.At<int32_t>(4, l.code);
+    pr.At<int16_t>(12, static_cast<int16_t>(l.signal));
+    pr.At<int32_t>(32, l.tid);
+    pr.At<int32_t>(36, 0);
+    auto reg = [&](const char* n) { return l.Register(n).value_or(0); };
+    uint64_t csgsfs = reg("csgsfs");
+    const uint64_t values[27] = {reg("r15"), reg("r14"), reg("r13"), reg("r12"), reg("rbp"), reg("rbx"),
+                                 reg("r11"), reg("r10"), reg("r9"),  reg("r8"),  reg("rax"), reg("rcx"),
+                                 reg("rdx"), reg("rsi"), reg("rdi"), UINT64_MAX, reg("rip"), csgsfs & 0xffff,
+                                 reg("eflags"), reg("rsp"), (csgsfs >> 48) & 0xffff, 0, 0, 0, 0,
+                                 (csgsfs >> 32) & 0xffff, (csgsfs >> 16) & 0xffff};
+    for (size_t i = 0; i < 27; ++i) pr.At<uint64_t>(112 + 8 * i, values[i]);
+    Note(notes, "CORE", NT_PRSTATUS, pr);
+
+    Bytes ps;
+    ps.b.assign(136, std::byte{0});
+    ps.At<uint8_t>(1, 'R');
+    ps.At<int32_t>(24, l.pid);
+    std::memcpy(ps.b.data() + 40, l.comm.data(), std::min<size_t>(l.comm.size(), 15));
+    std::memcpy(ps.b.data() + 56, l.comm.data(), std::min<size_t>(l.comm.size(), 79));
+    Note(notes, "CORE", NT_PRPSINFO, ps);
+
+    Bytes si;
+    si.b.assign(128, std::byte{0});
+    si.At<int32_t>(0, l.signal);
+    si.At<int32_t>(8, l.code);
+    si.At<uint64_t>(16, l.fault_address);
+    Note(notes, "CORE", NT_SIGINFO, si);
+
+    Bytes aux;
+    if (!l.segments.empty()) {
+      // The main program is the first module, as dl_iterate_phdr lists it.
+      for (const auto& s : l.segments)
+        if (s.module == 0) {
+          aux.Put<uint64_t>(AT_PHDR);
+          aux.Put<uint64_t>(s.start + sizeof(Elf64_Ehdr));
+          break;
+        }
+    }
+    aux.Put<uint64_t>(AT_PAGESZ);
+    aux.Put<uint64_t>(kPage);
+    aux.Put<uint64_t>(AT_NULL);
+    aux.Put<uint64_t>(0);
+    Note(notes, "CORE", NT_AUXV, aux);
+
+    Bytes files;
+    files.Put<uint64_t>(l.segments.size());
+    files.Put<uint64_t>(kPage);
+    for (const auto& s : l.segments) {
+      files.Put(s.start);
+      files.Put(s.end);
+      files.Put(s.offset / kPage);
+    }
+    for (const auto& s : l.segments) files.Put(l.modules[s.module].path.c_str(), l.modules[s.module].path.size() + 1);
+    Note(notes, "CORE", NT_FILE, files);
+  }
+
+  // The file: header, program headers, notes, segment bytes.
+  size_t phnum = 1 + kept.size();
+  uint64_t offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
+  Bytes out;
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = ET_CORE;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof eh;
+  eh.e_ehsize = sizeof eh;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = static_cast<Elf64_Half>(phnum);
+  out.Put(eh);
+  Elf64_Phdr pn{PT_NOTE, 0, offset, 0, 0, notes.size(), 0, 4};
+  out.Put(pn);
+  offset += notes.size();
+  for (const auto& ld : kept) {
+    Elf64_Phdr ph{PT_LOAD, ld.flags, offset, ld.vaddr, 0, ld.data.size(), ld.memsz, kPage};
+    out.Put(ph);
+    offset += ld.data.size();
+  }
+  out.Put(notes.b.data(), notes.size());
+  for (const auto& ld : kept) out.Put(ld.data.b.data(), ld.data.size());
+  return std::move(out.b);
+}
+
+}  // namespace coroner

@@ -1,0 +1,323 @@
+// libcoroner_crashlog on real crashes, and its lines read back.
+//
+// Every zoo crasher runs with the shared library preloaded: it must still
+// die of its signal with a core dumped and write exactly one line. `coroner
+// scan` of the line and of that run's core must give the same syndrome and
+// signature wherever registers decide the syndrome, and link the two as one
+// event. A program linked with the static library crashes the hard ways (a
+// prior handler, two threads at once, no malloc allowed, a thread's stack
+// overflow). Hostile lines are rejected with a reason.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/core.h"
+#include "core/signals.h"
+#include "dataset/crash_line.h"
+#include "dataset/dataset.h"
+#include "source/byte_source.h"
+#include "unit/run_coroner.h"
+#include "zoo/zoo.h"
+
+namespace coroner::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Work() {
+  static const std::string dir =
+      fs::path(::testing::TempDir() + "/crashlog-test-" + std::to_string(getpid())).lexically_normal().string();
+  return dir;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+struct ProcessRun {
+  int status = 0;
+  std::string dir;  // its working directory (where a kernel core lands)
+};
+
+// Runs argv in `dir` with RLIMIT_CORE unlimited and `env` added.
+ProcessRun Exec(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& dir) {
+  fs::create_directories(dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(120);
+    struct rlimit unlimited {RLIM_INFINITY, RLIM_INFINITY};
+    setrlimit(RLIMIT_CORE, &unlimited);
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    alarm(60);
+    execv(args[0], args.data());
+    _exit(121);
+  }
+  ProcessRun r;
+  r.dir = dir;
+  waitpid(pid, &r.status, 0);
+  return r;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string KernelCore(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("core", 0) == 0) return e.path().string();
+  return "";
+}
+
+// Syndromes the registers and the stack words around rsp decide.
+const std::set<std::string> kRegisterSyndromes = {
+    "null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump",  "misaligned-stack",
+    "stack-overflow", "abort",   "illegal-instruction", "fpe",    "bus-error"};
+
+TEST(Crashlog, EveryZooCrasherPreloadedStillDumpsCoreAndLogsOneLine) {
+  std::string so = Env("CORONER_CRASHLOG_SO");
+  ASSERT_FALSE(so.empty());
+  auto expected = LoadExpectations();
+  std::set<std::string> binaries;
+  std::string all_logs = Work() + "/preload.log";
+  size_t ran = 0, compared = 0, linked_runs = 0;
+  std::vector<std::string> cores;
+  for (const auto& z : LoadZoo()) {
+    // A static binary loads no preload; the race needs minutes; gdb's cores
+    // share their binary with a kernel one.
+    if (z.variant.find("static") != std::string::npos || z.crasher == "unwind_race" ||
+        z.variant.find("gcore") != std::string::npos || !binaries.insert(z.binary).second)
+      continue;
+    SCOPED_TRACE(z.variant);
+    std::string dir = Work() + "/run/" + z.variant, log = dir + ".log";
+    ProcessRun r = Exec({z.binary}, {"LD_PRELOAD=" + so, "CORONER_CRASHLOG_FILE=" + log}, dir);
+    ++ran;
+    const Expectation& want = expected.at(z.crasher);
+    ASSERT_TRUE(WIFSIGNALED(r.status)) << "status " << r.status;
+    EXPECT_EQ(SignalName(WTERMSIG(r.status)), want.signal);
+    EXPECT_TRUE(WCOREDUMP(r.status)) << "no core dumped";
+    auto lines = Lines(log);
+    ASSERT_EQ(lines.size(), 1u);
+    auto line = ParseCrashLine(lines[0]);
+    ASSERT_TRUE(line.ok()) << line.error().message;
+    // The first fault the handler sees: for the re-raising crashers, the
+    // real one (their handler runs after ours).
+    EXPECT_TRUE(SignalName(line->signal) == want.signal) << SignalName(line->signal);
+    std::ofstream(all_logs, std::ios::app) << lines[0] << "\n";
+    std::string core = KernelCore(dir);
+    if (!core.empty()) {
+      std::string named = Work() + "/cores/" + z.variant + ".core";
+      fs::create_directories(Work() + "/cores");
+      fs::rename(core, named);
+      cores.push_back(named);
+      ++linked_runs;
+    }
+  }
+  EXPECT_GE(ran, 30u);
+  // Where the kernel writes cores elsewhere, the zoo's own cores stand in
+  // (same binaries, same deterministic crashes), without the link check.
+  std::string db = Work() + "/preload.db";
+  std::string inputs;
+  for (const auto& c : cores) inputs += " " + c;
+  auto scan = Coroner("scan" + inputs + " --log " + all_logs + " --db " + db);
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto ds = Dataset::OpenReadOnly(db);
+  ASSERT_TRUE(ds.ok());
+  auto rows = ds->Query(
+      "SELECT l.path, l.status, l.error, l.syndrome, l.signature, l.comm, c.syndrome, c.signature, "
+      "(SELECT value FROM attributes WHERE core = l.id AND key = 'same_crash_as') = c.path "
+      "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  EXPECT_EQ(rows->rows.size(), ran);
+  for (const auto& row : rows->rows) {
+    SCOPED_TRACE(row[0].text + " " + row[5].text);
+    ASSERT_EQ(row[1].text, "ok") << row[2].text;
+    if (cores.empty()) continue;
+    ASSERT_EQ(row[6].type, QueryValue::Type::kText) << "no core of the same pid";
+    EXPECT_EQ(row[8].integer, 1) << "the line and its core are not linked";
+    const std::string& from_core = row[6].text;
+    if (kRegisterSyndromes.count(from_core)) {
+      EXPECT_EQ(row[3].text, from_core);
+      // The line's frames are the frame-pointer chain: the core's, or fewer
+      // where the chain ends (code without frame pointers, a signal frame).
+      const std::string &log_sig = row[4].text, &core_sig = row[7].text;
+      EXPECT_TRUE(core_sig.rfind(log_sig, 0) == 0 && (core_sig.size() == log_sig.size() || core_sig[log_sig.size()] == ' '))
+          << log_sig << " vs " << core_sig;
+      compared += log_sig == core_sig;
+    } else {
+      // Assert, heap corruption, uncaught exception: the frames that tell
+      // them apart are in libc, which has no frame pointers.
+      EXPECT_TRUE(row[3].text == from_core || row[3].text == "abort") << row[3].text;
+    }
+  }
+  if (!cores.empty()) {
+    EXPECT_EQ(linked_runs, ran);
+    EXPECT_GE(compared, 20u);  // signatures equal, frame for frame
+    // One event each: epi counts the cores, not the cores and their lines.
+    auto epi = Coroner("epi --db " + db + " --json");
+    ASSERT_EQ(epi.status, 0) << epi.err;
+    EXPECT_NE(epi.out.find("\"cores\": " + std::to_string(cores.size()) + ","), std::string::npos) << epi.out.substr(0, 200);
+  }
+}
+
+struct Linked {
+  ProcessRun run;
+  std::vector<std::string> lines;
+  std::string err;
+};
+
+Linked RunLinked(const std::string& mode) {
+  Linked l;
+  std::string dir = Work() + "/linked/" + mode, log = dir + ".log";
+  l.run = Exec({Env("CORONER_LINKED_CRASHER"), mode, log}, {}, dir);
+  l.lines = Lines(log);
+  return l;
+}
+
+TEST(Crashlog, APriorHandlerStillRuns) {
+  Linked l = RunLinked("prior");
+  ASSERT_TRUE(WIFSIGNALED(l.run.status));
+  EXPECT_EQ(WTERMSIG(l.run.status), SIGSEGV);
+  EXPECT_TRUE(WCOREDUMP(l.run.status));
+  ASSERT_EQ(l.lines.size(), 2u);
+  EXPECT_TRUE(ParseCrashLine(l.lines[0]).ok());
+  EXPECT_EQ(l.lines[1], "prior handler ran");
+}
+
+TEST(Crashlog, TwoThreadsAtOnceWriteTwoWholeLines) {
+  Linked l = RunLinked("threads");
+  ASSERT_TRUE(WIFSIGNALED(l.run.status));
+  EXPECT_EQ(WTERMSIG(l.run.status), SIGSEGV);
+  ASSERT_EQ(l.lines.size(), 2u);
+  std::set<int> tids;
+  for (const auto& text : l.lines) {
+    auto line = ParseCrashLine(text);
+    ASSERT_TRUE(line.ok()) << line.error().message;
+    EXPECT_EQ(line->signal, SIGSEGV);
+    EXPECT_EQ(line->fault_address, 0u);
+    tids.insert(line->tid);
+  }
+  EXPECT_EQ(tids.size(), 2u);
+}
+
+TEST(Crashlog, TheHandlerNeverAllocates) {
+  // malloc would abort (SIGABRT): the process must die of the SIGSEGV.
+  Linked l = RunLinked("nomalloc");
+  ASSERT_TRUE(WIFSIGNALED(l.run.status));
+  EXPECT_EQ(WTERMSIG(l.run.status), SIGSEGV);
+  ASSERT_EQ(l.lines.size(), 1u);
+  EXPECT_TRUE(ParseCrashLine(l.lines[0]).ok());
+}
+
+TEST(Crashlog, AThreadStackOverflowIsLoggedAndDiagnosed) {
+  Linked l = RunLinked("overflow");
+  ASSERT_TRUE(WIFSIGNALED(l.run.status));
+  EXPECT_EQ(WTERMSIG(l.run.status), SIGSEGV);
+  ASSERT_EQ(l.lines.size(), 1u);
+  auto line = ParseCrashLine(l.lines[0]);
+  ASSERT_TRUE(line.ok()) << line.error().message;
+  ASSERT_TRUE(line->stack_mapping);
+  EXPECT_NE(line->tid, line->pid);  // not the main thread
+  std::string log = Work() + "/overflow.log", db = Work() + "/overflow.db";
+  std::ofstream(log) << l.lines[0] << "\n";
+  ASSERT_EQ(Coroner("scan --log " + log + " --db " + db).status, 0);
+  auto q = Coroner("query --db " + db + " \"SELECT syndrome, signature FROM cores\"");
+  EXPECT_NE(q.out.find("stack-overflow | recurse"), std::string::npos) << q.out;
+}
+
+TEST(Crashlog, TheDeepStackIsLaidOutAgain) {
+  Linked l = RunLinked("deep");
+  ASSERT_EQ(l.lines.size(), 1u);
+  auto line = ParseCrashLine(l.lines[0]);
+  ASSERT_TRUE(line.ok());
+  EXPECT_GE(line->backtrace.size(), 64u);
+  EXPECT_GE(line->frame_pointers.size(), 63u);
+  std::string log = Work() + "/deep.log", db = Work() + "/deep.db";
+  std::ofstream(log) << l.lines[0] << "\n";
+  ASSERT_EQ(Coroner("scan --log " + log + " --db " + db).status, 0);
+  auto q = Coroner("query --db " + db +
+                   " \"SELECT count(*) FROM frames WHERE function = 'deep'\"");
+  EXPECT_NE(q.out.find("63"), std::string::npos) << q.out;  // deep(62) .. deep(0)
+}
+
+// A real line, for the hostile variants below.
+std::string RealLine() {
+  static std::string line = [] {
+    Linked l = RunLinked("prior");
+    return l.lines.empty() ? std::string() : l.lines[0];
+  }();
+  return line;
+}
+
+TEST(CrashLine, PrefixesAreFineCutsAndJunkAreRejectedWithAReason) {
+  std::string real = RealLine();
+  ASSERT_FALSE(real.empty());
+  ASSERT_TRUE(ParseCrashLine("2026-10-14T03:12:00Z pod-7 stderr F " + real).ok());
+  size_t bt_end = real.find(' ', real.find(" bt="));
+  size_t rejected = 0;
+  for (size_t cut = 0; cut < real.size(); cut += 7) {
+    auto l = ParseCrashLine(real.substr(0, cut));
+    if (cut < bt_end) {
+      ASSERT_FALSE(l.ok()) << cut;
+      EXPECT_EQ(l.error().message.rfind("crash line: ", 0), 0u);
+      ++rejected;
+    }
+    if (l.ok()) {
+      EXPECT_FALSE(SynthesizeCore(*l).empty());
+    }
+  }
+  EXPECT_GT(rejected, 50u);
+  auto reason = [](const std::string& text) {
+    auto l = ParseCrashLine(text);
+    return l.ok() ? std::string("accepted") : l.error().message;
+  };
+  auto replace = [&](const std::string& key, const std::string& value) {
+    size_t at = real.find(" " + key + "=");
+    size_t end = real.find(' ', at + 1);
+    return real.substr(0, at) + " " + key + "=" + value + (end == std::string::npos ? "" : real.substr(end));
+  };
+  EXPECT_NE(reason(replace("pid", "99999999999999999999")).find("pid"), std::string::npos);
+  EXPECT_NE(reason(replace("addr", "0x1234567890abcdef0")).find("addr"), std::string::npos);
+  EXPECT_NE(reason(replace("regs", "rax:0x1")).find("not 23"), std::string::npos);
+  EXPECT_NE(reason(replace("sig", "-3")).find("sig"), std::string::npos);
+  EXPECT_NE(reason(replace("v", "2")).find("version"), std::string::npos);
+  EXPECT_NE(reason(replace("segs", "7:0x1000-0x2000:0x0:rx")).find("module 7"), std::string::npos);
+  EXPECT_NE(reason(real + " pid=1").find("twice"), std::string::npos);
+  EXPECT_NE(reason(real + " extra=1").find("unknown field"), std::string::npos);
+  EXPECT_NE(reason("coroner-crash: " + std::string(300 * 1024, 'x')).find("256 KiB"), std::string::npos);
+  EXPECT_NE(reason("no marker here").find("no \"coroner-crash"), std::string::npos);
+  std::string junk = "coroner-crash: ";
+  for (int i = 0; i < 5000; ++i) junk += static_cast<char>((i * 7919 + 13) & 0xff);
+  EXPECT_NE(reason(junk), "accepted");
+  // Overlapping and wrapping segments still make a core that opens.
+  auto hostile = ParseCrashLine(replace("segs", "0:0x1000-0x9000:0x0:rx;0:0x2000-0x3000:0x0:r;0:0xfffffffffffff000-0xffffffffffffffff:0x0:r"));
+  ASSERT_TRUE(hostile.ok()) << hostile.error().message;
+  auto core = Core::Open(MakeMemorySource(SynthesizeCore(*hostile)));
+  EXPECT_TRUE(core.ok());
+}
+
+class Cleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(Work()); }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
+}  // namespace
+}  // namespace coroner::testing
