@@ -67,6 +67,7 @@ bench: deps build zoo
 	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_epi.sh $(BUILD)/coroner
+	@bench/bench_crashlog.sh $(BUILD) $(ZOO)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

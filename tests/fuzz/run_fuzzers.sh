@@ -21,6 +21,7 @@ printf '\x00host,valid_from,valid_to,pm\nnode-1,2026-10-01T00:00:00Z,,"pm, 1"\n'
 printf '\x012026-10-14T03:12:00.5+02:00' > "$corpus/metadata/time"
 printf '\x02core.prog.1000.0123456789abcdef0123456789abcdef.4242.1760411520000000.zst' > "$corpus/metadata/name"
 printf '\x03{"path":"a","bytes_read":1,"warnings":[],"truncated":false,"analysis_ms":1,"attributes":[["k","v"]],"threads":[[0,1,true,1,2,"{}",0]],"frames":[[0,0,1,"m","b",null,"f","x",1,"cfi",false]],"modules":[["m",1,2,"b","ok"]]}' > "$corpus/metadata/record"
+printf '\x04pod-1 coroner-crash: v=1 pid=7 tid=7 time=1.000000000 host=h comm=c sig=11 code=1 addr=0x0 regs=rax:0x0,rbx:0x0,rcx:0x0,rdx:0x0,rsi:0x0,rdi:0x0,rbp:0x1000,rsp:0x2000,r8:0x0,r9:0x0,r10:0x0,r11:0x0,r12:0x0,r13:0x0,r14:0x0,r15:0x0,rip:0x0,eflags:0x0,csgsfs:0x0,err:0x0,trapno:0x0,oldmask:0x0,cr2:0x0 stack=0x1f80:0x0,-,0x1 bt=0x0,ab+0x10 fps=0x1000 stackmap=0x1000-0x3000 mods=ab@0x0@/bin/x segs=0:0x400000-0x401000:0x0:rx\n' > "$corpus/metadata/crash_line"
 printf '\x002026-10-14T03:12:00+0000 h kernel: mce: x\nOct 14 03:12:00 h kernel: EDAC\n[Wed Oct 14 03:12:00 2026] NVRM: Xid\n[1.5] amdgpu fault\n' > "$corpus/epi/kernel_log"
 printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere = "syndrome = '"'"'x'"'"'"\n' > "$corpus/epi/rules"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
