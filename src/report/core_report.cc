@@ -1,5 +1,7 @@
 #include "report/core_report.h"
 
+#include "unwind/frame_variables.h"
+
 #include <fmt/format.h>
 
 #include "core/byte_view.h"
@@ -109,6 +111,19 @@ Json FrameJson(const Frame& f) {
   j["trust"] = FrameTrustName(f.trust);
   j["sp"] = Hex(f.sp);
   j["signal_frame"] = f.signal_trampoline;
+  if (f.variables_read) {
+    auto variables = [](const std::vector<Variable>& vars) {
+      Json a = Json::array();
+      for (const auto& v : vars) {
+        Json o{{"name", Text(v.name)}, {"type", Text(v.type)}, {"value", v.value ? Json(Text(*v.value)) : Json(nullptr)}};
+        if (!v.value) o["unavailable"] = v.unavailable;
+        a.push_back(std::move(o));
+      }
+      return a;
+    };
+    j["args"] = variables(f.args);
+    j["locals"] = variables(f.locals);
+  }
   return j;
 }
 
@@ -155,6 +170,22 @@ const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
 }
 
 }  // namespace
+
+std::vector<std::string> VariableLines(const Frame& f) {
+  std::vector<std::string> out;
+  if (!f.variables_read) return out;
+  auto line = [](const Variable& v) {
+    return Text(v.name) + " = " + (v.value ? Text(*v.value) : "<unavailable: " + v.unavailable + ">");
+  };
+  if (!f.args.empty()) {
+    std::string args = "arguments: ";
+    for (size_t i = 0; i < f.args.size(); ++i) args += (i ? ", " : "") + line(f.args[i]);
+    out.push_back(args);
+  }
+  if (f.locals.empty()) out.push_back("No locals.");
+  for (const auto& v : f.locals) out.push_back(line(v));
+  return out;
+}
 
 std::string FrameLine(const Frame& f) {
   if (f.signal_trampoline) return fmt::format("#{:<2} {:#018x} <signal handler called>", f.index, f.pc);
@@ -307,6 +338,8 @@ void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemor
   if (analysis.backtraces.empty()) return;
   const Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
   analysis.fault_context = RecoverFaultContext(core, crashing, stack);
+  // The crashing thread's arguments and locals (gdb's `bt full`).
+  ReadFrameVariables(analysis.backtraces[core.crashing_thread()], modules, stack);
   // One disassembly per unwound frame (inlined frames share their pc).
   size_t last = SIZE_MAX;
   for (const auto& f : crashing.frames) {
@@ -394,7 +427,10 @@ std::string CoreToText(const CoreAnalysis& analysis) {
   for (size_t i = 0; i < analysis.backtraces.size() && i < core.threads().size(); ++i) {
     const Backtrace& bt = analysis.backtraces[i];
     add(fmt::format("\nthread {} (LWP {}){}:", i, core.threads()[i].tid, i == core.crashing_thread() ? " crashed" : ""));
-    for (const auto& f : bt.frames) add(FrameLine(f));
+    for (const auto& f : bt.frames) {
+      add(FrameLine(f));
+      for (const auto& line : VariableLines(f)) add("        " + line);
+    }
     if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
   }
   if (!analysis.backtraces.empty()) add("");

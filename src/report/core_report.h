@@ -68,4 +68,8 @@ std::string ExePath(const Core& core);
 // "#3  0x00005555555551a0 in walk (/opt/app/prog) at prog.c:12", gdb's shape.
 std::string FrameLine(const Frame& frame);
 
+// A frame's arguments and locals for the text and Markdown reports, gdb's
+// `bt full` lines ("amount = 250"); empty when they were not read.
+std::vector<std::string> VariableLines(const Frame& frame);
+
 }  // namespace coroner

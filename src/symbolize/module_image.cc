@@ -284,11 +284,57 @@ std::vector<SourceFunction> ModuleImage::FunctionsAt(uint64_t vaddr) const {
   return functions_cache_[vaddr] = LookUpFunctions(vaddr);
 }
 
-std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
-  std::vector<SourceFunction> out;
-  if (!GetDwarf()) return out;
+std::vector<Dwarf_Die> ModuleImage::ScopesAt(uint64_t vaddr) const {
+  std::vector<Dwarf_Die> out;
+  if (!has_dwarf_ || !GetDwarf()) return out;
   Dwarf_Die cu;
   if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return out;
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes(&cu, vaddr, &scopes);
+  // Past an inlined instance, dwarf_getscopes follows the inlined function's
+  // definition, not its caller; the concrete chain of callers comes from
+  // dwarf_getscopes_die on the innermost instance.
+  // The blocks inside the innermost instance stay as they are.
+  for (int i = 0; i < n; ++i) {
+    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
+    Dwarf_Die inner = scopes[i];
+    Dwarf_Die* chain = nullptr;
+    int m = dwarf_getscopes_die(&inner, &chain);
+    if (m > 0) {
+      out.assign(scopes, scopes + i);
+      out.insert(out.end(), chain, chain + m);
+      std::free(chain);
+      std::free(scopes);
+      return out;
+    }
+    std::free(chain);
+    break;
+  }
+  if (n > 0) out.assign(scopes, scopes + n);
+  std::free(scopes);
+  return out;
+}
+
+std::optional<CompileUnit> ModuleImage::CompileUnitAt(uint64_t vaddr) const {
+  if (!has_dwarf_ || !GetDwarf()) return std::nullopt;
+  Dwarf_Die cu;
+  if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return std::nullopt;
+  auto text = [&cu](int name) {
+    Dwarf_Attribute attr;
+    const char* s = dwarf_formstring(dwarf_attr(&cu, name, &attr));
+    return std::string(s ? s : "");
+  };
+  return CompileUnit{text(DW_AT_name), text(DW_AT_comp_dir), text(DW_AT_producer)};
+}
+
+std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
+  std::vector<SourceFunction> out;
+  std::vector<Dwarf_Die> scopes = ScopesAt(vaddr);
+  if (scopes.empty()) return out;
+  Dwarf_Die cu = scopes.back();
+  if (dwarf_tag(&cu) != DW_TAG_compile_unit && dwarf_tag(&cu) != DW_TAG_partial_unit) {
+    if (!dwarf_addrdie(dwarf_, vaddr, &cu)) return out;
+  }
   // The assembler names an assembly function by its first label, often an
   // internal alias ("__clone3"); the symbol table's public name is what a
   // reader (and gdb) calls it, so the name is left to the symbol table.
@@ -301,30 +347,11 @@ std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
     if (const char* f = dwarf_linesrc(l, nullptr, nullptr)) file = f;
     dwarf_lineno(l, &line);
   }
-  Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes(&cu, vaddr, &scopes);
-  // Past an inlined instance, dwarf_getscopes follows the inlined function's
-  // definition, not its caller; the concrete chain of callers comes from
-  // dwarf_getscopes_die on the innermost instance.
-  for (int i = 0; i < n; ++i) {
-    if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine) continue;
-    Dwarf_Die inner = scopes[i];
-    Dwarf_Die* chain = nullptr;
-    int m = dwarf_getscopes_die(&inner, &chain);
-    if (m > 0) {
-      std::free(scopes);
-      scopes = chain;
-      n = m;
-    } else {
-      std::free(chain);
-    }
-    break;
-  }
-  for (int i = 0; i < n; ++i) {
-    int tag = dwarf_tag(&scopes[i]);
+  for (auto& scope : scopes) {
+    int tag = dwarf_tag(&scope);
     if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
     SourceFunction f;
-    if (!assembler) f.name = FunctionName(&scopes[i]);
+    if (!assembler) f.name = FunctionName(&scope);
     f.file = file;
     f.line = line;
     f.inlined = tag == DW_TAG_inlined_subroutine;
@@ -334,11 +361,11 @@ std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
     Dwarf_Attribute attr;
     Dwarf_Word value;
     line = 0;
-    if (dwarf_attr(&scopes[i], DW_AT_call_line, &attr) && dwarf_formudata(&attr, &value) == 0) {
+    if (dwarf_attr(&scope, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &value) == 0) {
       line = static_cast<int>(value);
     }
     file.clear();
-    if (dwarf_attr(&scopes[i], DW_AT_call_file, &attr) && dwarf_formudata(&attr, &value) == 0) {
+    if (dwarf_attr(&scope, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &value) == 0) {
       Dwarf_Files* files;
       size_t nfiles;
       if (dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 && value < nfiles) {
@@ -346,7 +373,6 @@ std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
       }
     }
   }
-  std::free(scopes);
   return out;
 }
 

@@ -37,6 +37,13 @@ struct SourceFunction {
   bool inlined = false;
 };
 
+// The compile unit that holds an address: what built it and where.
+struct CompileUnit {
+  std::string name;       // DW_AT_name, the primary source file
+  std::string comp_dir;   // DW_AT_comp_dir, the compiler's working directory
+  std::string producer;   // DW_AT_producer, e.g. "GNU C17 12.2.0 -mtune=generic -O2 -g"
+};
+
 class ModuleImage {
  public:
   ~ModuleImage();
@@ -67,6 +74,15 @@ class ModuleImage {
   // The functions at vaddr, innermost (inlined) first, from DWARF; empty when
   // there is no DWARF for it.
   std::vector<SourceFunction> FunctionsAt(uint64_t vaddr) const;
+
+  // The DWARF scopes at vaddr, innermost first, following the concrete
+  // chain of inlined calls out to the physical subprogram (lexical blocks,
+  // DW_TAG_inlined_subroutine, ..., DW_TAG_subprogram, the CU). The DIEs
+  // point into this image's libdw data and live as long as the image.
+  // Empty when there is no DWARF for vaddr.
+  std::vector<Dwarf_Die> ScopesAt(uint64_t vaddr) const;
+  // The compile unit covering vaddr; nullopt without DWARF there.
+  std::optional<CompileUnit> CompileUnitAt(uint64_t vaddr) const;
 
   // The link-time address of a function or object symbol by name (the
   // dynamic symbol table or .symtab); nullopt when absent.

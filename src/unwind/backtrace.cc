@@ -28,6 +28,7 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
     base.physical = i;
     base.sp = r.sp;
     base.cfa = r.cfa;
+    base.regs = r.regs;
     if (sym.functions.empty()) {
       base.function = sym.symbol;
       base.index = bt.frames.size();

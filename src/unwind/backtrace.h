@@ -11,6 +11,14 @@
 
 namespace coroner {
 
+// A parameter or local variable of a frame.
+struct Variable {
+  std::string name;
+  std::string type;                  // C-like: "struct order *", "int [4]"
+  std::optional<std::string> value;  // as gdb prints it; nullopt when it could not be read
+  std::string unavailable;           // why there is no value
+};
+
 struct Frame {
   size_t index = 0;
   uint64_t pc = 0;
@@ -25,6 +33,10 @@ struct Frame {
   size_t physical = 0;             // index of the unwound frame it belongs to
   uint64_t sp = 0;
   std::optional<uint64_t> cfa;
+  DwarfRegisters regs;  // the physical frame's recovered registers
+  // Filled by ReadFrameVariables (frame_variables.h); empty otherwise.
+  std::vector<Variable> args, locals;
+  bool variables_read = false;  // the frame had DWARF for its pc
 };
 
 struct Backtrace {

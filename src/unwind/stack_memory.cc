@@ -1,5 +1,6 @@
 #include "unwind/stack_memory.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace coroner {
@@ -39,6 +40,26 @@ std::optional<uint64_t> StackMemory::Read64(uint64_t addr) {
   std::memcpy(&value, a->bytes.data() + in, first);
   std::memcpy(reinterpret_cast<std::byte*>(&value) + first, b->bytes.data(), 8 - first);
   return value;
+}
+
+size_t StackMemory::Read(uint64_t addr, std::span<std::byte> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    uint64_t at = addr + done;
+    if (at < addr) break;  // wrapped past the top of the address space
+    uint64_t page = at & ~(kPage - 1);
+    size_t in = static_cast<size_t>(at - page);
+    const Page* p = GetPage(page);
+    if (!p) break;
+    if (p->present < kPage) {
+      // A page held only in pieces: ask the core for the rest directly.
+      return done + memory_.ReadUpTo(at, out.subspan(done));
+    }
+    size_t n = std::min(out.size() - done, kPage - in);
+    std::memcpy(out.data() + done, p->bytes.data() + in, n);
+    done += n;
+  }
+  return done;
 }
 
 }  // namespace coroner

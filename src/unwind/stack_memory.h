@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 #include "core/memory.h"
@@ -16,6 +17,9 @@ class StackMemory {
  public:
   explicit StackMemory(const Memory& memory) : memory_(memory) {}
   std::optional<uint64_t> Read64(uint64_t addr);
+  // Reads up to out.size() bytes at addr through the same pages; returns how
+  // many were present, stopping at the first absent byte.
+  size_t Read(uint64_t addr, std::span<std::byte> out);
 
  private:
   static constexpr uint64_t kPage = 4096;

@@ -1,5 +1,7 @@
 #include "unwind/unwinder.h"
 
+#include "unwind/dwarf_expression.h"
+
 #include <dwarf.h>
 
 #include <cstdlib>
@@ -16,118 +18,18 @@ struct FreeDeleter {
   void operator()(Dwarf_Frame* f) const { std::free(f); }
 };
 
-// Evaluates a CFI expression (libdw's Dwarf_Op form). `is_value` reports
-// whether the result is a value (DW_OP_stack_value) rather than an address.
+// Evaluates a CFI expression. `is_value` reports whether the result is a
+// value (a register's contents, DW_OP_stack_value) rather than an address.
 std::optional<uint64_t> Evaluate(const Dwarf_Op* ops, size_t nops, const DwarfRegisters& regs,
                                  std::optional<uint64_t> cfa, StackMemory& mem, bool& is_value) {
-  constexpr size_t kMaxStack = 64;
-  uint64_t stack[kMaxStack];
-  size_t sp = 0;
-  is_value = false;
-  auto push = [&](uint64_t v) {
-    if (sp == kMaxStack) return false;
-    stack[sp++] = v;
-    return true;
-  };
-  auto reg = [&](uint64_t r) -> std::optional<uint64_t> {
-    if (r >= regs.size()) return std::nullopt;
-    return regs[r];
-  };
-  for (size_t i = 0; i < nops; ++i) {
-    const Dwarf_Op& op = ops[i];
-    uint8_t a = op.atom;
-    if (a >= DW_OP_lit0 && a <= DW_OP_lit31) {
-      if (!push(a - DW_OP_lit0)) return std::nullopt;
-    } else if (a >= DW_OP_breg0 && a <= DW_OP_breg31) {
-      auto v = reg(a - DW_OP_breg0);
-      if (!v || !push(*v + static_cast<int64_t>(op.number))) return std::nullopt;
-    } else if (a >= DW_OP_reg0 && a <= DW_OP_reg31) {
-      auto v = reg(a - DW_OP_reg0);
-      if (!v) return std::nullopt;
-      is_value = true;  // a register location: its value is the result
-      return v;
-    } else {
-      switch (a) {
-        case DW_OP_call_frame_cfa:
-          if (!cfa || !push(*cfa)) return std::nullopt;
-          break;
-        case DW_OP_bregx: {
-          auto v = reg(op.number);
-          if (!v || !push(*v + static_cast<int64_t>(op.number2))) return std::nullopt;
-          break;
-        }
-        case DW_OP_regx: {
-          auto v = reg(op.number);
-          if (!v) return std::nullopt;
-          is_value = true;
-          return v;
-        }
-        case DW_OP_addr: case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u:
-        case DW_OP_const8u: case DW_OP_constu: case DW_OP_const1s: case DW_OP_const2s:
-        case DW_OP_const4s: case DW_OP_const8s: case DW_OP_consts:
-          if (!push(op.number)) return std::nullopt;
-          break;
-        case DW_OP_plus_uconst:
-          if (sp < 1) return std::nullopt;
-          stack[sp - 1] += op.number;
-          break;
-        case DW_OP_deref: {
-          if (sp < 1) return std::nullopt;
-          auto v = mem.Read64(stack[sp - 1]);
-          if (!v) return std::nullopt;
-          stack[sp - 1] = *v;
-          break;
-        }
-        case DW_OP_dup:
-          if (sp < 1 || !push(stack[sp - 1])) return std::nullopt;
-          break;
-        case DW_OP_drop:
-          if (sp < 1) return std::nullopt;
-          --sp;
-          break;
-        case DW_OP_swap:
-          if (sp < 2) return std::nullopt;
-          std::swap(stack[sp - 1], stack[sp - 2]);
-          break;
-        case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
-        case DW_OP_shl: case DW_OP_shr: case DW_OP_shra: case DW_OP_mul:
-        case DW_OP_ge: case DW_OP_gt: case DW_OP_le: case DW_OP_lt: case DW_OP_eq: case DW_OP_ne: {
-          if (sp < 2) return std::nullopt;
-          uint64_t b = stack[--sp], x = stack[sp - 1];
-          int64_t sx = static_cast<int64_t>(x), sb = static_cast<int64_t>(b);
-          uint64_t r = 0;
-          switch (a) {
-            case DW_OP_plus: r = x + b; break;
-            case DW_OP_minus: r = x - b; break;
-            case DW_OP_and: r = x & b; break;
-            case DW_OP_or: r = x | b; break;
-            case DW_OP_xor: r = x ^ b; break;
-            case DW_OP_shl: r = b >= 64 ? 0 : x << b; break;
-            case DW_OP_shr: r = b >= 64 ? 0 : x >> b; break;
-            case DW_OP_shra: r = static_cast<uint64_t>(b >= 64 ? (sx < 0 ? -1 : 0) : sx >> b); break;
-            case DW_OP_mul: r = x * b; break;
-            case DW_OP_ge: r = sx >= sb; break;
-            case DW_OP_gt: r = sx > sb; break;
-            case DW_OP_le: r = sx <= sb; break;
-            case DW_OP_lt: r = sx < sb; break;
-            case DW_OP_eq: r = x == b; break;
-            case DW_OP_ne: r = x != b; break;
-          }
-          stack[sp - 1] = r;
-          break;
-        }
-        case DW_OP_stack_value:
-          is_value = true;
-          break;
-        case DW_OP_nop:
-          break;
-        default:
-          return std::nullopt;  // not used by x86_64 CFI in practice
-      }
-    }
-  }
-  if (sp == 0) return std::nullopt;
-  return stack[sp - 1];
+  ExpressionContext context;
+  context.regs = &regs;
+  context.cfa = cfa;
+  context.memory = &mem;
+  ExpressionResult r = EvaluateExpression(ops, nops, context);
+  is_value = r.kind == ExpressionResult::Kind::kValue;
+  if (r.kind == ExpressionResult::Kind::kFailed) return std::nullopt;
+  return r.value;
 }
 
 // One step by CFI. nullopt when the module has no CFI for the pc or a rule

@@ -110,6 +110,9 @@ GdbOracle ParseGdbOracle(const std::string& path) {
           auto eq = kv.find('=');
           if (eq != std::string::npos) regs[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1), nullptr, 16);
         }
+      } else if (line.rfind("var ", 0) == 0) {
+        static const std::regex kVar(R"(^var (\d+) (arg|local) (\S+)\t(.*)$)");
+        if (std::regex_search(line, m, kVar)) o.variables.push_back({std::stoi(m[1]), m[2] == "arg", m[3], m[4]});
       } else if (std::regex_search(line, m, kFrame)) {
         o.frames[frames_tid].push_back({std::stoull(m[1], nullptr, 16), m[2], m[3], m[4], std::stoi(m[5])});
       }

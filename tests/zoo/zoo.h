@@ -47,6 +47,14 @@ struct GdbFrame {
   int line = 0;
 };
 
+// One argument or local of a frame of the crashing thread, as `bt full`
+// prints it.
+struct GdbVariable {
+  int level = 0;  // the frame's level, inline frames counted
+  bool argument = false;
+  std::string name, value;
+};
+
 struct GdbInstruction {
   uint64_t address;
   std::string mnemonic;
@@ -55,6 +63,7 @@ struct GdbInstruction {
 struct GdbOracle {
   std::vector<GdbInstruction> instructions;  // `x/2i $pc` in the crashing thread
   std::map<int, std::vector<GdbFrame>> frames;  // by tid, innermost first
+  std::vector<GdbVariable> variables;           // the crashing thread's
   // The registers gdb restores from the first signal frame of each thread.
   std::map<int, std::map<std::string, uint64_t>> signal_context;
   std::string signal_name;  // from "Program terminated with signal SIGSEGV"

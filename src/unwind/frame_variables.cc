@@ -1,0 +1,590 @@
+#include "unwind/frame_variables.h"
+
+#include <dwarf.h>
+#include <fmt/format.h>
+#include <fmt/printf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "unwind/dwarf_expression.h"
+
+namespace coroner {
+namespace {
+
+constexpr size_t kMaxObject = 256;     // bytes read for one variable
+constexpr size_t kMaxString = 200;     // gdb's default `print elements`
+constexpr size_t kRepeatThreshold = 10;  // gdb's `print repeats`: longer runs are folded
+constexpr int kMaxDepth = 20;          // nested structs and arrays (gdb's `print max-depth`)
+constexpr size_t kMaxVariables = 256;  // per frame
+constexpr size_t kMaxFrames = 64;      // physical frames whose variables are read
+
+std::optional<Dwarf_Die> TypeOf(Dwarf_Die* die) {
+  Dwarf_Attribute attr;
+  Dwarf_Die out;
+  if (!dwarf_attr_integrate(die, DW_AT_type, &attr) || !dwarf_formref_die(&attr, &out)) return std::nullopt;
+  return out;
+}
+
+// Typedefs and qualifiers removed: the type that decides how bytes print.
+std::optional<Dwarf_Die> Strip(std::optional<Dwarf_Die> t) {
+  for (int i = 0; t && i < 16; ++i) {
+    int tag = dwarf_tag(&*t);
+    if (tag != DW_TAG_typedef && tag != DW_TAG_const_type && tag != DW_TAG_volatile_type &&
+        tag != DW_TAG_restrict_type && tag != DW_TAG_atomic_type) {
+      return t;
+    }
+    t = TypeOf(&*t);
+  }
+  return t;
+}
+
+std::optional<uint64_t> Unsigned(Dwarf_Die* die, int name) {
+  Dwarf_Attribute attr;
+  Dwarf_Word v;
+  if (!dwarf_attr_integrate(die, name, &attr) || dwarf_formudata(&attr, &v) != 0) return std::nullopt;
+  return v;
+}
+
+std::string Name(Dwarf_Die* die) {
+  const char* n = dwarf_diename(die);
+  return n ? n : "";
+}
+
+// Elements of a one-dimensional array type; nullopt for other arrays.
+std::optional<uint64_t> ArrayCount(Dwarf_Die* array) {
+  Dwarf_Die child;
+  if (dwarf_child(array, &child) != 0) return std::nullopt;
+  std::optional<uint64_t> count;
+  int dims = 0;
+  do {
+    if (dwarf_tag(&child) != DW_TAG_subrange_type) continue;
+    ++dims;
+    if (auto c = Unsigned(&child, DW_AT_count)) count = c;
+    else if (auto u = Unsigned(&child, DW_AT_upper_bound)) count = *u + 1;
+  } while (dwarf_siblingof(&child, &child) == 0);
+  if (dims != 1) return std::nullopt;
+  return count;
+}
+
+std::string TypeName(std::optional<Dwarf_Die> t, bool cplus, int depth = 0) {
+  if (!t) return "void";
+  if (depth > 8) return "...";
+  Dwarf_Die d = *t;
+  std::string name = Name(&d);
+  switch (dwarf_tag(&d)) {
+    case DW_TAG_pointer_type: return TypeName(TypeOf(&d), cplus, depth + 1) + " *";
+    case DW_TAG_reference_type: return TypeName(TypeOf(&d), cplus, depth + 1) + " &";
+    case DW_TAG_rvalue_reference_type: return TypeName(TypeOf(&d), cplus, depth + 1) + " &&";
+    case DW_TAG_const_type: return "const " + TypeName(TypeOf(&d), cplus, depth + 1);
+    case DW_TAG_volatile_type: return "volatile " + TypeName(TypeOf(&d), cplus, depth + 1);
+    case DW_TAG_restrict_type: return TypeName(TypeOf(&d), cplus, depth + 1) + " restrict";
+    case DW_TAG_array_type: {
+      auto n = ArrayCount(&d);
+      return TypeName(TypeOf(&d), cplus, depth + 1) + (n ? fmt::format(" [{}]", *n) : " []");
+    }
+    case DW_TAG_subroutine_type: return "function";
+    case DW_TAG_structure_type: return (cplus ? "" : "struct ") + (name.empty() ? "{...}" : name);
+    case DW_TAG_class_type: return name.empty() ? "class {...}" : name;
+    case DW_TAG_union_type: return (cplus ? "" : "union ") + (name.empty() ? "{...}" : name);
+    case DW_TAG_enumeration_type: return (cplus ? "" : "enum ") + (name.empty() ? "{...}" : name);
+    default: return name.empty() ? "?" : name;
+  }
+}
+
+uint64_t LittleEndian(std::span<const std::byte> bytes) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < bytes.size() && i < 8; ++i) v |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+  return v;
+}
+
+int64_t SignExtend(uint64_t v, size_t size) {
+  if (size >= 8) return static_cast<int64_t>(v);
+  unsigned bits = static_cast<unsigned>(size * 8);
+  uint64_t m = uint64_t{1} << (bits - 1);
+  v &= (m << 1) - 1;
+  return static_cast<int64_t>((v ^ m) - m);
+}
+
+// One character as gdb escapes it inside `quote` ('\'' or '"').
+std::string EscapeChar(unsigned char c, char quote) {
+  switch (c) {
+    case '\a': return "\\a";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    case '\v': return "\\v";
+    case '\\': return "\\\\";
+    default: break;
+  }
+  if (c == static_cast<unsigned char>(quote)) return std::string("\\") + quote;
+  if (c >= 0x20 && c < 0x7f) return std::string(1, static_cast<char>(c));
+  return fmt::format("\\{:03o}", c);
+}
+
+bool IsCharType(std::optional<Dwarf_Die> t) {
+  t = Strip(t);
+  if (!t || dwarf_tag(&*t) != DW_TAG_base_type) return false;
+  auto enc = Unsigned(&*t, DW_AT_encoding);
+  auto size = Unsigned(&*t, DW_AT_byte_size);
+  return size == 1u && enc && (*enc == DW_ATE_signed_char || *enc == DW_ATE_unsigned_char);
+}
+
+// gdb's form of a run of characters: quoted segments and folded repeats.
+std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
+  std::string out, segment;
+  auto flush = [&] {
+    if (segment.empty()) return;
+    if (!out.empty()) out += ", ";
+    out += '"' + segment + '"';
+    segment.clear();
+  };
+  for (size_t i = 0; i < chars.size();) {
+    size_t run = 1;
+    while (i + run < chars.size() && chars[i + run] == chars[i]) ++run;
+    if (chars[i] >= 0x80 && run <= kRepeatThreshold) {
+      // A valid UTF-8 sequence prints as itself (gdb in a UTF-8 locale);
+      // any other high byte in octal.
+      size_t len = chars[i] >= 0xf0 && chars[i] < 0xf5 ? 4 : chars[i] >= 0xe0 ? 3 : chars[i] >= 0xc2 ? 2 : 0;
+      bool valid = len > 0 && i + len <= chars.size();
+      for (size_t k = 1; valid && k < len; ++k) valid = (chars[i + k] & 0xc0) == 0x80;
+      if (valid) {
+        segment.append(reinterpret_cast<const char*>(&chars[i]), len);
+        i += len;
+        continue;
+      }
+    }
+    if (run > kRepeatThreshold) {
+      flush();
+      if (!out.empty()) out += ", ";
+      out += fmt::format("'{}' <repeats {} times>", EscapeChar(chars[i], '\''), run);
+    } else {
+      for (size_t k = 0; k < run; ++k) segment += EscapeChar(chars[i], '"');
+    }
+    i += run;
+  }
+  flush();
+  if (out.empty()) out = "\"\"";
+  if (truncated) out += "...";
+  return out;
+}
+
+class Printer {
+ public:
+  Printer(const ModuleMap& modules, StackMemory& memory, bool cplus)
+      : modules_(modules), memory_(memory), cplus_(cplus) {}
+
+  // The value of an object of type `type` held in `bytes`; nullopt (with
+  // `why`) when it cannot be shown.
+  std::optional<std::string> Print(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes, int depth,
+                                   std::string& why) {
+    auto t = Strip(type);
+    if (!t) {
+      why = "its type is not described";
+      return std::nullopt;
+    }
+    if (depth > kMaxDepth) return "{...}";
+    Dwarf_Die d = *t;
+    switch (dwarf_tag(&d)) {
+      case DW_TAG_base_type: return Base(&d, bytes, why);
+      case DW_TAG_pointer_type: {
+        if (bytes.size() < 8) break;
+        return Pointer(TypeOf(&d), LittleEndian(bytes));
+      }
+      case DW_TAG_reference_type:
+      case DW_TAG_rvalue_reference_type:
+        if (bytes.size() < 8) break;
+        return fmt::format("@0x{:x}", LittleEndian(bytes));
+      case DW_TAG_enumeration_type: return Enum(&d, bytes);
+      case DW_TAG_structure_type:
+      case DW_TAG_class_type:
+      case DW_TAG_union_type: return Struct(&d, bytes, depth, why);
+      case DW_TAG_array_type: return Array(&d, bytes, depth, why);
+      default: break;
+    }
+    why = "values of this type are not shown";
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<std::string> Base(Dwarf_Die* d, std::span<const std::byte> bytes, std::string& why) {
+    auto enc = Unsigned(d, DW_AT_encoding);
+    size_t size = bytes.size();
+    if (!enc || size == 0 || size > 8) {
+      why = "a base type wider than 8 bytes";
+      return std::nullopt;
+    }
+    uint64_t v = LittleEndian(bytes);
+    switch (*enc) {
+      case DW_ATE_boolean:
+        if (v <= 1) return v ? "true" : "false";
+        return std::to_string(v);
+      case DW_ATE_signed: return std::to_string(SignExtend(v, size));
+      case DW_ATE_unsigned: return std::to_string(v);
+      case DW_ATE_signed_char:
+      case DW_ATE_unsigned_char: {
+        std::string n = *enc == DW_ATE_signed_char ? std::to_string(SignExtend(v, size)) : std::to_string(v);
+        if (size != 1) return n;
+        return fmt::format("{} '{}'", n, EscapeChar(static_cast<unsigned char>(v), '\''));
+      }
+      case DW_ATE_float:
+        if (size == 4) {
+          float f;
+          uint32_t u = static_cast<uint32_t>(v);
+          std::memcpy(&f, &u, 4);
+          return fmt::sprintf("%.9g", f);
+        }
+        if (size == 8) {
+          double f;
+          std::memcpy(&f, &v, 8);
+          return fmt::sprintf("%.17g", f);
+        }
+        break;
+      default:
+        return std::to_string(v);
+    }
+    why = "a floating-point type of this size is not shown";
+    return std::nullopt;
+  }
+
+  std::string Pointer(std::optional<Dwarf_Die> pointee, uint64_t addr) {
+    std::string out = fmt::format("0x{:x}", addr);
+    if (addr == 0) return out;
+    // gdb names a pointer into a module's code or data by its symbol. A
+    // data symbol of no size (a linker label such as a section start) is not
+    // what the pointer points at; gdb leaves those out too.
+    PcSymbol sym = modules_.Symbolize(addr);
+    if (sym.module && !sym.symbol.empty() && (sym.symbol_size > 0 || modules_.IsCode(addr))) {
+      out += sym.symbol_offset == 0 ? " <" + sym.symbol + ">" : fmt::format(" <{}+{}>", sym.symbol, sym.symbol_offset);
+    }
+    if (!IsCharType(pointee)) return out;
+    unsigned char buf[kMaxString];
+    if (auto s = modules_.ReadString(addr, kMaxString)) {
+      std::memcpy(buf, s->data(), s->size());
+      return out + " " + CharSequence(std::span(buf, s->size()), false);
+    }
+    size_t got = memory_.Read(addr, std::as_writable_bytes(std::span(buf)));
+    if (got == kMaxString) return out + " " + CharSequence(std::span(buf, got), true);
+    return out + fmt::format(" <error: Cannot access memory at address 0x{:x}>", addr);
+  }
+
+  std::string Enum(Dwarf_Die* d, std::span<const std::byte> bytes) {
+    uint64_t v = LittleEndian(bytes);
+    int64_t sv = SignExtend(v, bytes.size());
+    Dwarf_Die child;
+    if (dwarf_child(d, &child) == 0) {
+      do {
+        if (dwarf_tag(&child) != DW_TAG_enumerator) continue;
+        Dwarf_Attribute attr;
+        Dwarf_Sword s;
+        Dwarf_Word u;
+        if (!dwarf_attr(&child, DW_AT_const_value, &attr)) continue;
+        bool match = (dwarf_formsdata(&attr, &s) == 0 && s == sv) || (dwarf_formudata(&attr, &u) == 0 && u == v);
+        if (match) return Name(&child);
+      } while (dwarf_siblingof(&child, &child) == 0);
+    }
+    return std::to_string(sv);
+  }
+
+  std::optional<std::string> Struct(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
+    std::vector<std::string> fields;
+    Dwarf_Die child;
+    if (dwarf_child(d, &child) == 0) {
+      do {
+        int tag = dwarf_tag(&child);
+        if (tag != DW_TAG_member && tag != DW_TAG_inheritance) continue;
+        if (dwarf_hasattr(&child, DW_AT_external) || dwarf_hasattr(&child, DW_AT_declaration)) continue;  // static
+        auto type = TypeOf(&child);
+        auto offset = Unsigned(&child, DW_AT_data_member_location).value_or(0);
+        std::string name = tag == DW_TAG_inheritance ? "<" + TypeName(Strip(type), cplus_) + ">" : Name(&child);
+        std::string value;
+        if (auto bits = Unsigned(&child, DW_AT_bit_size)) {
+          // A bit-field: DWARF 4+ gives its first bit from the struct's start.
+          auto first = Unsigned(&child, DW_AT_data_bit_offset);
+          if (!first || *bits == 0 || *bits > 56 || *first / 8 >= bytes.size()) return Fail(why, "a bit-field");
+          uint64_t word = 0;
+          size_t from = static_cast<size_t>(*first / 8);
+          size_t n = std::min<size_t>(8, bytes.size() - from);
+          word = LittleEndian(bytes.subspan(from, n)) >> (*first % 8);
+          if (*bits < 64) word &= (uint64_t{1} << *bits) - 1;
+          auto st = Strip(type);
+          bool is_signed = st && Unsigned(&*st, DW_AT_encoding) == uint64_t{DW_ATE_signed};
+          value = is_signed ? std::to_string(SignExtendBits(word, *bits)) : std::to_string(word);
+        } else {
+          auto st = Strip(type);
+          Dwarf_Word size = 0;
+          if (!st || dwarf_aggregate_size(&*st, &size) != 0 || offset + size > bytes.size()) {
+            return Fail(why, "a member outside the object");
+          }
+          auto v = Print(type, bytes.subspan(offset, size), depth + 1, why);
+          if (!v) return std::nullopt;
+          value = *v;
+        }
+        fields.push_back(name + " = " + value);
+      } while (dwarf_siblingof(&child, &child) == 0);
+    }
+    if (fields.empty()) return "{<No data fields>}";
+    std::string out = "{";
+    for (size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i];
+    return out + "}";
+  }
+
+  static int64_t SignExtendBits(uint64_t v, uint64_t bits) {
+    if (bits >= 64) return static_cast<int64_t>(v);
+    uint64_t m = uint64_t{1} << (bits - 1);
+    return static_cast<int64_t>((v ^ m) - m);
+  }
+
+  std::optional<std::string> Array(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
+    auto count = ArrayCount(d);
+    auto element = TypeOf(d);
+    auto st = Strip(element);
+    Dwarf_Word size = 0;
+    if (!count || !st || dwarf_aggregate_size(&*st, &size) != 0 || size == 0 || *count * size > bytes.size()) {
+      return Fail(why, "an array of unknown or multiple dimensions");
+    }
+    if (IsCharType(element)) {
+      std::vector<unsigned char> chars(bytes.size());
+      std::memcpy(chars.data(), bytes.data(), bytes.size());
+      size_t n = static_cast<size_t>(*count);
+      // gdb drops the one terminating NUL at the end of a char array.
+      if (n > 0 && chars[n - 1] == 0) --n;
+      bool truncated = n > kMaxString;
+      return CharSequence(std::span(chars.data(), std::min(n, kMaxString)), truncated);
+    }
+    std::vector<std::string> items;
+    for (uint64_t i = 0; i < *count; ++i) {
+      auto v = Print(element, bytes.subspan(i * size, size), depth + 1, why);
+      if (!v) return std::nullopt;
+      items.push_back(*v);
+    }
+    std::string out = "{";
+    for (size_t i = 0; i < items.size();) {
+      size_t run = 1;
+      while (i + run < items.size() && items[i + run] == items[i]) ++run;
+      if (i) out += ", ";
+      if (run > kRepeatThreshold) {
+        out += fmt::format("{} <repeats {} times>", items[i], run);
+        i += run;
+      } else {
+        out += items[i];
+        ++i;
+      }
+    }
+    return out + "}";
+  }
+
+  static std::optional<std::string> Fail(std::string& why, const char* what) {
+    why = std::string(what) + " is not shown";
+    return std::nullopt;
+  }
+
+  const ModuleMap& modules_;
+  StackMemory& memory_;
+  bool cplus_;
+};
+
+struct Scope {
+  std::vector<Dwarf_Die> blocks;  // lexical blocks, innermost first
+  std::optional<Dwarf_Die> function;
+};
+
+// One variable's value at `vaddr` in a frame.
+Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, const ExpressionContext& context, Printer& printer,
+                      bool cplus) {
+  Variable v;
+  v.name = Name(die);
+  auto type = TypeOf(die);
+  v.type = TypeName(type, cplus);
+  auto st = Strip(type);
+  Dwarf_Word size = 0;
+  if (!st || dwarf_aggregate_size(&*st, &size) != 0) {
+    v.unavailable = "its type has no size";
+    return v;
+  }
+  if (size > kMaxObject) {
+    v.unavailable = fmt::format("larger than {} bytes", kMaxObject);
+    return v;
+  }
+  std::vector<std::byte> bytes(size);
+  Dwarf_Attribute attr;
+  if (dwarf_attr(die, DW_AT_location, &attr)) {
+    Dwarf_Op* expr = nullptr;
+    size_t len = 0;
+    int n = dwarf_getlocation_addr(&attr, vaddr, &expr, &len, 1);
+    if (n == 0 || (n == 1 && len == 0)) {
+      v.value = "<optimized out>";
+      return v;
+    }
+    if (n < 0) {
+      v.unavailable = "its location list cannot be read";
+      return v;
+    }
+    ExpressionResult r = EvaluateExpression(expr, len, context);
+    if (r.kind == ExpressionResult::Kind::kFailed) {
+      v.unavailable = r.error ? r.error : "its location cannot be evaluated";
+      if (r.reg >= 0) v.unavailable = fmt::format("it is in {}, not recovered in this frame", DwarfRegisterName(r.reg));
+      return v;
+    }
+    if (r.kind == ExpressionResult::Kind::kAddress) {
+      if (context.memory->Read(r.value, bytes) != bytes.size()) {
+        v.unavailable = fmt::format("its memory at 0x{:x} is not in the core", r.value);
+        return v;
+      }
+    } else {
+      if (size > 8) {
+        v.unavailable = "a value wider than a register is not shown";
+        return v;
+      }
+      for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>(r.value >> (8 * i));
+    }
+  } else if (dwarf_attr_integrate(die, DW_AT_const_value, &attr)) {
+    Dwarf_Block block;
+    Dwarf_Word u;
+    if (dwarf_formblock(&attr, &block) == 0 && block.length == size) {
+      std::memcpy(bytes.data(), block.data, size);
+    } else if (dwarf_formudata(&attr, &u) == 0 && size <= 8) {
+      for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<std::byte>(u >> (8 * i));
+    } else {
+      v.unavailable = "its constant value cannot be read";
+      return v;
+    }
+  } else {
+    v.value = "<optimized out>";
+    return v;
+  }
+  std::string why;
+  v.value = printer.Print(type, bytes, 0, why);
+  if (!v.value) v.unavailable = why;
+  return v;
+}
+
+bool HasPcRange(Dwarf_Die* die) {
+  Dwarf_Addr low;
+  return dwarf_lowpc(die, &low) == 0 || dwarf_hasattr(die, DW_AT_ranges);
+}
+
+// The variables a scope shows, as gdb collects them: its parameters and
+// variables; those of nested blocks that have no address range (they belong
+// to the scope); and, for an inlined or out-of-line instance, those of its
+// abstract origin that no concrete child stands for (optimized out, or
+// statics such as __PRETTY_FUNCTION__).
+void CollectVariables(Dwarf_Die scope, bool function, std::vector<Dwarf_Die>& params, std::vector<Dwarf_Die>& vars,
+                      int depth) {
+  if (depth > 8) return;
+  std::set<Dwarf_Off> concrete;
+  auto add = [&](Dwarf_Die& child) {
+    if (params.size() + vars.size() >= kMaxVariables) return;
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_lexical_block && !HasPcRange(&child)) {
+      CollectVariables(child, false, params, vars, depth + 1);
+      return;
+    }
+    bool param = function && tag == DW_TAG_formal_parameter;
+    if (!param && tag != DW_TAG_variable) return;
+    if (dwarf_hasattr(&child, DW_AT_declaration)) return;
+    (param ? params : vars).push_back(child);
+  };
+  Dwarf_Die child;
+  if (dwarf_child(&scope, &child) == 0) {
+    do {
+      Dwarf_Attribute attr;
+      Dwarf_Die origin;
+      if (dwarf_attr(&child, DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin)) {
+        concrete.insert(dwarf_dieoffset(&origin));
+      }
+      add(child);
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+  Dwarf_Attribute attr;
+  Dwarf_Die abstract;
+  if (dwarf_attr(&scope, DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &abstract) &&
+      dwarf_child(&abstract, &child) == 0) {
+    do {
+      if (!concrete.count(dwarf_dieoffset(&child))) add(child);
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+}
+
+void ReadScope(const Scope& scope, Frame& frame, uint64_t vaddr, const MappedModule& module, StackMemory& memory,
+               const ModuleMap& modules, bool cplus, std::optional<uint64_t> frame_base) {
+  // Registers the CFI leaves unspecified keep their value from the frame
+  // below (gdb's rule too): a caller's variable in rdi may be stale there.
+  ExpressionContext context;
+  context.regs = &frame.regs;
+  context.cfa = frame.cfa;
+  context.frame_base = frame_base;
+  context.address_bias = module.bias;
+  context.memory = &memory;
+  Printer printer(modules, memory, cplus);
+  std::vector<Dwarf_Die> params, vars;
+  for (const auto& block : scope.blocks) CollectVariables(block, false, params, vars, 0);
+  if (scope.function) CollectVariables(*scope.function, true, params, vars, 0);
+  for (auto& die : params) frame.args.push_back(ReadVariable(&die, vaddr, context, printer, cplus));
+  for (auto& die : vars) frame.locals.push_back(ReadVariable(&die, vaddr, context, printer, cplus));
+}
+
+}  // namespace
+
+void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& memory) {
+  for (size_t i = 0; i < bt.frames.size();) {
+    // The frames of one physical frame: its inlined calls, innermost first.
+    size_t end = i;
+    while (end < bt.frames.size() && bt.frames[end].physical == bt.frames[i].physical) ++end;
+    Frame& first = bt.frames[i];
+    if (first.physical >= kMaxFrames) break;
+    const MappedModule* m = first.module;
+    if (m && m->image && m->image->has_dwarf() && first.offset) {
+      bool exact = first.physical == 0 || first.trust == FrameTrust::kSignal;
+      uint64_t vaddr = exact || first.pc == 0 ? *first.offset : *first.offset - 1;
+      std::vector<Dwarf_Die> dies = m->image->ScopesAt(vaddr);
+      std::vector<Scope> scopes(1);
+      std::optional<Dwarf_Die> subprogram;
+      bool cplus = false;
+      for (auto& die : dies) {
+        int tag = dwarf_tag(&die);
+        if (tag == DW_TAG_lexical_block) {
+          scopes.back().blocks.push_back(die);
+        } else if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
+          scopes.back().function = die;
+          if (tag == DW_TAG_subprogram) {
+            subprogram = die;
+            break;
+          }
+          scopes.emplace_back();
+        }
+      }
+      if (!dies.empty()) {
+        int lang = dwarf_srclang(&dies.back());
+        cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+      }
+      // The frame base (DW_OP_fbreg) is the physical function's.
+      std::optional<uint64_t> frame_base;
+      Dwarf_Attribute attr;
+      if (subprogram && dwarf_attr(&*subprogram, DW_AT_frame_base, &attr)) {
+        Dwarf_Op* expr = nullptr;
+        size_t len = 0;
+        if (dwarf_getlocation_addr(&attr, vaddr, &expr, &len, 1) == 1) {
+          ExpressionContext context;
+          context.regs = &first.regs;
+          context.cfa = first.cfa;
+          context.memory = &memory;
+          ExpressionResult r = EvaluateExpression(expr, len, context);
+          if (r.kind != ExpressionResult::Kind::kFailed) frame_base = r.value;
+        }
+      }
+      if (subprogram && scopes.size() == end - i) {
+        for (size_t k = i; k < end; ++k) {
+          bt.frames[k].variables_read = true;
+          ReadScope(scopes[k - i], bt.frames[k], vaddr, *m, memory, modules, cplus, frame_base);
+        }
+      }
+    }
+    i = end;
+  }
+}
+
+}  // namespace coroner

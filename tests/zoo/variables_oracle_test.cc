@@ -1,0 +1,129 @@
+// Arguments and locals of the crashing thread's frames against gdb's
+// `bt full` on the same core (gdb_frames.py records each value as gdb prints
+// it). Every value coroner shows must be gdb's; a variable coroner calls
+// `<optimized out>` must be one gdb cannot show either. On the `locals`
+// crasher, built for it, every variable gdb shows must be shown, equal.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <regex>
+
+#include "zoo/analyzed_core.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+struct Compared {
+  size_t equal = 0, unavailable = 0, missing = 0;
+  size_t library_differ = 0;  // in optimized library frames (see below)
+};
+
+Compared CompareWithGdb(const testing::ZooCore& z) {
+  Compared c;
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  auto a = testing::AnalyzeCore(z.core);
+  const Thread& crashed = a->core->threads()[a->core->crashing_thread()];
+  const auto& gframes = gdb.frames.at(crashed.tid);
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  // gdb's levels count its synthesized tail-call frames; coroner has none.
+  std::map<int, size_t> ours_at;
+  for (size_t level = 0, i = 0; level < gframes.size() && i < bt.frames.size(); ++level) {
+    if (gframes[level].type == "tailcall") continue;
+    if (gframes[level].pc != bt.frames[i].pc) break;
+    ours_at[static_cast<int>(level)] = i++;
+  }
+  for (const auto& g : gdb.variables) {
+    auto at = ours_at.find(g.level);
+    if (at == ours_at.end()) continue;
+    const Frame& f = bt.frames[at->second];
+    std::string where = z.variant + " frame " + std::to_string(at->second) + " " + g.name;
+    // The zoo's own code is compared strictly. In the system libraries
+    // (-O2, location lists, entry values) gdb and coroner sometimes pick a
+    // different entry of a location list at a return address, one saying
+    // <optimized out> where the other reads a register: counted, and bounded
+    // below.
+    bool own = f.module && f.module->module->path.find("/zoo/") != std::string::npos;
+    const auto& vars = g.argument ? f.args : f.locals;
+    const Variable* ours = nullptr;
+    for (const auto& v : vars) {
+      if (v.name == g.name && (!ours || (v.value && *v.value == g.value))) ours = &v;
+    }
+    if (!ours) {
+      if (g.value == "<optimized out>") continue;  // nothing to show either way
+      if (!own) {
+        ++c.library_differ;
+        continue;
+      }
+      ++c.missing;
+      ADD_FAILURE() << where << ": gdb shows " << g.value << ", coroner has no such variable";
+      continue;
+    }
+    if (!ours->value) {
+      ++c.unavailable;
+      continue;
+    }
+    if (g.value.rfind("<error:", 0) == 0) continue;
+    std::string mine = *ours->value, theirs = g.value;
+    if (!own && (mine == "<optimized out>") != (theirs == "<optimized out>")) {
+      ++c.library_differ;
+      continue;
+    }
+    // gdb names a pointer into static data by its DWARF variable where it
+    // finds one (`<last>` for the symbol `last.0`, `<initial>` in a library
+    // whose symbol table coroner reads without it); coroner by the ELF symbol.
+    // The address must be equal; a name both give must be the same up to
+    // GCC's `.N` suffix for function-static variables.
+    static const std::regex kPointer(R"(^(0x[0-9a-f]+) <([^>+]+)(\+\d+)?>$)");
+    std::smatch pm, gm;
+    bool mine_named = std::regex_match(mine, pm, kPointer), theirs_named = std::regex_match(theirs, gm, kPointer);
+    if (mine_named || theirs_named) {
+      static const std::regex kSuffix(R"(\.\d+$)");
+      auto address = [](const std::string& v) { return v.substr(0, v.find(' ')); };
+      EXPECT_EQ(address(mine), address(theirs)) << where;
+      if (mine_named && theirs_named) {
+        EXPECT_EQ(std::regex_replace(pm[2].str(), kSuffix, ""), std::regex_replace(gm[2].str(), kSuffix, "")) << where;
+      }
+      if (address(mine) == address(theirs)) ++c.equal;
+      continue;
+    }
+    EXPECT_EQ(mine, theirs) << where;
+    if (mine == theirs) ++c.equal;
+  }
+  return c;
+}
+
+class VariablesTest : public ::testing::TestWithParam<testing::ZooCore> {};
+
+TEST_P(VariablesTest, ValuesMatchGdb) {
+  Compared c = CompareWithGdb(GetParam());
+  if (GetParam().variant == "locals-O0" || GetParam().variant == "locals-relocated") {
+    // Built for this: -O0, every variable in memory gdb and coroner can read.
+    EXPECT_EQ(c.unavailable, 0u);
+    EXPECT_GE(c.equal, 20u);  // 7 in charge, 8 in process_order, 5 in main
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, VariablesTest, ::testing::ValuesIn(testing::LoadZoo()), testing::ZooTestName);
+
+// Across the zoo, the -O0 builds' variables are read, not only skipped.
+TEST(Variables, MostOfTheZooIsShown) {
+  size_t equal = 0, unavailable = 0, library_differ = 0;
+  for (const auto& z : testing::LoadZoo()) {
+    if (z.variant.find("-O0") == std::string::npos) continue;
+    Compared c = CompareWithGdb(z);
+    equal += c.equal;
+    unavailable += c.unavailable;
+    library_differ += c.library_differ;
+  }
+  std::printf("-O0 cores: %zu values equal to gdb's, %zu unavailable, %zu library differences\n", equal, unavailable,
+              library_differ);
+  EXPECT_GT(equal, 20 * library_differ);
+  // The unavailable ones are library frames' entry values and the like.
+  EXPECT_GT(equal, 300u);
+  EXPECT_GT(equal, 2 * unavailable) << equal << " equal, " << unavailable << " unavailable";
+}
+
+}  // namespace
+}  // namespace coroner
