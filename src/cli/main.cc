@@ -6,6 +6,7 @@
 #include "cli/analyze_command.h"
 #include "cli/epi_command.h"
 #include "cli/scan_command.h"
+#include "cli/sources_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"coroner: read Linux x86_64 core dumps, one deeply or a fleet fast"};
@@ -76,6 +77,27 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
   demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu or region");
 
+  coroner::SourcesCommandOptions sources;
+  auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");
+  sources_cmd->add_option("CORE", sources.core, "the core")->required();
+  sources_cmd->add_option("--source-root", sources.source_roots, "a checkout to look source files up in (repeatable)")
+      ->allow_extra_args(false);
+  sources_cmd->add_option("--source-map", sources.source_maps, "OLD=NEW: a DWARF path prefix and where it is here (repeatable)")
+      ->allow_extra_args(false);
+  sources_cmd->add_option("--source-map-file", sources.source_map_file, "a file of OLD=NEW lines");
+  sources_cmd->add_option("--inventory-dir", sources.inventory_dir,
+                          "captures from the crashed container: dpkg -l, pip list --format json, a dpkg database");
+  sources_cmd->add_option("--components", sources.components_file,
+                          "library-to-component rules, `pattern<TAB>component[<TAB>repository[<TAB>path]]`");
+  sources_cmd->add_option("--check-fix", sources.check_fix, "a commit: is it in the checkout given by --repo?");
+  sources_cmd->add_option("--repo", sources.repo, "the git checkout for --check-fix");
+  sources_cmd->add_option("--context", sources.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
+  sources_cmd->add_flag("--json", sources.json, "the report as one JSON object");
+  sources_cmd->add_option("--sysroot", sources.sysroot, "look module files up under DIR");
+  sources_cmd->add_option("--debug-dir", sources.debug_dirs, "a build-id debug directory")->allow_extra_args(false);
+  sources_cmd->add_option("--exe", sources.exe_files, "a binary to use for the module whose build-id it has")
+      ->allow_extra_args(false);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -105,6 +127,7 @@ int main(int argc, char** argv) {
     }
     return coroner::RunScanCommand(scan);
   }
+  if (sources_cmd->parsed()) return coroner::RunSourcesCommand(sources);
   if (merge_cmd->parsed()) return coroner::RunMergeCommand(merge_db, merge_shards);
   if (query_cmd->parsed()) return coroner::RunQueryCommand(query_db, query_sql, query_json);
   if (epi_cmd->parsed()) return coroner::RunEpiCommand(epi);

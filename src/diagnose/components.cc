@@ -6,35 +6,35 @@ namespace coroner {
 
 ComponentMap::ComponentMap() {
   builtin_ = {
-      {"libamdhip64", "HIP runtime (ROCm CLR)"},
-      {"libhsa-runtime64", "ROCr (HSA runtime)"},
-      {"librocprofiler-sdk", "rocprofiler-sdk"},
-      {"libroctracer", "roctracer"},
-      {"librccl", "RCCL"},
-      {"libhipblaslt", "hipBLASLt"},
-      {"librocblas", "rocBLAS"},
-      {"libMIOpen", "MIOpen"},
-      {"libcudart", "CUDA runtime"},
-      {"libcuda.so", "CUDA driver"},
-      {"libcublas", "cuBLAS"},
-      {"libcudnn", "cuDNN"},
-      {"libnccl", "NCCL"},
-      {"xla_rocm_plugin", "XLA ROCm plugin (PJRT)"},
-      {"xla_cuda_plugin", "XLA CUDA plugin (PJRT)"},
-      {"pjrt", "XLA PJRT plugin"},
-      {"xla_extension", "XLA (jaxlib)"},
-      {"libtensorflow", "TensorFlow"},
-      {"libtorch", "PyTorch"},
-      {"libpython", "CPython"},
-      {"libunwind", "GNU libunwind"},
-      {"libgcc_s", "libgcc (unwinder)"},
-      {"libstdc++", "libstdc++"},
-      {"libc++", "libc++"},
-      {"ld-linux", "glibc dynamic loader"},
-      {"libc.so", "glibc"},
-      {"libm.so", "glibc (libm)"},
-      {"libpthread", "glibc (pthread)"},
-      {"[vdso]", "kernel vDSO"},
+      {"libamdhip64", {"HIP runtime (ROCm CLR)", "ROCm/rocm-systems", "projects/clr"}},
+      {"libhsa-runtime64", {"ROCr (HSA runtime)", "ROCm/rocm-systems", "projects/rocr-runtime"}},
+      {"librocprofiler-sdk", {"rocprofiler-sdk", "ROCm/rocm-systems", "projects/rocprofiler-sdk"}},
+      {"libroctracer", {"roctracer", "ROCm/rocm-systems", "projects/roctracer"}},
+      {"librccl", {"RCCL", "ROCm/rccl", ""}},
+      {"libhipblaslt", {"hipBLASLt", "ROCm/rocm-libraries", "projects/hipblaslt"}},
+      {"librocblas", {"rocBLAS", "ROCm/rocm-libraries", "projects/rocblas"}},
+      {"libMIOpen", {"MIOpen", "ROCm/rocm-libraries", "projects/miopen"}},
+      {"libcudart", {"CUDA runtime", "", ""}},
+      {"libcuda.so", {"CUDA driver", "", ""}},
+      {"libcublas", {"cuBLAS", "", ""}},
+      {"libcudnn", {"cuDNN", "", ""}},
+      {"libnccl", {"NCCL", "NVIDIA/nccl", ""}},
+      {"xla_rocm_plugin", {"XLA ROCm plugin (PJRT)", "ROCm/xla", ""}},
+      {"xla_cuda_plugin", {"XLA CUDA plugin (PJRT)", "openxla/xla", ""}},
+      {"pjrt", {"XLA PJRT plugin", "openxla/xla", ""}},
+      {"xla_extension", {"XLA (jaxlib)", "openxla/xla", ""}},
+      {"libtensorflow", {"TensorFlow", "tensorflow/tensorflow", ""}},
+      {"libtorch", {"PyTorch", "pytorch/pytorch", ""}},
+      {"libpython", {"CPython", "python/cpython", ""}},
+      {"libunwind", {"GNU libunwind", "libunwind/libunwind", ""}},
+      {"libgcc_s", {"libgcc (unwinder)", "gcc-mirror/gcc", "libgcc"}},
+      {"libstdc++", {"libstdc++", "gcc-mirror/gcc", "libstdc++-v3"}},
+      {"libc++", {"libc++", "llvm/llvm-project", "libcxx"}},
+      {"ld-linux", {"glibc dynamic loader", "bminor/glibc", "elf"}},
+      {"libc.so", {"glibc", "bminor/glibc", ""}},
+      {"libm.so", {"glibc (libm)", "bminor/glibc", "math"}},
+      {"libpthread", {"glibc (pthread)", "bminor/glibc", "nptl"}},
+      {"[vdso]", {"kernel vDSO", "", ""}},
   };
 }
 
@@ -46,23 +46,35 @@ Expected<bool> ComponentMap::AddFile(const std::string& path) {
   while (std::getline(in, line)) {
     ++n;
     if (line.empty() || line[0] == '#') continue;
-    auto tab = line.find('\t');
-    if (tab == std::string::npos || tab == 0 || tab + 1 >= line.size()) {
-      return MakeError(ErrorKind::kMalformed, path + ":" + std::to_string(n) + ": expected `pattern<TAB>component`");
+    std::vector<std::string> fields;
+    for (size_t from = 0;;) {
+      size_t tab = line.find('\t', from);
+      fields.push_back(line.substr(from, tab == std::string::npos ? std::string::npos : tab - from));
+      if (tab == std::string::npos) break;
+      from = tab + 1;
     }
-    user_.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+    if (fields.size() < 2 || fields.size() > 4 || fields[0].empty() || fields[1].empty()) {
+      return MakeError(ErrorKind::kMalformed, path + ":" + std::to_string(n) +
+                                                  ": expected `pattern<TAB>component[<TAB>repository[<TAB>path]]`");
+    }
+    fields.resize(4);
+    user_.emplace_back(fields[0], Component{fields[1], fields[2], fields[3]});
   }
   return true;
 }
 
-std::string ComponentMap::For(const std::string& module_path, bool executable) const {
+Component ComponentMap::Find(const std::string& module_path, bool executable) const {
   std::string base = module_path.substr(module_path.rfind('/') + 1);
   for (const auto* rules : {&user_, &builtin_}) {
     for (const auto& [pattern, component] : *rules) {
       if (base.find(pattern) != std::string::npos) return component;
     }
   }
-  return executable ? "application" : "unknown (" + base + ")";
+  return {executable ? "application" : "unknown (" + base + ")", "", ""};
+}
+
+std::string ComponentMap::For(const std::string& module_path, bool executable) const {
+  return Find(module_path, executable).name;
 }
 
 }  // namespace coroner

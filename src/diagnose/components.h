@@ -2,9 +2,12 @@
 // runtime (CLR)", "glibc", "application"), for the report's call chain table.
 //
 // Rules match a substring of the module's file name; the first match wins.
-// User rules (a file of `pattern<TAB>component` lines, `#` comments) come
-// before the built-in ones, which cover the GPU training stack (ROCm, CUDA,
-// XLA/PJRT, NCCL/RCCL, Python) and the C/C++ runtime.
+// User rules (a file of `pattern<TAB>component[<TAB>repository[<TAB>path]]`
+// lines, `#` comments) come before the built-in ones, which cover the GPU
+// training stack (ROCm, CUDA, XLA/PJRT, NCCL/RCCL, Python) and the C/C++
+// runtime. A rule may name the component's source repository and its path
+// inside it (ROCm's CLR lives in rocm-systems under projects/clr), which
+// `coroner sources` uses to say what to check out.
 #pragma once
 
 #include <string>
@@ -15,6 +18,12 @@
 
 namespace coroner {
 
+struct Component {
+  std::string name;
+  std::string repository;  // e.g. "ROCm/rocm-systems"; empty when not known
+  std::string path;        // inside the repository, e.g. "projects/clr"; empty for its root
+};
+
 class ComponentMap {
  public:
   ComponentMap();  // the built-in rules
@@ -23,9 +32,11 @@ class ComponentMap {
   // The component for a module path; `executable` when it is the process's
   // main program.
   std::string For(const std::string& module_path, bool executable) const;
+  // The whole rule: name, repository and path.
+  Component Find(const std::string& module_path, bool executable) const;
 
  private:
-  std::vector<std::pair<std::string, std::string>> user_, builtin_;
+  std::vector<std::pair<std::string, Component>> user_, builtin_;
 };
 
 }  // namespace coroner
