@@ -343,7 +343,7 @@ class Printer {
     auto element = TypeOf(d);
     auto st = Strip(element);
     Dwarf_Word size = 0;
-    if (!count || !st || dwarf_aggregate_size(&*st, &size) != 0 || size == 0 || *count * size > bytes.size()) {
+    if (!count || !st || dwarf_aggregate_size(&*st, &size) != 0 || size == 0 || *count > bytes.size() / size) {
       return Fail(why, "an array of unknown or multiple dimensions");
     }
     if (IsCharType(element)) {
