@@ -24,13 +24,14 @@ int RunAnalyze(const AnalyzeOptions& options) {
   UnwindOptions unwind_options;
   unwind_options.max_frames = options.max_frames;
   bool json = options.format == "json";
-  ComponentMap components;
-  if (!options.components_file.empty()) {
-    if (auto r = components.AddFile(options.components_file); !r.ok()) {
-      std::fprintf(stderr, "coroner: %s\n", r.error().message.c_str());
-      return 2;
-    }
+  SourceFlags flags = options.source_flags;
+  flags.components_file = options.components_file;
+  auto sources = MakeSourceOptions(flags);
+  if (!sources.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", sources.error().message.c_str());
+    return 2;
   }
+  const ComponentMap& components = sources->components;
   for (const auto& path : options.cores) {
     auto source = OpenCoreSource(path, options.max_bytes);
     Expected<std::unique_ptr<Core>> core =
@@ -50,6 +51,9 @@ int RunAnalyze(const AnalyzeOptions& options) {
         modules.emplace(**core, provider);
         StackMemory stack((*core)->memory());
         AnalyzeThreads(analysis, *modules, stack, unwind_options);
+      }
+      if (options.format == "md" && !analysis.backtraces.empty()) {
+        analysis.sources = BuildSourceReport(**core, analysis.backtraces[(*core)->crashing_thread()], *sources);
       }
       if (json) out = CoreToJson(analysis).dump();
       else if (options.format == "md") out = CoreToMarkdown(analysis, components);

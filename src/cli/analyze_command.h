@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "provenance/source_report.h"
+
 namespace coroner {
 
 struct AnalyzeOptions {
@@ -19,6 +21,9 @@ struct AnalyzeOptions {
   bool check_module_files = true;
   bool registers_only = false;  // no unwinding or symbolization
   size_t max_frames = 1024;
+  // Where sources and versions are, for the Markdown report (the
+  // components file above is theirs too).
+  SourceFlags source_flags;
 };
 
 // Prints the reports to stdout, a one-line reason per failed core to stderr.

@@ -8,6 +8,24 @@
 #include "cli/scan_command.h"
 #include "cli/sources_command.h"
 
+namespace {
+
+// The flags that say where a crash's sources and versions are, for
+// `sources` and for `analyze --format md`.
+void AddSourceFlags(CLI::App* cmd, coroner::SourceFlags& f) {
+  cmd->add_option("--source-root", f.source_roots, "a checkout to look source files up in (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--source-map", f.source_maps, "OLD=NEW: a DWARF path prefix and where it is here (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--source-map-file", f.source_map_file, "a file of OLD=NEW lines");
+  cmd->add_option("--inventory-dir", f.inventory_dir,
+                  "captures from the crashed container: dpkg -l, pip list --format json, a dpkg database");
+  cmd->add_option("--check-fix", f.check_fix, "a commit: is it in the checkout given by --repo?");
+  cmd->add_option("--repo", f.repo, "the git checkout for --check-fix");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"coroner: read Linux x86_64 core dumps, one deeply or a fleet fast"};
   app.require_subcommand(1);
@@ -31,6 +49,7 @@ int main(int argc, char** argv) {
   cmd->add_flag("--registers-only", analyze.registers_only, "no backtraces: registers, signal and modules only");
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
+  AddSourceFlags(cmd, analyze.source_flags);
 
   coroner::ScanOptions scan;
   uint64_t scan_max_bytes = 0;
@@ -80,17 +99,9 @@ int main(int argc, char** argv) {
   coroner::SourcesCommandOptions sources;
   auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");
   sources_cmd->add_option("CORE", sources.core, "the core")->required();
-  sources_cmd->add_option("--source-root", sources.source_roots, "a checkout to look source files up in (repeatable)")
-      ->allow_extra_args(false);
-  sources_cmd->add_option("--source-map", sources.source_maps, "OLD=NEW: a DWARF path prefix and where it is here (repeatable)")
-      ->allow_extra_args(false);
-  sources_cmd->add_option("--source-map-file", sources.source_map_file, "a file of OLD=NEW lines");
-  sources_cmd->add_option("--inventory-dir", sources.inventory_dir,
-                          "captures from the crashed container: dpkg -l, pip list --format json, a dpkg database");
-  sources_cmd->add_option("--components", sources.components_file,
+  sources_cmd->add_option("--components", sources.flags.components_file,
                           "library-to-component rules, `pattern<TAB>component[<TAB>repository[<TAB>path]]`");
-  sources_cmd->add_option("--check-fix", sources.check_fix, "a commit: is it in the checkout given by --repo?");
-  sources_cmd->add_option("--repo", sources.repo, "the git checkout for --check-fix");
+  AddSourceFlags(sources_cmd, sources.flags);
   sources_cmd->add_option("--context", sources.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
   sources_cmd->add_flag("--json", sources.json, "the report as one JSON object");
   sources_cmd->add_option("--sysroot", sources.sysroot, "look module files up under DIR");

@@ -11,30 +11,13 @@
 namespace coroner {
 
 int RunSourcesCommand(const SourcesCommandOptions& o) {
-  SourceOptions so;
-  so.context = o.context;
-  for (const auto& r : o.source_roots) so.map.AddRoot(r);
-  auto usage = [](const std::string& message) {
-    std::fprintf(stderr, "coroner: %s\n", message.c_str());
+  auto made = MakeSourceOptions(o.flags);
+  if (!made.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", made.error().message.c_str());
     return 2;
-  };
-  for (const auto& rule : o.source_maps) {
-    if (auto r = so.map.AddRule(rule); !r.ok()) return usage(r.error().message);
   }
-  if (!o.source_map_file.empty()) {
-    if (auto r = so.map.AddFile(o.source_map_file); !r.ok()) return usage(r.error().message);
-  }
-  if (!o.components_file.empty()) {
-    if (auto r = so.components.AddFile(o.components_file); !r.ok()) return usage(r.error().message);
-  }
-  if (!o.inventory_dir.empty()) {
-    auto inv = PackageInventory::Load(o.inventory_dir);
-    if (!inv.ok()) return usage(inv.error().message);
-    so.inventory = std::move(*inv);
-  }
-  if (o.check_fix.empty() != o.repo.empty()) return usage("--check-fix COMMIT and --repo DIR go together");
-  so.fix_commit = o.check_fix;
-  so.fix_repo = o.repo;
+  SourceOptions& so = *made;
+  so.context = o.context;
 
   auto source = OpenCoreSource(o.core, std::nullopt);
   CoreOptions core_options;

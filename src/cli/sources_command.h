@@ -5,15 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/analyze_command.h"
+#include "provenance/source_report.h"
 
 namespace coroner {
 
 struct SourcesCommandOptions {
   std::string core;
-  std::vector<std::string> source_roots, source_maps;
-  std::string source_map_file, inventory_dir, components_file;
-  std::string check_fix, repo;
+  SourceFlags flags;
   int context = 5;
   bool json = false;
   std::string sysroot;

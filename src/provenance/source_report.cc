@@ -25,9 +25,39 @@ std::vector<SourceLine> ReadSourceLines(const std::string& path, int line, int c
   return out;
 }
 
+Expected<SourceOptions> MakeSourceOptions(const SourceFlags& flags) {
+  SourceOptions so;
+  for (const auto& root : flags.source_roots) so.map.AddRoot(root);
+  for (const auto& rule : flags.source_maps) {
+    if (auto r = so.map.AddRule(rule); !r.ok()) return r.error();
+  }
+  if (!flags.source_map_file.empty()) {
+    if (auto r = so.map.AddFile(flags.source_map_file); !r.ok()) return r.error();
+  }
+  if (!flags.components_file.empty()) {
+    if (auto r = so.components.AddFile(flags.components_file); !r.ok()) return r.error();
+  }
+  if (!flags.inventory_dir.empty()) {
+    auto inv = PackageInventory::Load(flags.inventory_dir);
+    if (!inv.ok()) return inv.error();
+    so.inventory = std::move(*inv);
+  }
+  if (flags.check_fix.empty() != flags.repo.empty()) {
+    return MakeError(ErrorKind::kMalformed, "--check-fix COMMIT and --repo DIR go together");
+  }
+  so.fix_commit = flags.check_fix;
+  so.fix_repo = flags.repo;
+  return so;
+}
+
 SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
                                const SourceOptions& options) {
   SourceReport r;
+  if (options.inventory) {
+    for (const auto& m : core.modules()) {
+      if (auto p = options.inventory->For(m.path)) r.packages[m.path] = *p;
+    }
+  }
   const Module* exe = core.executable();
   std::map<const MappedModule*, size_t> module_index;
   std::map<std::string, std::optional<std::string>> head_of;  // work tree -> HEAD

@@ -7,6 +7,7 @@
 // user must still check out; and whether a given fix is in the checkout.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,6 +20,18 @@
 #include "unwind/backtrace.h"
 
 namespace coroner {
+
+// The command-line flags that make SourceOptions (`coroner sources` and
+// `coroner analyze --format md` share them).
+struct SourceFlags {
+  std::vector<std::string> source_roots, source_maps;
+  std::string source_map_file, inventory_dir, components_file;
+  std::string check_fix, repo;
+};
+
+struct SourceOptions;
+// A usage error (bad rule, unreadable file or directory) as an Error.
+Expected<SourceOptions> MakeSourceOptions(const SourceFlags& flags);
 
 struct SourceOptions {
   SourceMap map;
@@ -56,6 +69,9 @@ struct SourceReport {
   std::vector<std::string> to_check_out;  // "ROCm/rocm-systems (projects/clr) at hip-runtime-amd 6.2.4 ..."
   std::optional<FixCheck> fix;
   std::string fix_commit, fix_repo;
+  // Every module of the core (not only the crash chain) by path, with its
+  // package when the inventory knows it: the report's environment table.
+  std::map<std::string, Package> packages;
 };
 
 SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,

@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "diagnose/diagnosis.h"
+#include "provenance/source_report.h"
 #include "symbolize/disassembler.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
@@ -33,6 +34,8 @@ struct CoreAnalysis {
   std::vector<std::vector<Instruction>> crashing_disassembly;
   std::vector<Instruction> fault_disassembly;
   std::optional<Diagnosis> diagnosis;
+  // The source side (files, versions, fix status) for the Markdown report.
+  std::optional<SourceReport> sources;
 };
 
 constexpr size_t kDisassembledFrames = 64;

@@ -151,9 +151,24 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   add("| Component | Module | Build-id | Version | Git Hash |");
   add("|-----------|--------|----------|---------|----------|");
   std::string exe = ExecutablePath(core);
+  const SourceReport* src = a.sources ? &*a.sources : nullptr;
   for (const auto& m : core.modules()) {
-    add(fmt::format("| {} | {} | {} | unknown | unknown |", esc(components.For(m.path, m.path == exe)), esc(m.path),
-                    m.build_id.empty() ? std::string("-") : m.build_id));
+    std::string version = "unknown", commit = "unknown";
+    if (src) {
+      if (auto p = src->packages.find(m.path); p != src->packages.end()) {
+        version = esc(p->second.name + " " + p->second.version) + " (" + p->second.manager + ")";
+      }
+      for (const auto& v : src->modules) {
+        if (v.path == m.path && !v.commit.empty()) commit = v.commit.substr(0, 12) + " (" + esc(v.checkout) + ")";
+      }
+    }
+    add(fmt::format("| {} | {} | {} | {} | {} |", esc(components.For(m.path, m.path == exe)), esc(m.path),
+                    m.build_id.empty() ? std::string("-") : m.build_id, version, commit));
+  }
+  if (src) {
+    for (const auto& v : src->modules) {
+      if (!v.producer.empty()) add(fmt::format("\n{} was built by {}", esc(v.path), esc(v.producer)));
+    }
   }
   add("");
 
@@ -172,6 +187,34 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
       add(fmt::format("- {} threads in {}{}", g.tids.size(), esc(g.function),
                       g.with_crashing_thread ? " (with the crashing thread)" : ""));
     }
+    // The crashing lines of the first frames whose source was found, and
+    // the arguments and locals of the first frames that have them (the
+    // workflow's `bt full`).
+    size_t shown = 0;
+    for (const auto& f : src ? src->frames : std::vector<SourceFrame>{}) {
+      if (f.lines.empty() || f.index < origin || shown == 3) continue;
+      ++shown;
+      add("");
+      add(fmt::format("Source of frame #{} ({}, {}:{}, found by {}):", f.index, esc(f.function), esc(f.file), f.line,
+                      f.resolved.how));
+      add("");
+      add("```");
+      for (const auto& l : f.lines) add(fmt::format("{} {:>5}  {}", l.current ? "=>" : "  ", l.number, Fenced(l.text)));
+      add("```");
+    }
+    if (bt) {
+      shown = 0;
+      for (const auto& f : bt->frames) {
+        if (!f.variables_read || f.index < origin || shown == 4) continue;
+        ++shown;
+        add("");
+        add(fmt::format("Arguments and locals of frame #{} ({}):", f.index, esc(f.function)));
+        add("");
+        add("```");
+        for (const auto& line : VariableLines(f)) add(Fenced(line));
+        add("```");
+      }
+    }
     if (!d->red_zone.empty()) {
       add("");
       add("Red zone (the 128 bytes below rsp, which survive signal delivery):");
@@ -185,7 +228,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
 
   add("### Upstream fix status");
   add("");
-  add("Not checked");
+  add(src ? esc(FixStatusText(*src)) : std::string("Not checked"));
   add("");
 
   add("### Recommended next steps");

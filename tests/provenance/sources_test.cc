@@ -209,9 +209,39 @@ TEST(Sources, InventoryOfThisMachine) {
   EXPECT_FALSE(inv->For("/opt/app/libmine.so.3"));
 }
 
+// The Markdown report (`analyze --format md`) gains the source lines, the
+// locals, the versions and the fix status when it is told where they are.
+TEST(Sources, MarkdownReport) {
+  fs::path dir = TempDir("md");
+  ASSERT_EQ(std::system(("dpkg -l > " + (dir / "dpkg-l.txt").string()).c_str()), 0);
+  fs::path repo = TempDir("md-repo");
+  std::string git = "git -C " + repo.string() + " -c user.name=t -c user.email=t@example.invalid ";
+  ASSERT_EQ(std::system((git + "init -q -b main && " + git + "commit -q --allow-empty -m fix").c_str()), 0);
+  std::string fix = Shell(git + "rev-parse HEAD");
+  std::string rule = std::string(kPackagingPrefix) + "src/coroner=" + Src();
+  auto r = testing::Coroner("analyze --format md " + RelocatedCore() + " --source-map '" + rule + "' --inventory-dir " +
+                            dir.string() + " --check-fix " + fix + " --repo " + repo.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string& md = r.out;
+  // The crashing line, marked, under the evidence.
+  EXPECT_NE(md.find("=>    35  " + SourceLine(35)), std::string::npos) << md;
+  EXPECT_NE(md.find("Source of frame #0 (charge"), std::string::npos);
+  // bt full's lines for the crashing frame (values checked against gdb in variables_oracle_test).
+  EXPECT_NE(md.find("arguments: order = 0x"), std::string::npos);
+  EXPECT_NE(md.find("small = -5 '\\373'"), std::string::npos);
+  // The environment table has libc6's version from the capture.
+  EXPECT_NE(md.find("| libc6 " + Shell("dpkg-query -W -f '${Version}' libc6") + " (dpkg) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Fixed: " + fix), std::string::npos);
+  // Without the flags the report says what it does not know.
+  auto plain = testing::Coroner("analyze --format md " + RelocatedCore());
+  EXPECT_NE(plain.out.find("### Upstream fix status\n\nNot checked"), std::string::npos);
+  EXPECT_EQ(plain.out.find("Source of frame #0"), std::string::npos);
+}
+
 TEST(Sources, BadArguments) {
   EXPECT_EQ(testing::Coroner("sources " + RelocatedCore() + " --source-map nonsense").status, 2);
   EXPECT_EQ(testing::Coroner("sources " + RelocatedCore() + " --inventory-dir /nonexistent/dir").status, 2);
+  EXPECT_EQ(testing::Coroner("analyze --format md " + RelocatedCore() + " --check-fix abc").status, 2);
   auto r = testing::Coroner("sources /nonexistent.core");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("/nonexistent.core"), std::string::npos);
