@@ -46,6 +46,24 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return out;
 }
 
+// One line of `rpm -qa`: NAME-VERSION-RELEASE.ARCH, e.g.
+// glibc-2.34-100.el9.x86_64 -> {glibc, 2.34-100.el9}.
+std::optional<std::pair<std::string, std::string>> ParseRpmLine(std::string line) {
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  if (line.empty() || line.find(' ') != std::string::npos) return std::nullopt;
+  auto dot = line.rfind('.');
+  if (dot == std::string::npos) return std::nullopt;
+  std::string arch = line.substr(dot + 1);
+  static const char* const kArches[] = {"x86_64", "noarch", "i686", "aarch64", "ppc64le", "s390x"};
+  if (std::find(std::begin(kArches), std::end(kArches), arch) == std::end(kArches)) return std::nullopt;
+  std::string nvr = line.substr(0, dot);
+  auto release = nvr.rfind('-');
+  if (release == std::string::npos || release == 0) return std::nullopt;
+  auto version = nvr.rfind('-', release - 1);
+  if (version == std::string::npos || version == 0) return std::nullopt;
+  return std::make_pair(nvr.substr(0, version), nvr.substr(version + 1));
+}
+
 }  // namespace
 
 Expected<PackageInventory> PackageInventory::Load(const std::string& dir) {
@@ -89,41 +107,46 @@ Expected<PackageInventory> PackageInventory::Load(const std::string& dir) {
   for (const auto& name : ListDir(dir)) {
     auto text = ReadSmallFile(dir + "/" + name);
     if (!text || name == "status") continue;
-    std::string path = dir + "/" + name;
-    size_t first = text->find_first_not_of(" \t\r\n");
-    if (first != std::string::npos && (*text)[first] == '[') {
-      auto j = nlohmann::json::parse(*text, nullptr, false);
-      bool any = false;
-      if (j.is_array()) {
-        for (const auto& e : j) {
-          if (!e.is_object() || !e.contains("name") || !e.contains("version") || !e["name"].is_string() ||
-              !e["version"].is_string()) {
-            continue;
-          }
-          std::string n = e["name"].get<std::string>();
-          inv.pip_[Normalize(n)] = e["version"].get<std::string>();
-          inv.pip_names_[Normalize(n)] = n;
-          any = true;
+    inv.AddCapture(dir + "/" + name, *text);
+  }
+  return inv;
+}
+
+void PackageInventory::AddCapture(const std::string& name, const std::string& text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  bool any = false;
+  if (first != std::string::npos && text[first] == '[') {
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_array()) {
+      for (const auto& e : j) {
+        if (!e.is_object() || !e.contains("name") || !e.contains("version") || !e["name"].is_string() ||
+            !e["version"].is_string()) {
+          continue;
         }
-      }
-      (any ? inv.sources_ : inv.skipped_).push_back(path);
-      continue;
-    }
-    std::istringstream in(*text);
-    std::string line;
-    bool any = false;
-    while (std::getline(in, line)) {
-      if (line.rfind("ii ", 0) != 0) continue;
-      std::istringstream fields(line.substr(3));
-      std::string pkg, version;
-      if (fields >> pkg >> version) {
-        inv.dpkg_[WithoutArch(pkg)] = version;
+        std::string n = e["name"].get<std::string>();
+        pip_[Normalize(n)] = e["version"].get<std::string>();
+        pip_names_[Normalize(n)] = n;
         any = true;
       }
     }
-    (any ? inv.sources_ : inv.skipped_).push_back(path);
+  } else {
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("ii ", 0) == 0) {
+        std::istringstream fields(line.substr(3));
+        std::string pkg, version;
+        if (fields >> pkg >> version) {
+          dpkg_[WithoutArch(pkg)] = version;
+          any = true;
+        }
+      } else if (auto rpm = ParseRpmLine(line)) {
+        rpm_[rpm->first] = rpm->second;
+        any = true;
+      }
+    }
   }
-  return inv;
+  (any ? sources_ : skipped_).push_back(name);
 }
 
 std::optional<Package> PackageInventory::For(const std::string& module_path) const {
@@ -161,6 +184,13 @@ std::optional<Package> PackageInventory::For(const std::string& module_path) con
   names.push_back(lower);
   for (const auto& n : names) {
     if (auto it = dpkg_.find(n); it != dpkg_.end()) return Package{n, it->second, "dpkg"};
+  }
+  // rpm names libraries without their major version, and glibc's by glibc.
+  static const char* const kGlibc[] = {"libc", "ld-linux-x86-64", "libm", "libpthread", "libdl", "librt"};
+  std::vector<std::string> rpm_names = {lower};
+  if (std::find(std::begin(kGlibc), std::end(kGlibc), lower) != std::end(kGlibc)) rpm_names.insert(rpm_names.begin(), "glibc");
+  for (const auto& n : rpm_names) {
+    if (auto it = rpm_.find(n); it != rpm_.end()) return Package{n, it->second, "rpm"};
   }
   return std::nullopt;
 }

@@ -199,7 +199,7 @@ nlohmann::ordered_json SourceReportToJson(const SourceReport& r) {
                        {"repository", str(m.repository)}, {"producer", str(m.producer)}, {"comp_dir", str(m.comp_dir)},
                        {"package", pkg}, {"checkout", str(m.checkout)}, {"commit", str(m.commit)}});
   }
-  Json j{{"frames", frames}, {"modules", modules}, {"to_check_out", r.to_check_out}};
+  Json j{{"version", kSourcesJsonVersion}, {"frames", frames}, {"modules", modules}, {"to_check_out", r.to_check_out}};
   if (r.fix) {
     const char* status = r.fix->status == FixStatus::kIncluded      ? "included"
                          : r.fix->status == FixStatus::kNotIncluded ? "not-included"

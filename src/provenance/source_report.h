@@ -21,6 +21,9 @@
 
 namespace coroner {
 
+// Version of the `coroner sources --json` document (docs/sources-json.md).
+constexpr int kSourcesJsonVersion = 1;
+
 // The command-line flags that make SourceOptions (`coroner sources` and
 // `coroner analyze --format md` share them).
 struct SourceFlags {

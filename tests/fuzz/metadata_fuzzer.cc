@@ -1,6 +1,6 @@
 // Fuzzes what a scan reads besides cores: inventories (CSV), ISO-8601
 // times, systemd-coredump file names, the records workers send back, and
-// crashlog lines.
+// crashlog lines, package captures and source map rules.
 // The first byte picks the parser.
 #include <cstddef>
 #include <cstdint>
@@ -12,11 +12,32 @@
 #include "source/byte_source.h"
 #include "dataset/metadata.h"
 #include "dataset/timestamps.h"
+#include "provenance/inventory.h"
+#include "provenance/source_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 5) {
+  switch (data[0] % 7) {
+    case 5: {
+      // Captures of a container's packages, and the module paths matched on them.
+      coroner::PackageInventory inv;
+      inv.AddCapture("fuzz", text);
+      for (const char* m : {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/opt/venv/lib/python3/site-packages/jaxlib/x.so",
+                            "/lib64/ld-linux-x86-64.so.2", "libfoo-1.so.2"}) {
+        (void)inv.For(m);
+      }
+      (void)inv.For(text);
+      break;
+    }
+    case 6: {
+      // Source map rules, and DWARF paths looked up through them (no roots:
+      // nothing is searched but the rule's own target).
+      coroner::SourceMap map;
+      (void)map.AddRule(text.substr(0, text.find('\n')));
+      (void)map.Resolve(text.substr(text.find('\n') + 1));
+      break;
+    }
     case 0: {
       auto inv = coroner::Inventory::Parse(text);
       if (inv.ok()) {

@@ -121,6 +121,7 @@ TEST(Sources, BuiltInPackagingPrefix) {
 
 TEST(Sources, NothingFoundWithoutARoot) {
   auto j = Sources(RelocatedCore());
+  EXPECT_EQ(j["version"], 1);
   EXPECT_TRUE(j["frames"][0]["local"].is_null());
   EXPECT_TRUE(j["frames"][0]["source"].empty());
   // What to check out names the program's build-id, and glibc's repository.
@@ -207,6 +208,27 @@ TEST(Sources, InventoryOfThisMachine) {
   ASSERT_TRUE(gcc);
   EXPECT_EQ(gcc->name, "libgcc-s1");
   EXPECT_FALSE(inv->For("/opt/app/libmine.so.3"));
+}
+
+TEST(Sources, RpmCapture) {
+  // `rpm -qa` as a RHEL-family container prints it (written here: this
+  // machine has no rpm database to capture).
+  fs::path dir = TempDir("rpm");
+  std::ofstream(dir / "rpm-qa.txt") << "glibc-2.34-100.el9.x86_64\nlibstdc++-11.4.1-3.el9.x86_64\n"
+                                       "rocm-hip-runtime-6.2.4.60204-139.el9.x86_64\ntzdata-2024a-1.el9.noarch\n"
+                                       "not a package line\n";
+  auto inv = PackageInventory::Load(dir.string());
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE(inv->skipped().empty());
+  auto libc = inv->For("/usr/lib64/libc.so.6");
+  ASSERT_TRUE(libc);
+  EXPECT_EQ(libc->name, "glibc");
+  EXPECT_EQ(libc->version, "2.34-100.el9");
+  EXPECT_EQ(libc->manager, "rpm");
+  auto cxx = inv->For("/usr/lib64/libstdc++.so.6.0.29");
+  ASSERT_TRUE(cxx);
+  EXPECT_EQ(cxx->version, "11.4.1-3.el9");
+  EXPECT_FALSE(inv->For("/usr/lib64/libz.so.1"));
 }
 
 // The Markdown report (`analyze --format md`) gains the source lines, the
