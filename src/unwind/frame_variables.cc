@@ -99,9 +99,9 @@ uint64_t LittleEndian(std::span<const std::byte> bytes) {
   return v;
 }
 
-int64_t SignExtend(uint64_t v, size_t size) {
-  if (size >= 8) return static_cast<int64_t>(v);
-  unsigned bits = static_cast<unsigned>(size * 8);
+// The low `bits` bits of v as a signed number.
+int64_t SignExtend(uint64_t v, uint64_t bits) {
+  if (bits == 0 || bits >= 64) return static_cast<int64_t>(v);
   uint64_t m = uint64_t{1} << (bits - 1);
   v &= (m << 1) - 1;
   return static_cast<int64_t>((v ^ m) - m);
@@ -222,11 +222,11 @@ class Printer {
       case DW_ATE_boolean:
         if (v <= 1) return v ? "true" : "false";
         return std::to_string(v);
-      case DW_ATE_signed: return std::to_string(SignExtend(v, size));
+      case DW_ATE_signed: return std::to_string(SignExtend(v, 8 * size));
       case DW_ATE_unsigned: return std::to_string(v);
       case DW_ATE_signed_char:
       case DW_ATE_unsigned_char: {
-        std::string n = *enc == DW_ATE_signed_char ? std::to_string(SignExtend(v, size)) : std::to_string(v);
+        std::string n = *enc == DW_ATE_signed_char ? std::to_string(SignExtend(v, 8 * size)) : std::to_string(v);
         if (size != 1) return n;
         return fmt::format("{} '{}'", n, EscapeChar(static_cast<unsigned char>(v), '\''));
       }
@@ -273,7 +273,7 @@ class Printer {
 
   std::string Enum(Dwarf_Die* d, std::span<const std::byte> bytes) {
     uint64_t v = LittleEndian(bytes);
-    int64_t sv = SignExtend(v, bytes.size());
+    int64_t sv = SignExtend(v, 8 * bytes.size());
     Dwarf_Die child;
     if (dwarf_child(d, &child) == 0) {
       do {
@@ -312,7 +312,7 @@ class Printer {
           if (*bits < 64) word &= (uint64_t{1} << *bits) - 1;
           auto st = Strip(type);
           bool is_signed = st && Unsigned(&*st, DW_AT_encoding) == uint64_t{DW_ATE_signed};
-          value = is_signed ? std::to_string(SignExtendBits(word, *bits)) : std::to_string(word);
+          value = is_signed ? std::to_string(SignExtend(word, *bits)) : std::to_string(word);
         } else {
           auto st = Strip(type);
           Dwarf_Word size = 0;
@@ -330,12 +330,6 @@ class Printer {
     std::string out = "{";
     for (size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i];
     return out + "}";
-  }
-
-  static int64_t SignExtendBits(uint64_t v, uint64_t bits) {
-    if (bits >= 64) return static_cast<int64_t>(v);
-    uint64_t m = uint64_t{1} << (bits - 1);
-    return static_cast<int64_t>((v ^ m) - m);
   }
 
   std::optional<std::string> Array(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {

@@ -119,7 +119,12 @@ namespace {
 // GNU libunwind in the race binary (LD_DEBUG=bindings shows it).
 TEST(UnwindRace, ThrowsBindToGnuLibunwind) {
   std::string bin = testing::ZooDir() + "/bin/unwind_race";
-  std::string cmd = "LD_DEBUG=bindings timeout 1 " + bin + " 1000000 2>&1 | grep -m1 \"_Unwind_RaiseException\"";
+  // LD_DEBUG is set for the race binary alone: set for `timeout` too, its
+  // own lazy bindings at the deadline would write to the pipe grep has left,
+  // SIGPIPE would end it before it killed the child, and the child (a loop
+  // without end) would be left spinning. SIGKILL, since the child may be
+  // inside its signal-heavy loop.
+  std::string cmd = "timeout -s KILL 2 env LD_DEBUG=bindings " + bin + " 1000000 2>&1 | grep -m1 \"_Unwind_RaiseException\"";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[1024];
