@@ -32,6 +32,8 @@ std::optional<uint64_t> Evaluate(const Dwarf_Op* ops, size_t nops, const DwarfRe
   return r.value;
 }
 
+bool IsCalleeSaved(int dwarf_reg) { return dwarf_reg == 3 || dwarf_reg == 6 || (dwarf_reg >= 12 && dwarf_reg <= 15); }
+
 // One step by CFI. nullopt when the module has no CFI for the pc or a rule
 // cannot be evaluated.
 std::optional<RawFrame> StepCfi(RawFrame& cur, const ModuleMap& modules, StackMemory& mem,
@@ -63,8 +65,11 @@ std::optional<RawFrame> StepCfi(RawFrame& cur, const ModuleMap& modules, StackMe
     size_t rn = 0;
     if (dwarf_frame_register(frame.get(), r, mem_ops, &rops, &rn) != 0) continue;
     if (rn == 0) {
-      // null ops: same value; ops_mem: undefined.
-      if (rops == nullptr) next.regs[r] = cur.regs[r];
+      // null ops: same value; ops_mem: undefined. libdw reports a register
+      // the CFI says nothing about as undefined; for the registers the SysV
+      // ABI makes callee-saved (rbx, rbp, r12-r15) no rule means the
+      // function left them alone, as gdb also takes it.
+      if (rops == nullptr || IsCalleeSaved(r)) next.regs[r] = cur.regs[r];
       continue;
     }
     bool value = false;

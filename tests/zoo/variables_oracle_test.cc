@@ -105,6 +105,30 @@ TEST_P(VariablesTest, ValuesMatchGdb) {
   }
 }
 
+// Callee-saved registers the CFI says nothing about keep their value into
+// the caller (the SysV ABI; gdb reads them so too): glibc's
+// __libc_start_main_impl keeps argv in rbx through two calls, and it must be
+// the argv main received (read from main's -O0 stack slot).
+TEST(Variables, CalleeSavedRegistersCarryIntoCallers) {
+  auto a = testing::AnalyzeCore(testing::ZooDir() + "/cores/locals-O0.core");
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Variable *in_main = nullptr, *in_libc = nullptr;
+  bool libc_has_dwarf = false;
+  for (const auto& f : bt.frames) {
+    if (f.function == "__libc_start_main_impl") libc_has_dwarf = f.variables_read;
+    for (const auto& v : f.args) {
+      if (v.name != "argv") continue;
+      if (f.function == "main") in_main = &v;
+      if (f.function == "__libc_start_main_impl") in_libc = &v;
+    }
+  }
+  ASSERT_TRUE(in_main && in_main->value);
+  if (!libc_has_dwarf) GTEST_SKIP() << "no DWARF for glibc (libc6-dbg)";
+  ASSERT_TRUE(in_libc);
+  ASSERT_TRUE(in_libc->value) << in_libc->unavailable;
+  EXPECT_EQ(*in_libc->value, *in_main->value);
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, VariablesTest, ::testing::ValuesIn(testing::LoadZoo()), testing::ZooTestName);
 
 // Across the zoo, the -O0 builds' variables are read, not only skipped.
