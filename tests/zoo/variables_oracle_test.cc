@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <regex>
 
@@ -67,6 +68,7 @@ Compared CompareWithGdb(const testing::ZooCore& z) {
     if (g.value.rfind("<error:", 0) == 0) continue;
     std::string mine = *ours->value, theirs = g.value;
     if (!own && (mine == "<optimized out>") != (theirs == "<optimized out>")) {
+      if (std::getenv("CORONER_SHOW_DIFFERENCES")) std::printf("%s: coroner %s, gdb %s\n", where.c_str(), mine.c_str(), theirs.c_str());
       ++c.library_differ;
       continue;
     }
