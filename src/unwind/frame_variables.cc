@@ -13,7 +13,7 @@
 namespace coroner {
 namespace {
 
-constexpr size_t kMaxObject = 256;     // bytes read for one variable
+constexpr size_t kMaxObject = 4096;    // bytes read for one variable
 constexpr size_t kMaxString = 200;     // gdb's default `print elements`
 constexpr size_t kRepeatThreshold = 10;  // gdb's `print repeats`: longer runs are folded
 constexpr int kMaxDepth = 20;          // nested structs and arrays (gdb's `print max-depth`)
@@ -133,7 +133,9 @@ bool IsCharType(std::optional<Dwarf_Die> t) {
   return size == 1u && enc && (*enc == DW_ATE_signed_char || *enc == DW_ATE_unsigned_char);
 }
 
-// gdb's form of a run of characters: quoted segments and folded repeats.
+// gdb's form of a run of characters: quoted segments and folded repeats,
+// at most `print elements` (200) of them, a folded run counting as the repeat
+// threshold; "..." when there was more (or `truncated` says the run was cut).
 std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
   std::string out, segment;
   auto flush = [&] {
@@ -142,7 +144,8 @@ std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
     out += '"' + segment + '"';
     segment.clear();
   };
-  for (size_t i = 0; i < chars.size();) {
+  size_t printed = 0, i = 0;
+  while (i < chars.size() && printed < kMaxString) {
     size_t run = 1;
     while (i + run < chars.size() && chars[i + run] == chars[i]) ++run;
     if (chars[i] >= 0x80 && run <= kRepeatThreshold) {
@@ -154,21 +157,27 @@ std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
       if (valid) {
         segment.append(reinterpret_cast<const char*>(&chars[i]), len);
         i += len;
+        ++printed;
         continue;
       }
     }
     if (run > kRepeatThreshold) {
       flush();
       if (!out.empty()) out += ", ";
-      out += fmt::format("'{}' <repeats {} times>", EscapeChar(chars[i], '\''), run);
+      // Inside a string gdb escapes a repeated character for the string's
+      // double quotes, as in the segments.
+      out += fmt::format("'{}' <repeats {} times>", EscapeChar(chars[i], '"'), run);
+      i += run;
+      printed += kRepeatThreshold;
     } else {
-      for (size_t k = 0; k < run; ++k) segment += EscapeChar(chars[i], '"');
+      segment += EscapeChar(chars[i], '"');
+      ++i;
+      ++printed;
     }
-    i += run;
   }
   flush();
   if (out.empty()) out = "\"\"";
-  if (truncated) out += "...";
+  if (truncated || i < chars.size()) out += "...";
   return out;
 }
 
@@ -346,8 +355,7 @@ class Printer {
       size_t n = static_cast<size_t>(*count);
       // gdb drops the one terminating NUL at the end of a char array.
       if (n > 0 && chars[n - 1] == 0) --n;
-      bool truncated = n > kMaxString;
-      return CharSequence(std::span(chars.data(), std::min(n, kMaxString)), truncated);
+      return CharSequence(std::span(chars.data(), n), false);
     }
     std::vector<std::string> items;
     for (uint64_t i = 0; i < *count; ++i) {
@@ -355,19 +363,25 @@ class Printer {
       if (!v) return std::nullopt;
       items.push_back(*v);
     }
+    // gdb's `print elements` (200): a folded run counts as the repeat
+    // threshold, a plain element as one; what is left becomes "...".
     std::string out = "{";
-    for (size_t i = 0; i < items.size();) {
+    size_t printed = 0, i = 0;
+    while (i < items.size() && printed < kMaxString) {
       size_t run = 1;
       while (i + run < items.size() && items[i + run] == items[i]) ++run;
       if (i) out += ", ";
       if (run > kRepeatThreshold) {
         out += fmt::format("{} <repeats {} times>", items[i], run);
         i += run;
+        printed += kRepeatThreshold;
       } else {
         out += items[i];
         ++i;
+        ++printed;
       }
     }
+    if (i < items.size()) out += "...";
     return out + "}";
   }
 
@@ -388,7 +402,7 @@ struct Scope {
 
 // One variable's value at `vaddr` in a frame.
 Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, const ExpressionContext& context, Printer& printer,
-                      bool cplus) {
+                      const ModuleMap& modules, bool cplus) {
   Variable v;
   v.name = Name(die);
   auto type = TypeOf(die);
@@ -424,7 +438,8 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, const ExpressionContext& c
       return v;
     }
     if (r.kind == ExpressionResult::Kind::kAddress) {
-      if (context.memory->Read(r.value, bytes) != bytes.size()) {
+      // Read-only data the kernel did not dump is in the module's file.
+      if (context.memory->Read(r.value, bytes) != bytes.size() && modules.ReadCode(r.value, bytes) != bytes.size()) {
         v.unavailable = fmt::format("its memory at 0x{:x} is not in the core", r.value);
         return v;
       }
@@ -517,8 +532,8 @@ void ReadScope(const Scope& scope, Frame& frame, uint64_t vaddr, const MappedMod
   std::vector<Dwarf_Die> params, vars;
   for (const auto& block : scope.blocks) CollectVariables(block, false, params, vars, 0);
   if (scope.function) CollectVariables(*scope.function, true, params, vars, 0);
-  for (auto& die : params) frame.args.push_back(ReadVariable(&die, vaddr, context, printer, cplus));
-  for (auto& die : vars) frame.locals.push_back(ReadVariable(&die, vaddr, context, printer, cplus));
+  for (auto& die : params) frame.args.push_back(ReadVariable(&die, vaddr, context, printer, modules, cplus));
+  for (auto& die : vars) frame.locals.push_back(ReadVariable(&die, vaddr, context, printer, modules, cplus));
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ Compared CompareWithGdb(const testing::ZooCore& z) {
       continue;
     }
     if (!ours->value) {
+      if (std::getenv("CORONER_SHOW_DIFFERENCES") && g.value != "<optimized out>")
+        std::printf("%s: coroner unavailable (%s), gdb %s\n", where.c_str(), ours->unavailable.c_str(), g.value.c_str());
       ++c.unavailable;
       continue;
     }
@@ -89,6 +91,14 @@ Compared CompareWithGdb(const testing::ZooCore& z) {
       }
       if (address(mine) == address(theirs)) ++c.equal;
       continue;
+    }
+    // gdb cuts a run of bytes that are not valid UTF-8 one short at the end
+    // of a char array and adds "..." (`'\375' <repeats 511 times>...` for
+    // 512 such bytes): an artifact of its character iterator, accepted here.
+    static const std::regex kCutRun(R"(^'(\\[0-7]{3})' <repeats (\d+) times>\.\.\.$)");
+    std::smatch cm;
+    if (std::regex_match(theirs, cm, kCutRun)) {
+      theirs = "'" + cm[1].str() + "' <repeats " + std::to_string(std::stoul(cm[2].str()) + 1) + " times>";
     }
     EXPECT_EQ(mine, theirs) << where;
     if (mine == theirs) ++c.equal;
@@ -147,8 +157,8 @@ TEST(Variables, MostOfTheZooIsShown) {
               library_differ);
   EXPECT_GT(equal, 20 * library_differ);
   // The unavailable ones are library frames' entry values and the like.
-  EXPECT_GT(equal, 300u);
-  EXPECT_GT(equal, 2 * unavailable) << equal << " equal, " << unavailable << " unavailable";
+  EXPECT_GT(equal, 400u);
+  EXPECT_GT(equal, 5 * unavailable) << equal << " equal, " << unavailable << " unavailable";
 }
 
 }  // namespace
