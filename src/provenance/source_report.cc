@@ -74,7 +74,7 @@ SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
       mv.component = component.name;
       mv.repository = component.repository;
       if (f.module->image && f.offset) {
-        if (auto cu = f.module->image->CompileUnitAt(*f.offset - (f.physical == 0 ? 0 : 1))) {
+        if (auto cu = f.module->image->CompileUnitAt(*f.offset)) {  // pc - 1 for a return address
           mv.producer = cu->producer;
           mv.comp_dir = cu->comp_dir;
         }

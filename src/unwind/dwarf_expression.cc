@@ -157,8 +157,12 @@ ExpressionResult EvaluateExpression(const Dwarf_Op* ops, size_t nops, const Expr
           break;
         case DW_OP_nop:
           break;
-        case DW_OP_entry_value: case DW_OP_GNU_entry_value:
-          return failed("its value at the function's entry (DW_OP_entry_value) is not recovered");
+        case DW_OP_entry_value: case DW_OP_GNU_entry_value: {
+          std::optional<uint64_t> v = ctx.entry_value ? ctx.entry_value(op) : std::nullopt;
+          if (!v) return failed("its value at the function's entry (DW_OP_entry_value) is not recovered");
+          if (!push(*v)) return failed("expression stack overflow");
+          break;
+        }
         case DW_OP_implicit_value:
           return failed("DW_OP_implicit_value is not evaluated");
         case DW_OP_piece: case DW_OP_bit_piece:

@@ -4,13 +4,15 @@
 // DW_AT_frame_base).
 //
 // Bounded: a fixed 64-entry stack, no branches, so every expression ends in
-// at most `nops` steps. Anything it does not evaluate (entry values, typed
-// stack ops, TLS) is a failure with the reason, never a guess.
+// at most `nops` steps. Anything it does not evaluate (typed stack ops, TLS,
+// entry values it is given no resolver for) is a failure with the reason,
+// never a guess.
 #pragma once
 
 #include <elfutils/libdw.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "unwind/stack_memory.h"
@@ -24,6 +26,9 @@ struct ExpressionContext {
   std::optional<uint64_t> frame_base;  // DW_OP_fbreg
   uint64_t address_bias = 0;           // added to DW_OP_addr: the module's load bias
   StackMemory* memory = nullptr;
+  // Resolves DW_OP_entry_value (the value its sub-expression had when the
+  // function was entered); unset, entry values fail.
+  std::function<std::optional<uint64_t>(const Dwarf_Op&)> entry_value;
 };
 
 struct ExpressionResult {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "unwind/dwarf_expression.h"
@@ -400,9 +401,27 @@ struct Scope {
   std::optional<Dwarf_Die> function;
 };
 
+// A frame's registers, CFA and frame base, for its DWARF expressions.
+// Registers the CFI does not recover are unknown (libdw reports the
+// call-clobbered ones undefined); the unwinder carries the callee-saved ones.
+ExpressionContext Context(const Frame& frame, const MappedModule& module, StackMemory& memory,
+                          std::optional<uint64_t> frame_base) {
+  ExpressionContext context;
+  context.regs = &frame.regs;
+  context.cfa = frame.cfa;
+  context.frame_base = frame_base;
+  context.address_bias = module.bias;
+  context.memory = &memory;
+  return context;
+}
+
+// What the caller passed in a register, for DW_OP_entry_value: nullopt
+// when unknown.
+using EntryRegister = std::function<std::optional<uint64_t>(int dwarf_reg)>;
+
 // One variable's value at `vaddr` in a frame.
-Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, const ExpressionContext& context, Printer& printer,
-                      const ModuleMap& modules, bool cplus) {
+Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context, Printer& printer,
+                      const ModuleMap& modules, bool cplus, const EntryRegister& entry_register) {
   Variable v;
   v.name = Name(die);
   auto type = TypeOf(die);
@@ -431,6 +450,20 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, const ExpressionContext& c
       v.unavailable = "its location list cannot be read";
       return v;
     }
+    // DW_OP_entry_value(DW_OP_regN): the register's value at entry, which
+    // the caller's call site records (DW_TAG_call_site_parameter).
+    context.entry_value = [&attr, &entry_register](const Dwarf_Op& op) -> std::optional<uint64_t> {
+      Dwarf_Attribute sub;
+      Dwarf_Op* ops = nullptr;
+      size_t nops = 0;
+      if (!entry_register || dwarf_getlocation_attr(&attr, &op, &sub) != 0 || dwarf_getlocation(&sub, &ops, &nops) != 0 ||
+          nops != 1) {
+        return std::nullopt;
+      }
+      if (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31) return entry_register(ops[0].atom - DW_OP_reg0);
+      if (ops[0].atom == DW_OP_regx) return entry_register(static_cast<int>(ops[0].number));
+      return std::nullopt;
+    };
     ExpressionResult r = EvaluateExpression(expr, len, context);
     if (r.kind == ExpressionResult::Kind::kFailed) {
       v.unavailable = r.error ? r.error : "its location cannot be evaluated";
@@ -518,22 +551,110 @@ void CollectVariables(Dwarf_Die scope, bool function, std::vector<Dwarf_Die>& pa
   }
 }
 
-void ReadScope(const Scope& scope, Frame& frame, uint64_t vaddr, const MappedModule& module, StackMemory& memory,
-               const ModuleMap& modules, bool cplus, std::optional<uint64_t> frame_base) {
-  // Registers the CFI leaves unspecified keep their value from the frame
-  // below (gdb's rule too): a caller's variable in rdi may be stale there.
-  ExpressionContext context;
-  context.regs = &frame.regs;
-  context.cfa = frame.cfa;
-  context.frame_base = frame_base;
-  context.address_bias = module.bias;
-  context.memory = &memory;
-  Printer printer(modules, memory, cplus);
+// One physical frame as DWARF sees it: the address looked up, the scopes
+// there (innermost first, out to the subprogram) and the frame base.
+struct PhysicalFrame {
+  const Frame* frame = nullptr;  // its innermost (first) frame
+  const MappedModule* module = nullptr;
+  uint64_t vaddr = 0;
+  std::vector<Dwarf_Die> dies;
+  std::optional<Dwarf_Die> subprogram;
+  std::optional<uint64_t> frame_base;
+  bool cplus = false;
+};
+
+std::optional<PhysicalFrame> Locate(const Frame& first, StackMemory& memory) {
+  const MappedModule* m = first.module;
+  if (!m || !m->image || !m->image->has_dwarf() || !first.offset) return std::nullopt;
+  PhysicalFrame p;
+  p.frame = &first;
+  p.module = m;
+  // The frame's offset is already the call's address for a return address
+  // (pc - 1), where gdb too looks locations up.
+  p.vaddr = *first.offset;
+  p.dies = m->image->ScopesAt(p.vaddr);
+  for (auto& die : p.dies) {
+    if (dwarf_tag(&die) == DW_TAG_subprogram) {
+      p.subprogram = die;
+      break;
+    }
+  }
+  if (!p.subprogram) return std::nullopt;
+  int lang = dwarf_srclang(&p.dies.back());
+  p.cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+  // The frame base (DW_OP_fbreg) is the physical function's.
+  Dwarf_Attribute attr;
+  if (dwarf_attr(&*p.subprogram, DW_AT_frame_base, &attr)) {
+    Dwarf_Op* expr = nullptr;
+    size_t len = 0;
+    if (dwarf_getlocation_addr(&attr, p.vaddr, &expr, &len, 1) == 1) {
+      ExpressionResult r = EvaluateExpression(expr, len, Context(first, *m, memory, std::nullopt));
+      if (r.kind != ExpressionResult::Kind::kFailed) p.frame_base = r.value;
+    }
+  }
+  return p;
+}
+
+// The value the caller put in `reg` for the call that made its callee's
+// frame: the call site at the caller's return address, its parameter for
+// that register, and the parameter's DW_AT_call_value evaluated in the
+// caller's frame (no further entry values: bounded).
+std::optional<uint64_t> CallSiteValue(const PhysicalFrame& caller, int reg, StackMemory& memory) {
+  uint64_t return_pc = caller.module->ToLink(caller.frame->pc);
+  for (auto scope : caller.dies) {
+    Dwarf_Die site;
+    if (dwarf_child(&scope, &site) == 0) {
+      do {
+        int tag = dwarf_tag(&site);
+        if (tag != DW_TAG_call_site && tag != DW_TAG_GNU_call_site) continue;
+        Dwarf_Attribute attr;
+        Dwarf_Addr pc;
+        int pc_name = tag == DW_TAG_call_site ? DW_AT_call_return_pc : DW_AT_low_pc;
+        if (!dwarf_attr(&site, pc_name, &attr) || dwarf_formaddr(&attr, &pc) != 0 || pc != return_pc) continue;
+        Dwarf_Die param;
+        if (dwarf_child(&site, &param) != 0) return std::nullopt;
+        do {
+          int ptag = dwarf_tag(&param);
+          if (ptag != DW_TAG_call_site_parameter && ptag != DW_TAG_GNU_call_site_parameter) continue;
+          Dwarf_Op* loc = nullptr;
+          size_t n = 0;
+          if (!dwarf_attr(&param, DW_AT_location, &attr) || dwarf_getlocation(&attr, &loc, &n) != 0 || n != 1) continue;
+          int preg = loc[0].atom >= DW_OP_reg0 && loc[0].atom <= DW_OP_reg31 ? loc[0].atom - DW_OP_reg0
+                     : loc[0].atom == DW_OP_regx                             ? static_cast<int>(loc[0].number)
+                                                                             : -1;
+          if (preg != reg) continue;
+          if (!dwarf_attr(&param, DW_AT_call_value, &attr) && !dwarf_attr(&param, DW_AT_GNU_call_site_value, &attr)) {
+            return std::nullopt;
+          }
+          Dwarf_Op* value = nullptr;
+          if (dwarf_getlocation(&attr, &value, &n) != 0 || n == 0) return std::nullopt;
+          ExpressionResult r = EvaluateExpression(value, n, Context(*caller.frame, *caller.module, memory, caller.frame_base));
+          if (r.kind == ExpressionResult::Kind::kFailed) return std::nullopt;
+          return r.value;
+        } while (dwarf_siblingof(&param, &param) == 0);
+        return std::nullopt;
+      } while (dwarf_siblingof(&site, &site) == 0);
+    }
+    if (dwarf_tag(&scope) == DW_TAG_subprogram) break;
+  }
+  return std::nullopt;
+}
+
+void ReadScope(const Scope& scope, Frame& frame, const PhysicalFrame& where, const std::optional<PhysicalFrame>& caller,
+               StackMemory& memory, const ModuleMap& modules) {
+  ExpressionContext context = Context(frame, *where.module, memory, where.frame_base);
+  Printer printer(modules, memory, where.cplus);
+  EntryRegister entry_register;
+  if (caller) entry_register = [&caller, &memory](int reg) { return CallSiteValue(*caller, reg, memory); };
   std::vector<Dwarf_Die> params, vars;
   for (const auto& block : scope.blocks) CollectVariables(block, false, params, vars, 0);
   if (scope.function) CollectVariables(*scope.function, true, params, vars, 0);
-  for (auto& die : params) frame.args.push_back(ReadVariable(&die, vaddr, context, printer, modules, cplus));
-  for (auto& die : vars) frame.locals.push_back(ReadVariable(&die, vaddr, context, printer, modules, cplus));
+  for (auto& die : params) {
+    frame.args.push_back(ReadVariable(&die, where.vaddr, context, printer, modules, where.cplus, entry_register));
+  }
+  for (auto& die : vars) {
+    frame.locals.push_back(ReadVariable(&die, where.vaddr, context, printer, modules, where.cplus, entry_register));
+  }
 }
 
 }  // namespace
@@ -543,53 +664,34 @@ void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& me
     // The frames of one physical frame: its inlined calls, innermost first.
     size_t end = i;
     while (end < bt.frames.size() && bt.frames[end].physical == bt.frames[i].physical) ++end;
-    Frame& first = bt.frames[i];
-    if (first.physical >= kMaxFrames) break;
-    const MappedModule* m = first.module;
-    if (m && m->image && m->image->has_dwarf() && first.offset) {
-      bool exact = first.physical == 0 || first.trust == FrameTrust::kSignal;
-      uint64_t vaddr = exact || first.pc == 0 ? *first.offset : *first.offset - 1;
-      std::vector<Dwarf_Die> dies = m->image->ScopesAt(vaddr);
-      std::vector<Scope> scopes(1);
-      std::optional<Dwarf_Die> subprogram;
-      bool cplus = false;
-      for (auto& die : dies) {
-        int tag = dwarf_tag(&die);
-        if (tag == DW_TAG_lexical_block) {
-          scopes.back().blocks.push_back(die);
-        } else if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
-          scopes.back().function = die;
-          if (tag == DW_TAG_subprogram) {
-            subprogram = die;
-            break;
-          }
-          scopes.emplace_back();
-        }
+    if (bt.frames[i].physical >= kMaxFrames) break;
+    std::optional<PhysicalFrame> where = Locate(bt.frames[i], memory);
+    if (!where) {
+      i = end;
+      continue;
+    }
+    std::vector<Scope> scopes(1);
+    for (auto& die : where->dies) {
+      int tag = dwarf_tag(&die);
+      if (tag == DW_TAG_lexical_block) {
+        scopes.back().blocks.push_back(die);
+      } else if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram) {
+        scopes.back().function = die;
+        if (tag == DW_TAG_subprogram) break;
+        scopes.emplace_back();
       }
-      if (!dies.empty()) {
-        int lang = dwarf_srclang(&dies.back());
-        cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
-      }
-      // The frame base (DW_OP_fbreg) is the physical function's.
-      std::optional<uint64_t> frame_base;
-      Dwarf_Attribute attr;
-      if (subprogram && dwarf_attr(&*subprogram, DW_AT_frame_base, &attr)) {
-        Dwarf_Op* expr = nullptr;
-        size_t len = 0;
-        if (dwarf_getlocation_addr(&attr, vaddr, &expr, &len, 1) == 1) {
-          ExpressionContext context;
-          context.regs = &first.regs;
-          context.cfa = first.cfa;
-          context.memory = &memory;
-          ExpressionResult r = EvaluateExpression(expr, len, context);
-          if (r.kind != ExpressionResult::Kind::kFailed) frame_base = r.value;
-        }
-      }
-      if (subprogram && scopes.size() == end - i) {
-        for (size_t k = i; k < end; ++k) {
-          bt.frames[k].variables_read = true;
-          ReadScope(scopes[k - i], bt.frames[k], vaddr, *m, memory, modules, cplus, frame_base);
-        }
+    }
+    // The caller, for entry values: the next physical frame, when it called
+    // this one (not a signal frame's interrupted context, not a scan guess).
+    std::optional<PhysicalFrame> caller;
+    if (end < bt.frames.size() && !bt.frames[i].signal_trampoline && bt.frames[end].trust != FrameTrust::kScan &&
+        bt.frames[end].trust != FrameTrust::kSignal) {
+      caller = Locate(bt.frames[end], memory);
+    }
+    if (scopes.size() == end - i) {
+      for (size_t k = i; k < end; ++k) {
+        bt.frames[k].variables_read = true;
+        ReadScope(scopes[k - i], bt.frames[k], *where, caller, memory, modules);
       }
     }
     i = end;
