@@ -19,7 +19,7 @@ void AddSourceFlags(CLI::App* cmd, coroner::SourceFlags& f) {
       ->allow_extra_args(false);
   cmd->add_option("--source-map-file", f.source_map_file, "a file of OLD=NEW lines");
   cmd->add_option("--inventory-dir", f.inventory_dir,
-                  "captures from the crashed container: dpkg -l, pip list --format json, a dpkg database");
+                  "captures from the crashed container: dpkg -l, rpm -qa, pip list --format json, a dpkg database");
   cmd->add_option("--check-fix", f.check_fix, "a commit: is it in the checkout given by --repo?");
   cmd->add_option("--repo", f.repo, "the git checkout for --check-fix");
 }
