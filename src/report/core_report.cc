@@ -1,11 +1,10 @@
 #include "report/core_report.h"
 
-#include "unwind/frame_variables.h"
-
 #include <fmt/format.h>
 
 #include "core/byte_view.h"
 #include "core/signals.h"
+#include "unwind/frame_variables.h"
 
 namespace coroner {
 

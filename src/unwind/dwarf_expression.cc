@@ -6,6 +6,12 @@
 
 namespace coroner {
 
+std::optional<int> RegisterLocation(const Dwarf_Op& op) {
+  if (op.atom >= DW_OP_reg0 && op.atom <= DW_OP_reg31) return op.atom - DW_OP_reg0;
+  if (op.atom == DW_OP_regx && op.number < 1024) return static_cast<int>(op.number);
+  return std::nullopt;
+}
+
 const char* DwarfRegisterName(int reg) {
   static const char* const kNames[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
                                        "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};

@@ -45,6 +45,10 @@ struct ExpressionResult {
 
 ExpressionResult EvaluateExpression(const Dwarf_Op* ops, size_t nops, const ExpressionContext& context);
 
+// The register a location of one DW_OP_reg0..31 / DW_OP_regx names;
+// nullopt for any other operation.
+std::optional<int> RegisterLocation(const Dwarf_Op& op);
+
 // The x86_64 name of a DWARF register number ("rdi"), "reg N" past r15/rip.
 const char* DwarfRegisterName(int reg);
 

@@ -460,9 +460,8 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context,
           nops != 1) {
         return std::nullopt;
       }
-      if (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31) return entry_register(ops[0].atom - DW_OP_reg0);
-      if (ops[0].atom == DW_OP_regx) return entry_register(static_cast<int>(ops[0].number));
-      return std::nullopt;
+      auto reg = RegisterLocation(ops[0]);
+      return reg ? entry_register(*reg) : std::nullopt;
     };
     ExpressionResult r = EvaluateExpression(expr, len, context);
     if (r.kind == ExpressionResult::Kind::kFailed) {
@@ -619,10 +618,7 @@ std::optional<uint64_t> CallSiteValue(const PhysicalFrame& caller, int reg, Stac
           Dwarf_Op* loc = nullptr;
           size_t n = 0;
           if (!dwarf_attr(&param, DW_AT_location, &attr) || dwarf_getlocation(&attr, &loc, &n) != 0 || n != 1) continue;
-          int preg = loc[0].atom >= DW_OP_reg0 && loc[0].atom <= DW_OP_reg31 ? loc[0].atom - DW_OP_reg0
-                     : loc[0].atom == DW_OP_regx                             ? static_cast<int>(loc[0].number)
-                                                                             : -1;
-          if (preg != reg) continue;
+          if (RegisterLocation(loc[0]) != reg) continue;
           if (!dwarf_attr(&param, DW_AT_call_value, &attr) && !dwarf_attr(&param, DW_AT_GNU_call_site_value, &attr)) {
             return std::nullopt;
           }

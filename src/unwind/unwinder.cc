@@ -1,11 +1,11 @@
 #include "unwind/unwinder.h"
 
-#include "unwind/dwarf_expression.h"
-
 #include <dwarf.h>
 
 #include <cstdlib>
 #include <memory>
+
+#include "unwind/dwarf_expression.h"
 
 namespace coroner {
 namespace {
