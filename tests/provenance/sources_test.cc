@@ -210,6 +210,33 @@ TEST(Sources, InventoryOfThisMachine) {
   EXPECT_FALSE(inv->For("/opt/app/libmine.so.3"));
 }
 
+TEST(Sources, DpkgDatabaseCopy) {
+  // A copy of this machine's dpkg database (status and the file lists), as
+  // `--inventory-dir` takes it from a container: the module's owner comes
+  // from the lists, its version from status, equal to dpkg-query's.
+  fs::path dir = TempDir("dpkg-db");
+  fs::create_directories(dir / "var/lib/dpkg/info");
+  fs::copy_file("/var/lib/dpkg/status", dir / "var/lib/dpkg/status");
+  for (const auto& e : fs::directory_iterator("/var/lib/dpkg/info")) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("libc6:", 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".list") == 0) {
+      fs::copy_file(e.path(), dir / "var/lib/dpkg/info" / name);
+    }
+  }
+  auto inv = PackageInventory::Load(dir.string());
+  ASSERT_TRUE(inv.ok());
+  // libBrokenLocale.so.1 is libc6's by its list alone: its name would say
+  // "libbrokenlocale1", a package that does not exist.
+  std::string lib = Shell("dpkg -L libc6 | grep '/libBrokenLocale.so.1$' | head -n 1");
+  ASSERT_FALSE(lib.empty());
+  auto p = inv->For(lib);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->name, "libc6");
+  EXPECT_EQ(p->manager, "dpkg");
+  EXPECT_EQ(p->version, Shell("dpkg-query -W -f '${Version}' libc6"));
+  EXPECT_FALSE(inv->For("/opt/elsewhere/libBrokenLocale.so.1"));
+}
+
 TEST(Sources, RpmCapture) {
   // `rpm -qa` as a RHEL-family container prints it (written here: this
   // machine has no rpm database to capture).
