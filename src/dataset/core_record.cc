@@ -75,7 +75,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     row.crashing = i == core.crashing_thread();
     row.pc = t.registers.pc();
     row.sp = t.registers.sp();
-    row.registers = RegistersJson(t.registers).dump();
+    row.registers = RegistersJsonText(t.registers);
     row.cpu_seconds = static_cast<double>(t.utime_us + t.stime_us) / 1e6;
     cpu += row.cpu_seconds;
     r.threads.push_back(std::move(row));

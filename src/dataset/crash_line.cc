@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <set>
+#include <array>
 
 namespace coroner {
 namespace {
@@ -19,6 +19,11 @@ constexpr uint64_t kPage = 4096;
 const char* const kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
                                       "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
+
+// The fields a line may have; the first kRequired it must have.
+constexpr std::string_view kKeys[] = {"v",  "pid",   "tid", "time", "sig",      "code", "addr", "regs",
+                                      "stack", "bt", "host", "comm", "fps", "stackmap", "mods", "segs"};
+constexpr size_t kRequired = 10;
 
 Error Bad(const std::string& why) { return MakeError(ErrorKind::kMalformed, "crash line: " + why); }
 
@@ -69,23 +74,44 @@ std::vector<std::string_view> Split(std::string_view s, char sep, size_t cap) {
   return out;
 }
 
+int Nibble(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// `s` cut at `sep` into exactly N pieces; nullopt for any other count.
+template <size_t N>
+std::optional<std::array<std::string_view, N>> SplitExactly(std::string_view s, char sep) {
+  std::array<std::string_view, N> out;
+  for (size_t i = 0; i < N; ++i) {
+    size_t end = i + 1 < N ? s.find(sep) : std::string_view::npos;
+    if (i + 1 < N && end == std::string_view::npos) return std::nullopt;
+    out[i] = s.substr(0, end);
+    s.remove_prefix(end == std::string_view::npos ? s.size() : end + 1);
+  }
+  if (out[N - 1].find(sep) != std::string_view::npos) return std::nullopt;
+  return out;
+}
+
 // %XX escapes (the handler escapes separators, spaces and non-ASCII).
 std::optional<std::string> Unescape(std::string_view s) {
+  if (s.size() > 3 * kMaxPath) return std::nullopt;
   std::string out;
+  out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%') {
       if (i + 2 >= s.size()) return std::nullopt;
-      std::string hex = "0x";
-      for (char c : s.substr(i + 1, 2)) hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      auto h = Hex(hex);
-      if (!h) return std::nullopt;
-      out += static_cast<char>(*h);
+      int hi = Nibble(s[i + 1]), lo = Nibble(s[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      out += static_cast<char>(hi << 4 | lo);
       i += 2;
     } else {
       out += s[i];
     }
-    if (out.size() > kMaxPath) return std::nullopt;
   }
+  if (out.size() > kMaxPath) return std::nullopt;
   return out;
 }
 
@@ -111,20 +137,23 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   if (text.size() > kMaxLine) return Bad("longer than 256 KiB");
   CrashLine l;
-  std::set<std::string> seen;
+  uint32_t seen = 0;  // bit i: kKeys[i] was read
   for (std::string_view field : Split(text, ' ', 64)) {
     size_t eq = field.find('=');
     if (eq == std::string_view::npos || eq == 0) return Bad("a field without key=value");
-    std::string key(field.substr(0, eq));
+    std::string_view key = field.substr(0, eq);
     std::string_view value = field.substr(eq + 1);
-    if (!seen.insert(key).second) return Bad("field " + key + " twice");
+    size_t k = std::find(std::begin(kKeys), std::end(kKeys), key) - std::begin(kKeys);
+    if (k == std::size(kKeys)) return Bad("unknown field " + std::string(key.substr(0, 32)));
+    if (seen & (1u << k)) return Bad("field " + std::string(key) + " twice");
+    seen |= 1u << k;
     if (key == "v") {
       auto v = Dec(value, 0, 1000);
       if (!v || *v != 1) return Bad("format version " + std::string(value.substr(0, 16)) + ", this reader knows 1");
       l.version = 1;
     } else if (key == "pid" || key == "tid") {
       auto v = Dec(value, 1, 1 << 30);
-      if (!v) return Bad(key + " is not a process id");
+      if (!v) return Bad(std::string(key) + " is not a process id");
       (key == "pid" ? l.pid : l.tid) = static_cast<int>(*v);
     } else if (key == "time") {
       size_t dot = value.find('.');
@@ -135,7 +164,7 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       l.nanoseconds = static_cast<uint32_t>(*ns);
     } else if (key == "host" || key == "comm") {
       auto v = Unescape(value);
-      if (!v || v->size() > 256) return Bad(key + " is not an escaped name");
+      if (!v || v->size() > 256) return Bad(std::string(key) + " is not an escaped name");
       (key == "host" ? l.host : l.comm) = *v;
     } else if (key == "sig") {
       auto v = Dec(value, 1, 64);
@@ -200,15 +229,15 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       auto mods = Split(value, ';', kMaxModules);
       if (mods.size() > kMaxModules) return Bad("more than 1024 modules");
       for (auto m : mods) {
-        auto parts = Split(m, '@', 3);
-        if (parts.size() != 3) return Bad("a module is not BUILDID@BIAS@PATH");
+        auto parts = SplitExactly<3>(m, '@');
+        if (!parts) return Bad("a module is not BUILDID@BIAS@PATH");
         CrashLine::Module mod;
-        if (parts[0] != "-") {
-          if (!BuildId(parts[0])) return Bad("a module's build-id is not hex");
-          mod.build_id = std::string(parts[0]);
+        if ((*parts)[0] != "-") {
+          if (!BuildId((*parts)[0])) return Bad("a module's build-id is not hex");
+          mod.build_id = std::string((*parts)[0]);
         }
-        auto bias = Hex(parts[1]);
-        auto path = Unescape(parts[2]);
+        auto bias = Hex((*parts)[1]);
+        auto path = Unescape((*parts)[2]);
         if (!bias || !path || path->empty()) return Bad("a module's bias or path is malformed");
         mod.bias = *bias;
         mod.path = *path;
@@ -218,8 +247,9 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       auto segs = Split(value, ';', kMaxSegments);
       if (segs.size() > kMaxSegments) return Bad("more than 4096 segments");
       for (auto s : segs) {
-        auto parts = Split(s, ':', 4);
-        if (parts.size() != 4) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
+        auto split = SplitExactly<4>(s, ':');
+        if (!split) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
+        const auto& parts = *split;
         auto mod = Dec(parts[0], 0, static_cast<int64_t>(kMaxModules));
         auto range = Range(parts[1]);
         auto off = Hex(parts[2]);
@@ -232,12 +262,10 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
                                parts[3].find('x') != std::string_view::npos};
         l.segments.push_back(seg);
       }
-    } else {
-      return Bad("unknown field " + key.substr(0, 32));
     }
   }
-  for (const char* need : {"v", "pid", "tid", "time", "sig", "code", "addr", "regs", "stack", "bt"})
-    if (!seen.count(need)) return Bad(std::string("no ") + need + " field (a cut line?)");
+  for (size_t k = 0; k < kRequired; ++k)
+    if (!(seen & (1u << k))) return Bad("no " + std::string(kKeys[k]) + " field (a cut line?)");
   for (const auto& s : l.segments)
     if (s.module >= l.modules.size()) return Bad("a segment names module " + std::to_string(s.module) + " of " +
                                                  std::to_string(l.modules.size()));
@@ -251,16 +279,15 @@ struct Bytes {
   std::vector<std::byte> b;
   size_t size() const { return b.size(); }
   void Put(const void* p, size_t n) {
-    auto* c = static_cast<const std::byte*>(p);
-    b.insert(b.end(), c, c + n);
+    size_t at = b.size();
+    b.resize(at + n);
+    if (n) std::memcpy(b.data() + at, p, n);
   }
   template <typename T>
   void Put(T v) {
     Put(&v, sizeof v);
   }
-  void Pad(size_t align) {
-    while (b.size() % align) b.push_back(std::byte{0});
-  }
+  void Pad(size_t align) { b.resize((b.size() + align - 1) / align * align); }
   template <typename T>
   void At(size_t off, T v) {
     std::memcpy(b.data() + off, &v, sizeof v);
@@ -364,8 +391,8 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
       eh.e_phnum = 2;
       Bytes note;
       Bytes id;
-      for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)
-        id.Put(static_cast<uint8_t>(*Hex("0x" + m.build_id.substr(i, 2))));
+      for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)  // lowercase hex, checked by the parser
+        id.Put(static_cast<uint8_t>(Nibble(m.build_id[i]) << 4 | Nibble(m.build_id[i + 1])));
       Note(note, "GNU", NT_GNU_BUILD_ID, id);
       Elf64_Phdr load{PT_LOAD, PF_R, 0, s.start - m.bias, s.start - m.bias, s.end - s.start, s.end - s.start, kPage};
       Elf64_Phdr pnote{PT_NOTE, PF_R, 0x100, s.start - m.bias + 0x100, s.start - m.bias + 0x100, note.size(),

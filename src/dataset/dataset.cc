@@ -46,14 +46,11 @@ CREATE TABLE IF NOT EXISTS cores(
   cpu_time REAL,
   analysis_ms REAL,
   scanned_at TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS cores_signature ON cores(signature);
-CREATE INDEX IF NOT EXISTS cores_time ON cores(time);
 CREATE TABLE IF NOT EXISTS attributes(
   core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
   key TEXT NOT NULL,
   value TEXT,
   PRIMARY KEY (core, key)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS attributes_key ON attributes(key, value);
 CREATE TABLE IF NOT EXISTS threads(
   core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
   thread INTEGER NOT NULL,
@@ -78,7 +75,6 @@ CREATE TABLE IF NOT EXISTS frames(
   trust TEXT NOT NULL,
   inlined INTEGER NOT NULL,
   PRIMARY KEY (core, thread, "index")) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS frames_function ON frames(function);
 CREATE TABLE IF NOT EXISTS modules(
   core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
   path TEXT NOT NULL,
@@ -86,8 +82,17 @@ CREATE TABLE IF NOT EXISTS modules(
   size INTEGER,
   build_id TEXT,
   status TEXT);
-CREATE INDEX IF NOT EXISTS modules_core ON modules(core);
 )sql";
+
+// The secondary indexes, apart from the tables: a bulk load drops them and
+// builds them again at its end (Dataset::SuspendIndexes).
+constexpr const char* kIndexes[][2] = {
+    {"cores_signature", "CREATE INDEX IF NOT EXISTS cores_signature ON cores(signature)"},
+    {"cores_time", "CREATE INDEX IF NOT EXISTS cores_time ON cores(time)"},
+    {"attributes_key", "CREATE INDEX IF NOT EXISTS attributes_key ON attributes(key, value)"},
+    {"frames_function", "CREATE INDEX IF NOT EXISTS frames_function ON frames(function)"},
+    {"modules_core", "CREATE INDEX IF NOT EXISTS modules_core ON modules(core)"},
+};
 
 Error SqlError(sqlite3* db, const std::string& what) {
   return MakeError(ErrorKind::kIo, what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
@@ -102,13 +107,16 @@ class Statement {
   bool ok() const { return rc_ == SQLITE_OK && stmt_; }
   sqlite3_stmt* get() { return stmt_; }
 
+  // Every parameter is bound again before the next step, so the bindings
+  // need no clearing.
   void Reset() {
     sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
     next_ = 1;
   }
   Statement& Bind(const std::string& s) {
-    sqlite3_bind_text(stmt_, next_++, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    // SQLITE_STATIC: the caller keeps the string alive until Step(), which
+    // saves SQLite a copy of every value.
+    sqlite3_bind_text(stmt_, next_++, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& BindOrNull(const std::string& s) {
@@ -134,6 +142,12 @@ class Statement {
     else return Bind(static_cast<int64_t>(*v));
   }
   Expected<bool> Step() {
+    // A parameter left unbound would keep the last value, whose string may
+    // be gone (SQLITE_STATIC).
+    if (next_ - 1 != sqlite3_bind_parameter_count(stmt_)) {
+      Reset();
+      return MakeError(ErrorKind::kIo, "write failed: a parameter was not bound");
+    }
     int rc = sqlite3_step(stmt_);
     Reset();
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqlError(db_, "write failed");
@@ -145,6 +159,106 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
   int rc_;
   int next_ = 1;
+};
+
+// Rows of one table gathered over a Write's records, then inserted up to
+// kRowsPerInsert at a time by one multi-row INSERT: a statement's fixed
+// cost (starting, halting, resetting) is about that of a row, and a core
+// has a dozen frame and module rows. Text is copied into an arena, so the
+// values outlive the records' temporaries.
+class RowBuffer {
+ public:
+  static constexpr size_t kRowsPerInsert = 32;
+
+  // `head`: "INSERT INTO t(a, b)"; the VALUES clause is added here.
+  RowBuffer(sqlite3* db, std::string head, int columns) : db_(db), head_(std::move(head)), columns_(columns) {}
+
+  RowBuffer& Int(int64_t v) {
+    values_.push_back({Value::kInt, v, 0, 0, 0});
+    return *this;
+  }
+  RowBuffer& Real(double v) {
+    values_.push_back({Value::kReal, 0, v, 0, 0});
+    return *this;
+  }
+  RowBuffer& Null() {
+    values_.push_back({Value::kNull, 0, 0, 0, 0});
+    return *this;
+  }
+  RowBuffer& Text(std::string_view s) {
+    values_.push_back({Value::kText, 0, 0, arena_.size(), s.size()});
+    arena_.append(s);
+    return *this;
+  }
+  RowBuffer& TextOrNull(std::string_view s) { return s.empty() ? Null() : Text(s); }
+  template <typename T>
+  RowBuffer& Opt(const std::optional<T>& v) {
+    if (!v) return Null();
+    if constexpr (std::is_floating_point_v<T>) return Real(static_cast<double>(*v));
+    else return Int(static_cast<int64_t>(*v));
+  }
+
+  Expected<bool> Flush() {
+    size_t rows = values_.size() / static_cast<size_t>(columns_);
+    size_t at = 0;
+    for (size_t done = 0; done < rows;) {
+      size_t n = std::min(kRowsPerInsert, rows - done);
+      sqlite3_stmt* stmt = Prepared(n);
+      if (!stmt) return SqlError(db_, "prepare");
+      int param = 1;
+      for (size_t i = 0; i < n * static_cast<size_t>(columns_); ++i, ++at) {
+        const Value& v = values_[at];
+        switch (v.type) {
+          case Value::kInt: sqlite3_bind_int64(stmt, param++, v.integer); break;
+          case Value::kReal: sqlite3_bind_double(stmt, param++, v.real); break;
+          case Value::kNull: sqlite3_bind_null(stmt, param++); break;
+          case Value::kText:
+            sqlite3_bind_text(stmt, param++, arena_.data() + v.offset, static_cast<int>(v.length), SQLITE_STATIC);
+            break;
+        }
+      }
+      int rc = sqlite3_step(stmt);
+      sqlite3_reset(stmt);
+      if (rc != SQLITE_DONE) return SqlError(db_, "write failed");
+      done += n;
+    }
+    Clear();
+    return true;
+  }
+
+  void Clear() {
+    values_.clear();
+    arena_.clear();
+  }
+
+ private:
+  struct Value {
+    enum Type { kInt, kReal, kNull, kText } type;
+    int64_t integer;
+    double real;
+    size_t offset, length;  // in arena_
+  };
+
+  // The INSERT for n rows, prepared on first use.
+  sqlite3_stmt* Prepared(size_t n) {
+    auto& slot = statements_[n];
+    if (!slot) {
+      std::string row = "(";
+      for (int c = 0; c < columns_; ++c) row += c ? ",?" : "?";
+      row += ")";
+      std::string sql = head_ + " VALUES ";
+      for (size_t i = 0; i < n; ++i) sql += (i ? "," : "") + row;
+      slot = std::make_unique<Statement>(db_, sql.c_str());
+    }
+    return slot->ok() ? slot->get() : nullptr;
+  }
+
+  sqlite3* db_;
+  std::string head_;
+  int columns_;
+  std::vector<Value> values_;
+  std::string arena_;
+  std::map<size_t, std::unique_ptr<Statement>> statements_;
 };
 
 std::string HexOrEmpty(const std::optional<uint64_t>& v) { return v ? Hex(*v) : std::string(); }
@@ -160,12 +274,15 @@ std::string JoinLines(const std::vector<std::string>& v) {
 
 }  // namespace
 
-Dataset::Dataset(Dataset&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+Dataset::Dataset(sqlite3* db) : db_(db) {}
+Dataset::Dataset(Dataset&& other) noexcept : db_(other.db_), writer_(std::move(other.writer_)) { other.db_ = nullptr; }
 Dataset& Dataset::operator=(Dataset&& other) noexcept {
   std::swap(db_, other.db_);
+  std::swap(writer_, other.writer_);
   return *this;
 }
 Dataset::~Dataset() {
+  writer_.reset();  // its statements first
   if (db_) sqlite3_close_v2(db_);
 }
 
@@ -207,7 +324,14 @@ Expected<bool> Dataset::CheckSchema(bool create) {
 }
 
 Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create) {
+  // SQLite's allocation statistics take a global lock on every malloc; no
+  // one reads them. This must precede SQLite's initialization.
+  static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)configured;
   sqlite3* db = nullptr;
+  // A connection is used by one thread at a time: SQLite's own locking of
+  // every call would be pure cost.
+  flags |= SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     Error e = SqlError(db, path);
     sqlite3_close_v2(db);
@@ -216,10 +340,14 @@ Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool cre
   Dataset ds(db);
   sqlite3_busy_timeout(db, 10000);
   if (!(flags & SQLITE_OPEN_READONLY)) {
-    auto r = ds.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    auto r = ds.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -131072; PRAGMA wal_autocheckpoint = 16384; PRAGMA temp_store = MEMORY;");
     if (!r.ok()) return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
   }
   if (auto r = ds.CheckSchema(create); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
+  if (!(flags & SQLITE_OPEN_READONLY)) {
+    // Indexes a killed bulk load left dropped come back here.
+    if (auto r = ds.RestoreIndexes(); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
+  }
   return ds;
 }
 
@@ -228,6 +356,33 @@ Expected<Dataset> Dataset::Open(const std::string& path, bool create) {
 }
 
 Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) { return OpenWith(path, SQLITE_OPEN_READONLY, false); }
+
+Expected<bool> Dataset::SuspendIndexes() {
+  std::string sql = "BEGIN IMMEDIATE;";
+  for (const auto& index : kIndexes) sql += std::string("DROP INDEX IF EXISTS ") + index[0] + ";";
+  if (auto r = Exec(sql + "COMMIT;"); !r.ok()) {
+    Exec("ROLLBACK");
+    return r.error();
+  }
+  return true;
+}
+
+Expected<bool> Dataset::RestoreIndexes() {
+  auto present = Query("SELECT name FROM sqlite_master WHERE type = 'index'");
+  if (!present.ok()) return present.error();
+  std::string missing;
+  for (const auto& index : kIndexes) {
+    bool found = std::any_of(present->rows.begin(), present->rows.end(),
+                             [&](const auto& row) { return row[0].text == index[0]; });
+    if (!found) missing += std::string(index[1]) + ";";
+  }
+  if (missing.empty()) return true;  // no write lock for nothing
+  if (auto r = Exec("BEGIN IMMEDIATE;" + missing + "COMMIT;"); !r.ok()) {
+    Exec("ROLLBACK");
+    return r.error();
+  }
+  return true;
+}
 
 std::map<std::string, KnownInput> Dataset::KnownInputs() {
   std::map<std::string, KnownInput> out;
@@ -242,69 +397,119 @@ std::map<std::string, KnownInput> Dataset::KnownInputs() {
   return out;
 }
 
+// The write path's statements, prepared once per connection.
+struct Dataset::Writer {
+  explicit Writer(sqlite3* db)
+      : find(db, "SELECT id FROM cores WHERE path = ?"),
+        next_id(db, "SELECT ifnull(max(id), 0) + 1 FROM cores"),
+        del_attributes(db, "DELETE FROM attributes WHERE core = ?"),
+        del_threads(db, "DELETE FROM threads WHERE core = ?"),
+        del_frames(db, "DELETE FROM frames WHERE core = ?"),
+        del_modules(db, "DELETE FROM modules WHERE core = ?"),
+        del_core(db, "DELETE FROM cores WHERE id = ?"),
+        cores(db,
+              "INSERT INTO cores(id, path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
+              "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, real_signal, "
+              "real_si_code, real_fault_address, syndrome, context, signature, crashing_tid, exe, build_id, "
+              "truncated, cpu_time, analysis_ms, scanned_at)",
+              31),
+        attributes(db, "INSERT OR REPLACE INTO attributes(core, key, value)", 3),
+        threads(db, "INSERT OR REPLACE INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers)", 8),
+        frames(db,
+               "INSERT OR REPLACE INTO frames(core, thread, \"index\", pc, module, build_id, offset, function, file, "
+               "line, trust, inlined)",
+               12),
+        modules(db, "INSERT INTO modules(core, path, base, size, build_id, status)", 6) {}
+
+  bool ok() {
+    for (Statement* s : {&find, &next_id, &del_attributes, &del_threads, &del_frames, &del_modules, &del_core})
+      if (!s->ok()) return false;
+    return true;
+  }
+
+  Statement find, next_id, del_attributes, del_threads, del_frames, del_modules, del_core;
+  // Each record's rows are gathered here and inserted at the end of the
+  // transaction; the core's id is chosen here (max + 1) so that its rows
+  // need not wait for its insert.
+  RowBuffer cores, attributes, threads, frames, modules;
+};
+
 Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
   if (records.empty()) return true;
+  if (!writer_) {
+    auto w = std::make_unique<Writer>(db_);
+    if (!w->ok()) return SqlError(db_, "prepare");
+    writer_ = std::move(w);
+  }
+  Writer& w = *writer_;
   if (auto r = Exec("BEGIN IMMEDIATE"); !r.ok()) return r.error();
-  auto fail = [this](const Error& e) -> Expected<bool> {
+  auto fail = [this, &w](const Error& e) -> Expected<bool> {
+    for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules}) b->Clear();
     Exec("ROLLBACK");
     return e;
   };
-  Statement del(db_, "DELETE FROM cores WHERE path = ?");
-  Statement core(db_,
-                 "INSERT INTO cores(path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
-                 "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, real_signal, real_si_code, "
-                 "real_fault_address, syndrome, context, "
-                 "signature, crashing_tid, exe, build_id, truncated, cpu_time, analysis_ms, scanned_at) VALUES "
-                 "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Statement attr(db_, "INSERT OR REPLACE INTO attributes(core, key, value) VALUES (?,?,?)");
-  Statement thread(db_,
-                   "INSERT OR REPLACE INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers) VALUES "
-                   "(?,?,?,?,?,?,?,?)");
-  Statement frame(db_,
-                  "INSERT OR REPLACE INTO frames(core, thread, \"index\", pc, module, build_id, offset, function, "
-                  "file, line, trust, inlined) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
-  Statement module(db_, "INSERT INTO modules(core, path, base, size, build_id, status) VALUES (?,?,?,?,?,?)");
-  for (Statement* s : {&del, &core, &attr, &thread, &frame, &module}) {
-    if (!s->ok()) return fail(SqlError(db_, "prepare"));
+  if (sqlite3_step(w.next_id.get()) != SQLITE_ROW) {
+    w.next_id.Reset();
+    return fail(SqlError(db_, "write failed"));
   }
+  int64_t id = sqlite3_column_int64(w.next_id.get(), 0);
+  w.next_id.Reset();
   std::string now = FormatIso8601(std::chrono::duration_cast<std::chrono::seconds>(
                                       std::chrono::system_clock::now().time_since_epoch())
                                       .count());
+  std::map<std::string_view, int64_t> written;  // paths of this batch: a later record replaces an earlier one
   for (const auto& r : records) {
-    if (auto e = del.Bind(r.path).Step(); !e.ok()) return fail(e.error());
-    core.Bind(r.path).Bind(r.source).Bind(r.size).Bind(r.mtime_ns).Bind(static_cast<int64_t>(r.bytes_read));
-    core.Bind(r.status).BindOrNull(r.error).BindOrNull(JoinLines(r.warnings));
-    core.BindOrNull(r.time ? FormatIso8601(*r.time) : std::string()).BindOrNull(r.time_source).Bind(r.uptime);
-    core.Bind(r.pid).BindOrNull(r.comm).Bind(r.signal).BindOrNull(r.signal ? SignalName(*r.signal) : std::string());
-    core.Bind(r.si_code).BindOrNull(HexOrEmpty(r.fault_address));
-    core.Bind(r.real_signal).Bind(r.real_si_code).BindOrNull(HexOrEmpty(r.real_fault_address));
-    core.BindOrNull(r.syndrome).BindOrNull(r.context);
-    core.BindOrNull(r.signature).Bind(r.crashing_tid).BindOrNull(r.exe).BindOrNull(r.build_id);
-    core.Bind(static_cast<int64_t>(r.truncated)).Bind(r.cpu_seconds).Bind(r.analysis_ms).Bind(now);
-    if (auto e = core.Step(); !e.ok()) return fail(e.error());
-    int64_t id = sqlite3_last_insert_rowid(db_);
-    for (const auto& [k, v] : r.attributes) {
-      if (auto e = attr.Bind(id).Bind(k).Bind(v).Step(); !e.ok()) return fail(e.error());
+    // A record replaces the row of the same path, and all that hangs off
+    // it. The connection does not enforce the foreign keys (checking each
+    // child row's parent doubled the cost of a write), so the cascade is
+    // done here.
+    std::optional<int64_t> old;
+    if (auto it = written.find(r.path); it != written.end()) {
+      // Earlier in this batch, not inserted yet: flush, then replace it.
+      for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
+        if (auto e = b->Flush(); !e.ok()) return fail(e.error());
+      old = it->second;
+    } else {
+      w.find.Bind(r.path);
+      if (sqlite3_step(w.find.get()) == SQLITE_ROW) old = sqlite3_column_int64(w.find.get(), 0);
+      w.find.Reset();
     }
+    if (old) {
+      for (Statement* d : {&w.del_attributes, &w.del_threads, &w.del_frames, &w.del_modules, &w.del_core})
+        if (auto e = d->Bind(*old).Step(); !e.ok()) return fail(e.error());
+    }
+    written[r.path] = id;
+    RowBuffer& c = w.cores;
+    c.Int(id).Text(r.path).Text(r.source).Opt(r.size).Opt(r.mtime_ns).Int(static_cast<int64_t>(r.bytes_read));
+    c.Text(r.status).TextOrNull(r.error).TextOrNull(JoinLines(r.warnings));
+    c.TextOrNull(r.time ? FormatIso8601(*r.time) : std::string()).TextOrNull(r.time_source).Opt(r.uptime);
+    c.Opt(r.pid).TextOrNull(r.comm).Opt(r.signal).TextOrNull(r.signal ? SignalName(*r.signal) : std::string());
+    c.Opt(r.si_code).TextOrNull(HexOrEmpty(r.fault_address));
+    c.Opt(r.real_signal).Opt(r.real_si_code).TextOrNull(HexOrEmpty(r.real_fault_address));
+    c.TextOrNull(r.syndrome).TextOrNull(r.context);
+    c.TextOrNull(r.signature).Opt(r.crashing_tid).TextOrNull(r.exe).TextOrNull(r.build_id);
+    c.Int(r.truncated).Opt(r.cpu_seconds).Real(r.analysis_ms).Text(now);
+    for (const auto& [k, v] : r.attributes) w.attributes.Int(id).Text(k).Text(v);
     for (const auto& t : r.threads) {
-      thread.Bind(id).Bind(int64_t{t.index}).Bind(int64_t{t.tid}).Bind(int64_t{t.crashing});
-      thread.Bind(Hex(t.pc)).Bind(Hex(t.sp)).Bind(t.cpu_seconds).Bind(t.registers);
-      if (auto e = thread.Step(); !e.ok()) return fail(e.error());
+      w.threads.Int(id).Int(t.index).Int(t.tid).Int(t.crashing).Text(Hex(t.pc)).Text(Hex(t.sp));
+      w.threads.Real(t.cpu_seconds).Text(t.registers);
     }
     for (const auto& f : r.frames) {
-      frame.Bind(id).Bind(int64_t{f.thread}).Bind(int64_t{f.index}).Bind(Hex(f.pc)).BindOrNull(f.module);
-      frame.BindOrNull(f.build_id).BindOrNull(HexOrEmpty(f.offset)).BindOrNull(f.function).BindOrNull(f.file);
-      if (f.line > 0) frame.Bind(int64_t{f.line});
-      else frame.Null();
-      frame.Bind(f.trust).Bind(int64_t{f.inlined});
-      if (auto e = frame.Step(); !e.ok()) return fail(e.error());
+      RowBuffer& fr = w.frames;
+      fr.Int(id).Int(f.thread).Int(f.index).Text(Hex(f.pc)).TextOrNull(f.module);
+      fr.TextOrNull(f.build_id).TextOrNull(HexOrEmpty(f.offset)).TextOrNull(f.function).TextOrNull(f.file);
+      if (f.line > 0) fr.Int(f.line);
+      else fr.Null();
+      fr.Text(f.trust).Int(f.inlined);
     }
     for (const auto& m : r.modules) {
-      module.Bind(id).Bind(m.path).Bind(Hex(m.base)).Bind(static_cast<int64_t>(m.end - m.base));
-      module.BindOrNull(m.build_id).BindOrNull(m.status);
-      if (auto e = module.Step(); !e.ok()) return fail(e.error());
+      w.modules.Int(id).Text(m.path).Text(Hex(m.base)).Int(static_cast<int64_t>(m.end - m.base));
+      w.modules.TextOrNull(m.build_id).TextOrNull(m.status);
     }
+    ++id;
   }
+  for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
+    if (auto e = b->Flush(); !e.ok()) return fail(e.error());
   if (auto r = Exec("COMMIT"); !r.ok()) return fail(r.error());
   return true;
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -78,6 +79,14 @@ class Dataset {
   // same path.
   Expected<bool> Write(const std::vector<CoreRecord>& records);
 
+  // For a bulk load: drops the secondary indexes, so that each write
+  // maintains the tables alone; RestoreIndexes builds them again, a sort
+  // each, which costs less than as many inserts into them. A dataset left
+  // without them (a scan killed in between) answers every query, only
+  // slower, and gets them back when next opened for writing.
+  Expected<bool> SuspendIndexes();
+  Expected<bool> RestoreIndexes();
+
   Expected<QueryResult> Query(const std::string& sql);
   // Streams the rows of one statement to `row` without holding them; a
   // callback that returns false stops early. Returns the rows seen; the
@@ -88,12 +97,14 @@ class Dataset {
   sqlite3* handle() { return db_; }
 
  private:
-  explicit Dataset(sqlite3* db) : db_(db) {}
+  struct Writer;
+  explicit Dataset(sqlite3* db);
   static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create);
   Expected<bool> Exec(const std::string& sql);
   Expected<bool> CheckSchema(bool create);
 
   sqlite3* db_ = nullptr;
+  std::unique_ptr<Writer> writer_;  // prepared on the first Write
 };
 
 // A result as an aligned text table (strings cut at `width` characters) or

@@ -8,9 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <functional>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,8 +16,8 @@
 #include "core/signals.h"
 #include "dataset/core_record.h"
 #include "dataset/dataset.h"
-#include "dataset/crash_line.h"
 #include "dataset/inputs.h"
+#include "dataset/log_scan.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CORONER_ASAN 1
@@ -36,7 +33,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kBatch = 64;                        // records per transaction
-constexpr size_t kMaxLogLine = (256 + 1) * 1024;     // past the crash-line reader's limit, so a longer line is rejected
+constexpr size_t kBulkRows = 10000;                  // log lines worth dropping and rebuilding the indexes for
 constexpr auto kCommitEvery = std::chrono::milliseconds(500);
 constexpr uint32_t kMaxMessage = 64u << 20;          // a worker's record, as JSON
 
@@ -71,70 +68,12 @@ bool ReadAll(int fd, void* data, size_t n) {
   return true;
 }
 
-// A crashlog line among the inputs: where it is, and its log's stamp.
-struct LogLine {
-  std::string file;
-  uint64_t offset = 0;
-  uint32_t length = 0;
-  InputStamp stamp;
-};
-
-// Calls `line(offset, text)` for each line of the file holding a crash line,
-// reading in 1 MiB blocks; a line longer than kMaxLogLine is passed cut (the
-// reader then rejects it with a reason). False when the file cannot be read.
-bool ForEachCrashLine(const std::string& path,
-                      const std::function<void(size_t, uint64_t, std::string_view)>& line) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::vector<char> buf(1 << 20);
-  std::string partial;
-  uint64_t at = 0, start = 0;  // file offset of buf[0], of the current line
-  size_t number = 1;           // of the current line, from 1
-  for (;;) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    size_t pos = 0;
-    while (pos < static_cast<size_t>(n)) {
-      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', static_cast<size_t>(n) - pos));
-      size_t end = nl ? static_cast<size_t>(nl - buf.data()) : static_cast<size_t>(n);
-      size_t take = std::min(end - pos, kMaxLogLine - std::min(kMaxLogLine, partial.size()));
-      partial.append(buf.data() + pos, take);
-      if (!nl) break;
-      if (HasCrashLine(partial)) line(number, start, partial);
-      partial.clear();
-      ++number;
-      pos = end + 1;
-      start = at + pos;
-    }
-    at += static_cast<uint64_t>(n);
-  }
-  if (!partial.empty() && HasCrashLine(partial)) line(number, start, partial);
-  ::close(fd);
-  return true;
-}
-
 struct WorkerContext {
   const std::vector<std::string>* inputs;
-  const std::vector<std::optional<LogLine>>* logs;  // beside inputs: set for crashlog lines
   const std::map<std::string, KnownInput>* known;
   const Inventory* inventory;
   const ScanOptions* options;
 };
-
-CoreRecord AnalyzeLog(const std::string& label, const LogLine& log, const RecordOptions& options,
-                      SymbolProvider& symbols) {
-  if (!log.stamp.error.empty()) return ErrorRecord(label, "io: " + log.stamp.error);
-  std::string text(log.length, '\0');
-  int fd = ::open(log.file.c_str(), O_RDONLY | O_CLOEXEC);
-  ssize_t got = fd < 0 ? -1 : ::pread(fd, text.data(), text.size(), static_cast<off_t>(log.offset));
-  if (fd >= 0) ::close(fd);
-  if (got != static_cast<ssize_t>(text.size())) return ErrorRecord(label, "io: the log changed while it was read");
-  CoreRecord r = AnalyzeLogLine(text, label, options, symbols);
-  r.size = log.stamp.size;
-  r.mtime_ns = log.stamp.mtime_ns;
-  return r;
-}
 
 // The worker's life: read an index, answer with a record, until EOF.
 [[noreturn]] void WorkerMain(int cmd_fd, int result_fd, const WorkerContext& ctx) {
@@ -161,16 +100,15 @@ CoreRecord AnalyzeLog(const std::string& label, const LogLine& log, const Record
     const std::string& input = (*ctx.inputs)[index];
     MessageHeader h{index, 0, 0};
     std::string payload;
-    const std::optional<LogLine>& log = (*ctx.logs)[index];
     if (!ctx.options->force) {
       auto it = ctx.known->find(input);
       if (it != ctx.known->end()) {
-        InputStamp st = log ? log->stamp : StampInput(input);
+        InputStamp st = StampInput(input);
         if (st.error.empty() && st.size == it->second.size && st.mtime_ns == it->second.mtime_ns) h.unchanged = 1;
       }
     }
     if (!h.unchanged) {
-      CoreRecord r = log ? AnalyzeLog(input, *log, record_options, symbols) : AnalyzeInput(input, record_options, symbols);
+      CoreRecord r = AnalyzeInput(input, record_options, symbols);
       payload = RecordToJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     h.length = static_cast<uint32_t>(std::min<size_t>(payload.size(), kMaxMessage));
@@ -206,15 +144,16 @@ class Scan {
     InputList list = ExpandInputs(options_.inputs, {options_.db});
     inputs_ = std::move(list.inputs);
     if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
-    logs_.assign(inputs_.size(), std::nullopt);
-    AddLogLines();
-    summary_.inputs = inputs_.size();
+    std::vector<LogLine> lines = FindLogLines(options_.logs, options_.shard);
+    total_ = inputs_.size() + lines.size();
+    summary_.inputs = total_;
     summary_.warnings = std::move(list.warnings);
     known_ = dataset_.KnownInputs();
     int jobs = options_.jobs > 0 ? options_.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    jobs = std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, inputs_.size())));
     ::signal(SIGPIPE, SIG_IGN);
-    workers_.resize(static_cast<size_t>(jobs));
+    // The cores first, by worker processes; then the log lines, on threads
+    // (after the last fork, so that no worker inherits a thread's locks).
+    workers_.resize(static_cast<size_t>(std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, inputs_.size())))));
     last_commit_ = Clock::now();
     while (done_ < inputs_.size()) {
       for (auto& w : workers_) {
@@ -231,6 +170,7 @@ class Scan {
     }
     if (auto r = Commit(); !r.ok()) return r.error();
     for (auto& w : workers_) Stop(w);
+    if (auto r = ScanLogLines(std::move(lines), jobs); !r.ok()) return r.error();
     if (!options_.logs.empty())
       if (auto r = LinkLogsToCores(); !r.ok()) return r.error();
     summary_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -259,7 +199,7 @@ class Scan {
       }
       ::close(cmd[1]);
       ::close(res[0]);
-      WorkerContext ctx{&inputs_, &logs_, &known_, inventory_, &options_};
+      WorkerContext ctx{&inputs_, &known_, inventory_, &options_};
       WorkerMain(cmd[0], res[1], ctx);
     }
     ::close(cmd[0]);
@@ -388,30 +328,45 @@ class Scan {
     return r;
   }
 
-  // Every crash line of the logs becomes an input "log:FILE:LINE" (in a
-  // shard by a hash of that name), analyzed by the workers like a core.
-  void AddLogLines() {
-    for (const auto& given : options_.logs) {
-      std::string path = std::filesystem::absolute(given).lexically_normal().string();
-      InputStamp stamp = StampInput(path);
-      auto add = [&](const std::string& label, LogLine log) {
-        if (options_.shard) {
-          uint64_t h = 1469598103934665603ull;  // FNV-1a: the same split everywhere
-          for (unsigned char c : label) h = (h ^ c) * 1099511628211ull;
-          if (static_cast<int>(h % static_cast<uint64_t>(options_.shard->second)) != options_.shard->first) return;
+  // Each crash line is an input "log:FILE:LINE", unchanged while its log is.
+  Expected<bool> ScanLogLines(std::vector<LogLine> lines, int jobs) {
+    std::vector<LogLine> todo;
+    for (auto& line : lines) {
+      if (!options_.force && line.stamp.error.empty()) {
+        auto it = known_.find(line.label);
+        if (it != known_.end() && it->second.size == line.stamp.size && it->second.mtime_ns == line.stamp.mtime_ns) {
+          ++summary_.unchanged;
+          ++done_;
+          continue;
         }
-        inputs_.push_back(label);
-        logs_.push_back(std::move(log));
-      };
-      bool read = stamp.error.empty() && ForEachCrashLine(path, [&](size_t number, uint64_t offset, std::string_view text) {
-        add("log:" + path + ":" + std::to_string(number), LogLine{path, offset, static_cast<uint32_t>(text.size()), stamp});
-      });
-      if (!read) {
-        LogLine bad{path, 0, 0, stamp};
-        if (bad.stamp.error.empty()) bad.stamp.error = std::strerror(errno);
-        add("log:" + path, bad);
       }
+      todo.push_back(std::move(line));
     }
+    // A bulk load of new rows, as many as the dataset holds or more: the
+    // indexes are built once at the end instead of row by row (a third of
+    // a row's cost). Not when rows are replaced: finding their old rows
+    // needs the indexes.
+    bool replaces = std::any_of(todo.begin(), todo.end(), [&](const LogLine& l) { return known_.count(l.label); });
+    bool bulk = todo.size() >= kBulkRows && todo.size() >= known_.size() && !replaces;
+    if (bulk)
+      if (auto r = dataset_.SuspendIndexes(); !r.ok()) return r.error();
+    RecordOptions record_options;
+    record_options.sysroot = options_.sysroot;
+    record_options.inventory = inventory_;
+    std::optional<Error> failed;
+    AnalyzeLogLines(todo, record_options, jobs, [&](std::vector<CoreRecord>& records) {
+      for (auto& r : records) Record(std::move(r));
+      if (auto w = Commit(); !w.ok()) {
+        failed = w.error();
+        return false;
+      }
+      Progress(false);
+      return true;
+    });
+    if (bulk)
+      if (auto r = dataset_.RestoreIndexes(); !r.ok()) return r.error();
+    if (failed) return *failed;
+    return true;
   }
 
   Expected<bool> LinkLogsToCores() {
@@ -441,9 +396,9 @@ class Scan {
     last_progress_ = now;
     double elapsed = std::chrono::duration<double>(now - started_).count();
     double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
-    double eta = rate > 0 ? static_cast<double>(inputs_.size() - done_) / rate : 0;
+    double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
     std::fprintf(options_.progress, "\r%zu/%zu cores  %.0f cores/s  %.1f MiB read  %zu errors  ETA %d:%02d\033[K",
-                 done_, inputs_.size(), rate, static_cast<double>(summary_.bytes_read) / (1 << 20), summary_.errors,
+                 done_, total_, rate, static_cast<double>(summary_.bytes_read) / (1 << 20), summary_.errors,
                  static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
     if (final) std::fputc('\n', options_.progress);
     std::fflush(options_.progress);
@@ -453,11 +408,11 @@ class Scan {
   Dataset& dataset_;
   const Inventory* inventory_;
   std::vector<std::string> inputs_;
-  std::vector<std::optional<LogLine>> logs_;  // beside inputs_
   std::map<std::string, KnownInput> known_;
   std::vector<Worker> workers_;
   std::vector<CoreRecord> pending_;
   size_t next_ = 0, done_ = 0;
+  size_t total_ = 0;  // inputs_ and log lines
   ScanSummary summary_;
   Clock::time_point started_ = Clock::now(), last_commit_, last_progress_;
 };

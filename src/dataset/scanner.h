@@ -1,12 +1,14 @@
 // Scanner: `coroner scan` — every input analyzed into the dataset, in
 // parallel, resumable, one row per input whatever happens to it.
 //
-// The inputs are analyzed by worker processes (one per job), each with its
+// The cores are analyzed by worker processes (one per job), each with its
 // own symbol cache, so that an input that crashes the analysis, hangs, or
 // makes it allocate without end costs one error row and a restarted
-// worker, not the scan. The parent alone writes the dataset, committing
-// whole records in batches: a scan killed at any moment and started again
-// finds every committed input unchanged and analyzes the rest.
+// worker, not the scan. Crashlog lines, small and bounded, are analyzed on
+// threads instead (dataset/log_scan.h). The parent alone writes the
+// dataset, committing whole records in batches: a scan killed at any
+// moment and started again finds every committed input unchanged and
+// analyzes the rest.
 #pragma once
 
 #include <cstdio>

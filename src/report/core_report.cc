@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/byte_view.h"
 #include "core/signals.h"
 #include "unwind/frame_variables.h"
@@ -13,6 +15,8 @@ using Json = nlohmann::ordered_json;
 // Strings from a core are bytes, not necessarily UTF-8: invalid sequences
 // are replaced so the JSON stays valid.
 std::string ValidUtf8(const std::string& s) {
+  // Most text is printable ASCII already: one pass to tell, no rebuild.
+  if (std::all_of(s.begin(), s.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; })) return s;
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -36,6 +40,20 @@ Json RegistersJson(const Registers& r) {
   Json j = Json::object();
   for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
   return j;
+}
+
+std::string RegistersJsonText(const Registers& r) {
+  std::string out = "{";
+  for (Reg reg : kRegDisplayOrder) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += RegName(reg);  // plain identifiers: nothing to escape
+    out += "\":\"";
+    out += Hex(r[reg]);
+    out += '"';
+  }
+  out += '}';
+  return out;
 }
 
 // As the process named it (AT_EXECFN), else the executable's module path.

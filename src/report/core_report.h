@@ -63,6 +63,9 @@ std::string ValidUtf8(const std::string& s);
 
 // {"rip": "0x...", ...} in gdb's register order.
 nlohmann::ordered_json RegistersJson(const Registers& r);
+// The same object as compact JSON text (RegistersJson(r).dump()), built
+// directly: a scan stores one per thread.
+std::string RegistersJsonText(const Registers& r);
 
 // As the process named it (AT_EXECFN), else the executable's module path;
 // empty when neither is known.

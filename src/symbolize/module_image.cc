@@ -242,13 +242,20 @@ std::optional<GElf_Sym> FindNamed(Elf* elf, Elf64_Word section_type, const std::
 }  // namespace
 
 std::optional<uint64_t> ModuleImage::SymbolAddress(const std::string& name) const {
+  if (auto it = named_cache_.find(name); it != named_cache_.end()) return it->second;
+  std::optional<uint64_t> found;
   for (Elf* e : {elf_, debug_elf_}) {
-    if (!e) continue;
+    if (!e || found) continue;
     for (Elf64_Word type : {SHT_DYNSYM, SHT_SYMTAB}) {
-      if (auto sym = FindNamed(e, type, name)) return sym->st_value;
+      if (auto sym = FindNamed(e, type, name)) {
+        found = sym->st_value;
+        break;
+      }
     }
   }
-  return std::nullopt;
+  if (named_cache_.size() >= 1024) named_cache_.clear();  // callers ask for a few fixed names; bound it anyway
+  named_cache_.emplace(name, found);
+  return found;
 }
 
 bool ModuleImage::DefinesDynamic(const std::string& name) const {

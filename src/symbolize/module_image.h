@@ -125,6 +125,9 @@ class ModuleImage {
   // FunctionsAt answers by address: the same library frames recur in every
   // core of a batch. Bounded; cleared when full.
   mutable std::unordered_map<uint64_t, std::vector<SourceFunction>> functions_cache_;
+  // SymbolAddress by name: the diagnosis asks every module for the same
+  // few names (__abort_msg) in every core, and each miss scans whole tables.
+  mutable std::unordered_map<std::string, std::optional<uint64_t>> named_cache_;
 };
 
 // The build-id of the ELF file at `path` (empty when none or not ELF),

@@ -9,6 +9,7 @@
 // overflow). Hostile lines are rejected with a reason.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/core.h"
 #include "core/signals.h"
@@ -25,6 +27,7 @@
 #include "dataset/dataset.h"
 #include "source/byte_source.h"
 #include "unit/run_coroner.h"
+#include "zoo/scan_rows.h"
 #include "zoo/zoo.h"
 
 namespace coroner::testing {
@@ -255,6 +258,108 @@ TEST(Crashlog, TheDeepStackIsLaidOutAgain) {
   auto q = Coroner("query --db " + db +
                    " \"SELECT count(*) FROM frames WHERE function = 'deep'\"");
   EXPECT_NE(q.out.find("63"), std::string::npos) << q.out;  // deep(62) .. deep(0)
+}
+
+// 12,000 lines, enough for the scan's bulk load (indexes dropped, then
+// built again at the end): every row as the same line scanned alone gives
+// it, every index back, and a bulk load killed midway resumes to the same
+// dataset.
+TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
+  std::string so = Env("CORONER_CRASHLOG_SO");
+  std::vector<std::string> sources;
+  for (const auto& z : LoadZoo()) {
+    if (z.variant != "null_deref-O0" && z.variant != "call_null-O0" && z.variant != "bus_error-O0") continue;
+    std::string dir = Work() + "/bulk-src/" + z.variant, log = dir + ".log";
+    Exec({z.binary}, {"LD_PRELOAD=" + so, "CORONER_CRASHLOG_FILE=" + log}, dir);
+    auto lines = Lines(log);
+    ASSERT_EQ(lines.size(), 1u) << z.variant;
+    sources.push_back(lines[0]);
+  }
+  ASSERT_EQ(sources.size(), 3u);
+  // Each source line alone: the reference rows.
+  std::string small = Work() + "/bulk-small.log", small_db = Work() + "/bulk-small.db";
+  {
+    std::ofstream out(small);
+    for (const auto& l : sources) out << l << "\n";
+  }
+  ASSERT_EQ(Coroner("scan --log " + small + " --db " + small_db).status, 0);
+  auto reference = LoadRows(small_db);
+  ASSERT_EQ(reference.size(), 3u);
+  // The big log: each source line under its own pid, behind a log prefix.
+  const size_t n = 12000;
+  std::string big = Work() + "/bulk.log";
+  {
+    std::ofstream out(big);
+    for (size_t i = 0; i < n; ++i) {
+      std::string l = sources[i % 3];
+      size_t at = l.find(" pid="), end = l.find(' ', at + 1);
+      l.replace(at, end - at, " pid=" + std::to_string(200000 + i));
+      out << "2026-12-01T00:00:00Z pod-" << i << " " << l << "\n";
+    }
+  }
+  std::string db = Work() + "/bulk.db";
+  auto scan = Coroner("scan --log " + big + " --db " + db);
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto rows = LoadRows(db);
+  ASSERT_EQ(rows.size(), n);
+  std::string big_abs = fs::absolute(big).lexically_normal().string();
+  std::string small_abs = fs::absolute(small).lexically_normal().string();
+  for (size_t i = 0; i < n; i += 997) {
+    const Row& got = rows.at("log:" + big_abs + ":" + std::to_string(i + 1));
+    const Row& want = reference.at("log:" + small_abs + ":" + std::to_string(i % 3 + 1));
+    for (const char* column : {"status", "syndrome", "context", "signature", "frame_rows", "module_rows", "thread_rows"})
+      EXPECT_EQ(got.at(column), want.at(column)) << column << " of line " << i + 1;
+    EXPECT_EQ(got.at("pid"), std::to_string(200000 + i));
+  }
+  auto indexes = [](const std::string& path) {
+    auto ds = Dataset::OpenReadOnly(path);
+    std::set<std::string> names;
+    if (!ds.ok()) return names;
+    auto q = ds->Query("SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%'");
+    if (q.ok())
+      for (const auto& r : q->rows) names.insert(r[0].text);
+    return names;
+  };
+  const std::set<std::string> all = {"cores_signature", "cores_time", "attributes_key", "frames_function", "modules_core"};
+  EXPECT_EQ(indexes(db), all);
+
+  // Killed once some lines are committed: the dataset answers queries,
+  // and the next scan brings the indexes back and finishes the rest.
+  std::string killed = Work() + "/bulk-killed.db";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    execl(Env("CORONER_BIN").c_str(), "coroner", "scan", "--log", big.c_str(), "--db", killed.c_str(), nullptr);
+    _exit(127);
+  }
+  int64_t committed = 0;
+  for (int i = 0; i < 4000 && committed == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (auto ds = Dataset::OpenReadOnly(killed); ds.ok())
+      if (auto q = ds->Query("SELECT count(*) FROM cores"); q.ok()) committed = q->rows[0][0].integer;
+  }
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_GT(committed, 0);
+  ASSERT_LT(committed, static_cast<int64_t>(n)) << "the scan finished before it was killed";
+  EXPECT_LT(indexes(killed).size(), all.size());  // dropped for the load
+  {
+    auto ds = Dataset::OpenReadOnly(killed);
+    ASSERT_TRUE(ds.ok());
+    auto q = ds->Query("SELECT count(*) FROM cores c JOIN frames f ON f.core = c.id WHERE f.function = 'walk'");
+    ASSERT_TRUE(q.ok()) << q.error().message;
+  }
+  // Opened for writing, it has them again.
+  ASSERT_TRUE(Dataset::Open(killed, false).ok());
+  EXPECT_EQ(indexes(killed), all);
+  auto resumed = Coroner("scan --log " + big + " --db " + killed);
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_EQ(indexes(killed), all);
+  ExpectSameRows(LoadRows(killed), rows);
 }
 
 // A real line, for the hostile variants below.

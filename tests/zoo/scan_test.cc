@@ -11,6 +11,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "dataset/dataset.h"
@@ -105,6 +107,39 @@ TEST_F(ScanTest, MetadataFromTheSidecars) {
   ASSERT_EQ(::stat(fleet_->bad[0].path.c_str(), &st), 0);
   EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time"), FormatIso8601(st.st_mtim.tv_sec));
   EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time_source"), "mtime");
+}
+
+// The threads table's registers column, against gdb's `info registers` on
+// the same cores: every thread, every register both name.
+TEST_F(ScanTest, ThreadRegistersAreGdbs) {
+  auto ds = Dataset::OpenReadOnly(Db("ref"));
+  ASSERT_TRUE(ds.ok());
+  std::set<std::string> seen;
+  size_t compared = 0;
+  for (const auto& c : fleet_->cores) {
+    if (!seen.insert(c.zoo.variant).second) continue;
+    GdbOracle g = ParseGdbOracle(c.zoo.oracle);
+    auto q = ds->Query("SELECT t.tid, t.registers FROM threads t JOIN cores c ON c.id = t.core WHERE c.path = '" +
+                       c.path + "'");
+    ASSERT_TRUE(q.ok());
+    ASSERT_EQ(q->rows.size(), g.threads.size()) << c.path;
+    for (const auto& row : q->rows) {
+      auto gt = std::find_if(g.threads.begin(), g.threads.end(),
+                             [&](const GdbThread& t) { return t.tid == row[0].integer; });
+      ASSERT_NE(gt, g.threads.end()) << c.path << " thread " << row[0].integer;
+      auto j = nlohmann::json::parse(row[1].text, nullptr, false);
+      ASSERT_TRUE(j.is_object()) << row[1].text;
+      size_t common = 0;
+      for (const auto& [name, value] : gt->registers) {
+        if (!j.contains(name)) continue;
+        EXPECT_EQ(std::stoull(j[name].get<std::string>(), nullptr, 16), value) << c.path << " " << name;
+        ++common;
+      }
+      EXPECT_GE(common, 17u) << row[1].text;
+      compared += common;
+    }
+  }
+  EXPECT_GT(compared, 500u);
 }
 
 TEST_F(ScanTest, TheDatasetDoesNotDependOnJobs) {

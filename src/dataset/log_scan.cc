@@ -1,0 +1,177 @@
+#include "dataset/log_scan.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "dataset/crash_line.h"
+
+namespace coroner {
+namespace {
+
+constexpr size_t kMaxLogLine = (256 + 1) * 1024;  // past the crash-line reader's limit, so a longer line is rejected
+constexpr size_t kBatch = 1024;                    // lines per hand-over (and per transaction of the writer)
+
+// Calls `line(number, offset, text)` for each line of the file holding a
+// crash line, reading in 1 MiB blocks; a line longer than kMaxLogLine is
+// passed cut (the reader then rejects it with a reason). False when the
+// file cannot be read.
+bool ForEachCrashLine(const std::string& path,
+                      const std::function<void(size_t, uint64_t, std::string_view)>& line) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::vector<char> buf(1 << 20);
+  std::string partial;
+  uint64_t at = 0, start = 0;  // file offset of buf[0], of the current line
+  size_t number = 1;           // of the current line, from 1
+  bool ok = true;
+  for (;;) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) ok = false;
+    if (n <= 0) break;
+    size_t pos = 0;
+    while (pos < static_cast<size_t>(n)) {
+      const char* nl = static_cast<const char*>(std::memchr(buf.data() + pos, '\n', static_cast<size_t>(n) - pos));
+      size_t end = nl ? static_cast<size_t>(nl - buf.data()) : static_cast<size_t>(n);
+      size_t take = std::min(end - pos, kMaxLogLine - std::min(kMaxLogLine, partial.size()));
+      partial.append(buf.data() + pos, take);
+      if (!nl) break;
+      if (HasCrashLine(partial)) line(number, start, partial);
+      partial.clear();
+      ++number;
+      pos = end + 1;
+      start = at + pos;
+    }
+    at += static_cast<uint64_t>(n);
+  }
+  if (!partial.empty() && HasCrashLine(partial)) line(number, start, partial);
+  ::close(fd);
+  return ok;
+}
+
+// Reads and analyzes lines [begin, end), each log opened once for them.
+std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t begin, size_t end,
+                                     const RecordOptions& options, SymbolProvider& symbols) {
+  std::vector<CoreRecord> out;
+  out.reserve(end - begin);
+  std::string open_file;
+  int fd = -1;
+  std::string text;
+  for (size_t i = begin; i < end; ++i) {
+    const LogLine& log = lines[i];
+    if (!log.stamp.error.empty()) {
+      out.push_back(ErrorRecord(log.label, "io: " + log.stamp.error));
+      continue;
+    }
+    if (log.file != open_file) {
+      if (fd >= 0) ::close(fd);
+      fd = ::open(log.file.c_str(), O_RDONLY | O_CLOEXEC);
+      open_file = log.file;
+    }
+    text.resize(log.length);
+    ssize_t got = fd < 0 ? -1 : ::pread(fd, text.data(), text.size(), static_cast<off_t>(log.offset));
+    if (got != static_cast<ssize_t>(text.size())) {
+      out.push_back(ErrorRecord(log.label, "io: the log changed while it was read"));
+      continue;
+    }
+    CoreRecord r = AnalyzeLogLine(text, log.label, options, symbols);
+    r.size = log.stamp.size;
+    r.mtime_ns = log.stamp.mtime_ns;
+    out.push_back(std::move(r));
+  }
+  if (fd >= 0) ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+std::vector<LogLine> FindLogLines(const std::vector<std::string>& logs,
+                                  const std::optional<std::pair<int, int>>& shard) {
+  std::vector<LogLine> out;
+  for (const auto& given : logs) {
+    std::string path = std::filesystem::absolute(given).lexically_normal().string();
+    InputStamp stamp = StampInput(path);
+    auto add = [&](LogLine line) {
+      if (shard) {
+        uint64_t h = 1469598103934665603ull;  // FNV-1a: the same split everywhere
+        for (unsigned char c : line.label) h = (h ^ c) * 1099511628211ull;
+        if (static_cast<int>(h % static_cast<uint64_t>(shard->second)) != shard->first) return;
+      }
+      out.push_back(std::move(line));
+    };
+    bool read = stamp.error.empty() && ForEachCrashLine(path, [&](size_t number, uint64_t offset, std::string_view text) {
+      add(LogLine{"log:" + path + ":" + std::to_string(number), path, offset, static_cast<uint32_t>(text.size()), stamp});
+    });
+    if (!read) {
+      LogLine bad{"log:" + path, path, 0, 0, stamp};
+      if (bad.stamp.error.empty()) bad.stamp.error = std::strerror(errno);
+      add(std::move(bad));
+    }
+  }
+  return out;
+}
+
+void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& options, int threads,
+                     const std::function<bool(std::vector<CoreRecord>&)>& sink) {
+  size_t batches = (lines.size() + kBatch - 1) / kBatch;
+  if (batches == 0) return;
+  size_t n = std::clamp<size_t>(static_cast<size_t>(std::max(threads, 1)), 1, batches);
+  // Batch b's records wait in slot b until the caller takes them in order;
+  // an analyzer runs at most `window` batches ahead of the caller, so the
+  // records held stay bounded whatever the log's size.
+  const size_t window = 2 * n;
+  std::vector<std::optional<std::vector<CoreRecord>>> slots(batches);
+  std::mutex mu;
+  std::condition_variable ready, taken;
+  size_t next = 0, consumed = 0;
+  bool stop = false;
+  auto analyzer = [&] {
+    SymbolOptions symbol_options;
+    symbol_options.sysroot = options.sysroot;
+    FileSymbolProvider symbols(symbol_options);
+    for (;;) {
+      size_t b;
+      {
+        std::unique_lock lock(mu);
+        taken.wait(lock, [&] { return stop || next >= batches || next < consumed + window; });
+        if (stop || next >= batches) return;
+        b = next++;
+      }
+      auto records = AnalyzeBatch(lines, b * kBatch, std::min(lines.size(), (b + 1) * kBatch), options, symbols);
+      std::lock_guard lock(mu);
+      slots[b] = std::move(records);
+      ready.notify_all();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < n; ++i) pool.emplace_back(analyzer);
+  for (size_t b = 0; b < batches; ++b) {
+    std::vector<CoreRecord> records;
+    {
+      std::unique_lock lock(mu);
+      ready.wait(lock, [&] { return slots[b].has_value(); });
+      records = std::move(*slots[b]);
+      slots[b].reset();
+      consumed = b + 1;
+      taken.notify_all();
+    }
+    if (!sink(records)) {
+      std::lock_guard lock(mu);
+      stop = true;
+      taken.notify_all();
+      break;
+    }
+  }
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace coroner
