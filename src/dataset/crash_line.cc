@@ -345,6 +345,7 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   // Runs of consecutive words, each a segment with its bytes.
   for (auto it = words.begin(); it != words.end();) {
     Load ld{it->first, 0, PF_R | PF_W, {}};
+    ld.data.b.reserve(8 * (l.stack.size() + 2));
     uint64_t next = it->first;
     while (it != words.end() && it->first == next) {
       ld.data.Put(it->second);
@@ -480,6 +481,9 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   size_t phnum = 1 + kept.size();
   uint64_t offset = sizeof(Elf64_Ehdr) + phnum * sizeof(Elf64_Phdr);
   Bytes out;
+  size_t total = offset + notes.size();
+  for (const auto& ld : kept) total += ld.data.size();
+  out.b.reserve(total);
   Elf64_Ehdr eh{};
   std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
   eh.e_ident[EI_CLASS] = ELFCLASS64;

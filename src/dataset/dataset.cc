@@ -434,7 +434,7 @@ struct Dataset::Writer {
   RowBuffer cores, attributes, threads, frames, modules;
 };
 
-Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
+Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
   if (records.empty()) return true;
   if (!writer_) {
     auto w = std::make_unique<Writer>(db_);
@@ -469,7 +469,7 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records) {
       for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
         if (auto e = b->Flush(); !e.ok()) return fail(e.error());
       old = it->second;
-    } else {
+    } else if (!all_new) {
       w.find.Bind(r.path);
       if (sqlite3_step(w.find.get()) == SQLITE_ROW) old = sqlite3_column_int64(w.find.get(), 0);
       w.find.Reset();

@@ -76,8 +76,9 @@ class Dataset {
   std::map<std::string, KnownInput> KnownInputs();
 
   // Writes the records in one transaction, each replacing any row with the
-  // same path.
-  Expected<bool> Write(const std::vector<CoreRecord>& records);
+  // same path. `all_new`: the caller knows that no path is in the dataset
+  // yet (a bulk load), which saves a lookup a record.
+  Expected<bool> Write(const std::vector<CoreRecord>& records, bool all_new = false);
 
   // For a bulk load: drops the secondary indexes, so that each write
   // maintains the tables alone; RestoreIndexes builds them again, a sort

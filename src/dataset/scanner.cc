@@ -323,7 +323,7 @@ class Scan {
   Expected<bool> Commit() {
     last_commit_ = Clock::now();
     if (pending_.empty()) return true;
-    auto r = dataset_.Write(pending_);
+    auto r = dataset_.Write(pending_, all_new_);
     pending_.clear();
     return r;
   }
@@ -350,6 +350,7 @@ class Scan {
     bool bulk = todo.size() >= kBulkRows && todo.size() >= known_.size() && !replaces;
     if (bulk)
       if (auto r = dataset_.SuspendIndexes(); !r.ok()) return r.error();
+    all_new_ = bulk;
     RecordOptions record_options;
     record_options.sysroot = options_.sysroot;
     record_options.inventory = inventory_;
@@ -363,6 +364,7 @@ class Scan {
       Progress(false);
       return true;
     });
+    all_new_ = false;
     if (bulk)
       if (auto r = dataset_.RestoreIndexes(); !r.ok()) return r.error();
     if (failed) return *failed;
@@ -412,7 +414,8 @@ class Scan {
   std::vector<Worker> workers_;
   std::vector<CoreRecord> pending_;
   size_t next_ = 0, done_ = 0;
-  size_t total_ = 0;  // inputs_ and log lines
+  size_t total_ = 0;       // inputs_ and log lines
+  bool all_new_ = false;  // a bulk load of paths the dataset lacks
   ScanSummary summary_;
   Clock::time_point started_ = Clock::now(), last_commit_, last_progress_;
 };
