@@ -103,10 +103,27 @@ struct CoreOptions {
   std::string sysroot;  // prefix for module paths on disk
 };
 
+// A snapshot's parts, for one that is not read from an ELF core (a
+// crashlog line): the memory's present bytes are `source`'s, at each
+// segment's offset.
+struct CoreParts {
+  std::unique_ptr<ByteSource> source;
+  std::vector<Segment> segments;  // sorted by vaddr, not overlapping
+  std::vector<Thread> threads;    // the crashing one first
+  std::optional<ProcessInfo> process;
+  std::optional<SignalInfo> signal;
+  Auxv auxv;
+  std::vector<FileMapping> files;
+  std::vector<Module> modules;  // sorted by base
+  std::vector<std::string> missing;
+};
+
 class Core {
  public:
   static Expected<std::unique_ptr<Core>> Open(std::unique_ptr<ByteSource> source,
                                               const CoreOptions& options = {});
+  // A core from parts already checked by their reader.
+  static std::unique_ptr<Core> Assemble(CoreParts parts);
 
   const std::vector<Thread>& threads() const { return threads_; }
   // The thread that took the signal: the first NT_PRSTATUS, as kernel and gdb write it.

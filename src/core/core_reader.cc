@@ -561,6 +561,20 @@ const Module* Core::executable() const {
   return nullptr;
 }
 
+std::unique_ptr<Core> Core::Assemble(CoreParts parts) {
+  std::unique_ptr<Core> core(new Core);
+  core->source_ = std::move(parts.source);
+  core->memory_ = std::make_unique<Memory>(*core->source_, std::move(parts.segments));
+  core->threads_ = std::move(parts.threads);
+  core->process_ = std::move(parts.process);
+  core->signal_ = std::move(parts.signal);
+  core->auxv_ = std::move(parts.auxv);
+  core->files_ = std::move(parts.files);
+  core->modules_ = std::move(parts.modules);
+  core->missing_ = std::move(parts.missing);
+  return core;
+}
+
 Expected<std::unique_ptr<Core>> Core::Open(std::unique_ptr<ByteSource> source, const CoreOptions& options) {
   std::unique_ptr<Core> core(new Core);
   core->source_ = std::move(source);

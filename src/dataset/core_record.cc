@@ -229,18 +229,13 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
     r.error = ValidUtf8(std::string(ErrorKindName(line.error().kind)) + ": " + line.error().message);
     return r;
   }
-  auto core = Core::Open(MakeMemorySource(SynthesizeCore(*line)), CoreOptions{false, options.sysroot});
-  if (!core.ok()) {
-    r.status = "error";
-    r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
-  } else {
-    FillFromCore(r, **core, options, symbols);
-    // What the line says is not missing from a line: only what a core
-    // would have had (other threads, the heap) is.
-    r.warnings.clear();
-    r.truncated = false;
-    r.cpu_seconds.reset();
-  }
+  auto core = AssembleCore(*line);
+  FillFromCore(r, *core, options, symbols);
+  // What the line says is not missing from a line: only what a core would
+  // have had (other threads, the heap) is.
+  r.warnings.clear();
+  r.truncated = false;
+  r.cpu_seconds.reset();
   Metadata md;
   if (!line->host.empty()) md.Add("host", line->host);
   md.time = line->time;

@@ -3,9 +3,11 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
-#include <array>
+
+#include "core/signals.h"
 
 namespace coroner {
 namespace {
@@ -323,96 +325,132 @@ struct Load {
   uint64_t vaddr, memsz;
   uint32_t flags;
   Bytes data;  // the present bytes, from vaddr
+  std::optional<size_t> header_of;  // the module whose ELF header page starts here
 };
 
-}  // namespace
+// The ELF header page the kernel would have dumped at the start of module
+// m's first mapping at `start`, holding its build-id; cut to `size`.
+Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size) {
+  Bytes h;
+  h.b.assign(0x100, std::byte{0});
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  eh.e_type = m.bias ? ET_DYN : ET_EXEC;
+  eh.e_machine = EM_X86_64;
+  eh.e_version = EV_CURRENT;
+  eh.e_phoff = sizeof eh;
+  eh.e_ehsize = sizeof eh;
+  eh.e_phentsize = sizeof(Elf64_Phdr);
+  eh.e_phnum = 2;
+  Bytes note;
+  Bytes id;
+  for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)  // lowercase hex, checked by the parser
+    id.Put(static_cast<uint8_t>(Nibble(m.build_id[i]) << 4 | Nibble(m.build_id[i + 1])));
+  Note(note, "GNU", NT_GNU_BUILD_ID, id);
+  Elf64_Phdr load{PT_LOAD, PF_R, 0, start - m.bias, start - m.bias, size, size, kPage};
+  Elf64_Phdr pnote{PT_NOTE, PF_R, 0x100, start - m.bias + 0x100, start - m.bias + 0x100, note.size(), note.size(), 4};
+  h.At(0, eh);
+  h.At(sizeof eh, load);
+  h.At(sizeof eh + sizeof load, pnote);
+  h.Put(note.b.data(), note.size());
+  h.b.resize(std::min<uint64_t>(h.size(), size));
+  return h;
+}
 
-std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
-  // Memory words the line gives: the stack window, then the frame chain
-  // (each frame pointer's saved frame pointer and return address).
-  std::map<uint64_t, uint64_t> words;
+// The line's address space: the words it gives (the stack window, then the
+// frame chain: each frame pointer's saved frame pointer and return
+// address) in runs, the rest of the stack mapping (mapped, not dumped),
+// and the modules' segments, each module's first offset-0 one marked for
+// an ELF header page. Sorted; overlaps (a hostile line) keep the first.
+std::vector<Load> LayOut(const CrashLine& l) {
+  std::vector<std::pair<uint64_t, uint64_t>> words;  // address, value; a later one wins
   for (size_t i = 0; i < l.frame_pointers.size(); ++i) {
     uint64_t fp = l.frame_pointers[i];
     if (fp > UINT64_MAX - 16) continue;
-    words[fp] = i + 1 < l.frame_pointers.size() ? l.frame_pointers[i + 1] : 0;
+    words.emplace_back(fp, i + 1 < l.frame_pointers.size() ? l.frame_pointers[i + 1] : 0);
     if (i + 1 < l.backtrace.size())
-      if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words[fp + 8] = *ra;
+      if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words.emplace_back(fp + 8, *ra);
   }
   for (size_t i = 0; i < l.stack.size(); ++i)
-    if (l.stack[i]) words[l.stack_start + 8 * i] = *l.stack[i];
+    if (l.stack[i]) words.emplace_back(l.stack_start + 8 * i, *l.stack[i]);
+  std::stable_sort(words.begin(), words.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   std::vector<Load> loads;
   // Runs of consecutive words, each a segment with its bytes.
-  for (auto it = words.begin(); it != words.end();) {
-    Load ld{it->first, 0, PF_R | PF_W, {}};
-    ld.data.b.reserve(8 * (l.stack.size() + 2));
-    uint64_t next = it->first;
-    while (it != words.end() && it->first == next) {
-      ld.data.Put(it->second);
+  for (size_t i = 0; i < words.size();) {
+    Load ld{words[i].first, 0, PF_R | PF_W, {}, std::nullopt};
+    uint64_t next = words[i].first;
+    while (i < words.size() && words[i].first == next) {
+      size_t last = i;  // of the same address, the last given
+      while (last + 1 < words.size() && words[last + 1].first == next) ++last;
+      ld.data.Put(words[last].second);
       next += 8;
-      ++it;
+      i = last + 1;
     }
     ld.memsz = ld.data.size();
     loads.push_back(std::move(ld));
   }
-  // The rest of the thread's stack mapping: mapped, not dumped.
   if (l.stack_mapping) {
     uint64_t at = l.stack_mapping->first;
     std::vector<Load> gaps;
     for (const auto& ld : loads) {
       if (ld.vaddr >= l.stack_mapping->second) break;
-      if (ld.vaddr > at) gaps.push_back({at, ld.vaddr - at, PF_R | PF_W, {}});
+      if (ld.vaddr > at) gaps.push_back({at, ld.vaddr - at, PF_R | PF_W, {}, std::nullopt});
       at = std::max(at, ld.vaddr + ld.memsz);
     }
-    if (at < l.stack_mapping->second) gaps.push_back({at, l.stack_mapping->second - at, PF_R | PF_W, {}});
+    if (at < l.stack_mapping->second) gaps.push_back({at, l.stack_mapping->second - at, PF_R | PF_W, {}, std::nullopt});
     for (auto& g : gaps) loads.push_back(std::move(g));
   }
-  // Module segments; each module's offset-0 segment holds an ELF header
-  // page with its build-id, as the kernel dumps the first page of an ELF
-  // mapping.
+  // Each module's offset-0 segment holds an ELF header page with its
+  // build-id, as the kernel dumps the first page of an ELF mapping.
   std::vector<bool> header_done(l.modules.size(), false);
   for (const auto& s : l.segments) {
-    Load ld{s.start, s.end - s.start, PF_R | (s.write ? PF_W : 0u) | (s.exec ? PF_X : 0u), {}};
+    Load ld{s.start, s.end - s.start, PF_R | (s.write ? PF_W : 0u) | (s.exec ? PF_X : 0u), {}, std::nullopt};
     const auto& m = l.modules[s.module];
     if (s.offset == 0 && !header_done[s.module] && !m.build_id.empty() && s.start >= m.bias) {
       header_done[s.module] = true;
-      Bytes& h = ld.data;
-      h.b.assign(0x100, std::byte{0});
-      Elf64_Ehdr eh{};
-      std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-      eh.e_ident[EI_CLASS] = ELFCLASS64;
-      eh.e_ident[EI_DATA] = ELFDATA2LSB;
-      eh.e_ident[EI_VERSION] = EV_CURRENT;
-      eh.e_type = m.bias ? ET_DYN : ET_EXEC;
-      eh.e_machine = EM_X86_64;
-      eh.e_version = EV_CURRENT;
-      eh.e_phoff = sizeof eh;
-      eh.e_ehsize = sizeof eh;
-      eh.e_phentsize = sizeof(Elf64_Phdr);
-      eh.e_phnum = 2;
-      Bytes note;
-      Bytes id;
-      for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)  // lowercase hex, checked by the parser
-        id.Put(static_cast<uint8_t>(Nibble(m.build_id[i]) << 4 | Nibble(m.build_id[i + 1])));
-      Note(note, "GNU", NT_GNU_BUILD_ID, id);
-      Elf64_Phdr load{PT_LOAD, PF_R, 0, s.start - m.bias, s.start - m.bias, s.end - s.start, s.end - s.start, kPage};
-      Elf64_Phdr pnote{PT_NOTE, PF_R, 0x100, s.start - m.bias + 0x100, s.start - m.bias + 0x100, note.size(),
-                       note.size(), 4};
-      h.At(0, eh);
-      h.At(sizeof eh, load);
-      h.At(sizeof eh + sizeof load, pnote);
-      h.Put(note.b.data(), note.size());
-      ld.data.b.resize(std::min<uint64_t>(ld.data.size(), ld.memsz));
+      ld.header_of = s.module;
     }
     loads.push_back(std::move(ld));
   }
   std::stable_sort(loads.begin(), loads.end(), [](const Load& a, const Load& b) { return a.vaddr < b.vaddr; });
-  // Overlaps (a hostile line) keep the first segment.
   std::vector<Load> kept;
   for (auto& ld : loads) {
     if (!kept.empty() && ld.vaddr < kept.back().vaddr + kept.back().memsz) continue;
     kept.push_back(std::move(ld));
   }
+  return kept;
+}
+
+// The ucontext's registers in the kernel's user_regs_struct order (the
+// order of Reg and of NT_PRSTATUS).
+std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
+  auto reg = [&](const char* n) { return l.Register(n).value_or(0); };
+  uint64_t csgsfs = reg("csgsfs");
+  return {reg("r15"), reg("r14"), reg("r13"), reg("r12"), reg("rbp"), reg("rbx"),
+          reg("r11"), reg("r10"), reg("r9"),  reg("r8"),  reg("rax"), reg("rcx"),
+          reg("rdx"), reg("rsi"), reg("rdi"), UINT64_MAX, reg("rip"), csgsfs & 0xffff,
+          reg("eflags"), reg("rsp"), (csgsfs >> 48) & 0xffff, 0, 0, 0, 0,
+          (csgsfs >> 32) & 0xffff, (csgsfs >> 16) & 0xffff};
+}
+
+// The AT_PHDR a process has: the main program is the first module, as
+// dl_iterate_phdr lists it.
+std::optional<uint64_t> ProgramHeaders(const CrashLine& l) {
+  for (const auto& s : l.segments)
+    if (s.module == 0) return s.start + sizeof(Elf64_Ehdr);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
+  std::vector<Load> kept = LayOut(l);
+  for (auto& ld : kept)
+    if (ld.header_of) ld.data = HeaderPage(l.modules[*ld.header_of], ld.vaddr, ld.memsz);
 
   // Notes.
   Bytes notes;
@@ -424,14 +462,8 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
     pr.At<int16_t>(12, static_cast<int16_t>(l.signal));
     pr.At<int32_t>(32, l.tid);
     pr.At<int32_t>(36, 0);
-    auto reg = [&](const char* n) { return l.Register(n).value_or(0); };
-    uint64_t csgsfs = reg("csgsfs");
-    const uint64_t values[27] = {reg("r15"), reg("r14"), reg("r13"), reg("r12"), reg("rbp"), reg("rbx"),
-                                 reg("r11"), reg("r10"), reg("r9"),  reg("r8"),  reg("rax"), reg("rcx"),
-                                 reg("rdx"), reg("rsi"), reg("rdi"), UINT64_MAX, reg("rip"), csgsfs & 0xffff,
-                                 reg("eflags"), reg("rsp"), (csgsfs >> 48) & 0xffff, 0, 0, 0, 0,
-                                 (csgsfs >> 32) & 0xffff, (csgsfs >> 16) & 0xffff};
-    for (size_t i = 0; i < 27; ++i) pr.At<uint64_t>(112 + 8 * i, values[i]);
+    auto values = UserRegs(l);
+    for (size_t i = 0; i < values.size(); ++i) pr.At<uint64_t>(112 + 8 * i, values[i]);
     Note(notes, "CORE", NT_PRSTATUS, pr);
 
     Bytes ps;
@@ -450,14 +482,9 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
     Note(notes, "CORE", NT_SIGINFO, si);
 
     Bytes aux;
-    if (!l.segments.empty()) {
-      // The main program is the first module, as dl_iterate_phdr lists it.
-      for (const auto& s : l.segments)
-        if (s.module == 0) {
-          aux.Put<uint64_t>(AT_PHDR);
-          aux.Put<uint64_t>(s.start + sizeof(Elf64_Ehdr));
-          break;
-        }
+    if (auto phdr = ProgramHeaders(l)) {
+      aux.Put<uint64_t>(AT_PHDR);
+      aux.Put<uint64_t>(*phdr);
     }
     aux.Put<uint64_t>(AT_PAGESZ);
     aux.Put<uint64_t>(kPage);
@@ -508,6 +535,122 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   out.Put(notes.b.data(), notes.size());
   for (const auto& ld : kept) out.Put(ld.data.b.data(), ld.data.size());
   return std::move(out.b);
+}
+
+std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
+  std::vector<Load> kept = LayOut(l);
+  CoreParts parts;
+  std::vector<std::byte> bytes;
+  for (const auto& ld : kept) {
+    Segment seg;
+    seg.vaddr = ld.vaddr;
+    seg.memsz = ld.memsz;
+    seg.offset = bytes.size();
+    seg.filesz = seg.present = ld.data.size();
+    seg.read = ld.flags & PF_R;
+    seg.write = ld.flags & PF_W;
+    seg.exec = ld.flags & PF_X;
+    bytes.insert(bytes.end(), ld.data.b.begin(), ld.data.b.end());
+    parts.segments.push_back(seg);
+  }
+
+  Thread t;
+  t.tid = l.tid;
+  t.cursig = static_cast<int16_t>(l.signal);
+  auto values = UserRegs(l);
+  static_assert(std::tuple_size_v<decltype(values)> == kRegCount);
+  for (size_t i = 0; i < kRegCount; ++i) t.registers.value[i] = values[i];
+  SignalInfo si;
+  si.source = SignalInfo::Source::kSiginfoNote;
+  si.signo = l.signal;
+  si.code = l.code;
+  if (SignalHasFaultAddress(si.signo, si.code)) si.fault_address = l.fault_address;
+  if (SignalHasSender(si.code)) {  // the same siginfo bytes, read as sender
+    si.sender_pid = static_cast<int32_t>(l.fault_address & 0xffffffff);
+    si.sender_uid = static_cast<uint32_t>(l.fault_address >> 32);
+  }
+  t.siginfo = si;
+  parts.signal = si;
+  parts.threads.push_back(std::move(t));
+
+  ProcessInfo p;
+  p.state = 'R';
+  p.pid = l.pid;
+  auto field = [&](size_t len) {  // pr_fname / pr_psargs: cut to the field, up to a NUL
+    std::string v = l.comm.substr(0, len);
+    return v.substr(0, v.find('\0'));
+  };
+  p.comm = field(15);
+  p.args = field(79);
+  while (!p.args.empty() && p.args.back() == ' ') p.args.pop_back();
+  parts.process = std::move(p);
+
+  if (auto phdr = ProgramHeaders(l)) {
+    parts.auxv.entries.push_back({AT_PHDR, *phdr});
+    parts.auxv.phdr = *phdr;
+  }
+  parts.auxv.entries.push_back({AT_PAGESZ, kPage});
+  parts.auxv.pagesz = kPage;
+
+  for (const auto& s : l.segments) {
+    const std::string& path = l.modules[s.module].path;
+    parts.files.push_back({s.start, s.end, s.offset / kPage * kPage, path.substr(0, path.find('\0'))});
+  }
+  if (parts.files.empty()) parts.missing.push_back("no NT_FILE note: mapped files and modules unknown");
+
+  // The modules, as the core reader finds them in the same line's ELF core:
+  // one per mapped path with code or with a header page at its first
+  // offset-0 mapping (whose build-id and bias are the line's).
+  auto at = [&](uint64_t addr) -> const Load* {
+    auto it = std::upper_bound(kept.begin(), kept.end(), addr, [](uint64_t a, const Load& ld) { return a < ld.vaddr; });
+    if (it == kept.begin()) return nullptr;
+    --it;
+    return addr - it->vaddr < it->memsz ? &*it : nullptr;
+  };
+  std::map<std::string, size_t> by_path;
+  std::vector<Module> modules;
+  std::vector<bool> has_code;
+  std::vector<std::optional<uint64_t>> header_at;
+  for (const auto& f : parts.files) {
+    auto [it, fresh] = by_path.emplace(f.path, modules.size());
+    if (fresh) {
+      Module m;
+      m.path = f.path;
+      m.base = f.start;
+      m.end = f.end;
+      modules.push_back(std::move(m));
+      has_code.push_back(false);
+      header_at.push_back(std::nullopt);
+    }
+    size_t i = it->second;
+    modules[i].base = std::min(modules[i].base, f.start);
+    modules[i].end = std::max(modules[i].end, f.end);
+    if (const Load* ld = at(f.start); ld && (ld->flags & PF_X)) has_code[i] = true;
+    if (f.offset == 0 && !header_at[i]) header_at[i] = f.start;
+  }
+  for (size_t i = 0; i < modules.size(); ++i) {
+    Module& m = modules[i];
+    const Load* header = header_at[i] ? at(*header_at[i]) : nullptr;
+    // The page holds the header, its program headers and the build-id note
+    // unless the mapping is smaller (a hostile line).
+    bool elf_in_core =
+        header && header->vaddr == *header_at[i] && header->header_of &&
+        header->memsz >= 0x100 + 16 + (l.modules[*header->header_of].build_id.size() / 2 + 3) / 4 * 4;
+    if (!elf_in_core && !has_code[i]) continue;
+    if (elf_in_core) {
+      const auto& lm = l.modules[*header->header_of];
+      m.load_bias = lm.bias;
+      m.build_id = lm.build_id;
+      m.build_id_source = Module::BuildIdSource::kCore;
+    } else {
+      m.load_bias = m.base;
+    }
+    parts.modules.push_back(std::move(m));
+  }
+  std::stable_sort(parts.modules.begin(), parts.modules.end(),
+                   [](const Module& a, const Module& b) { return a.base < b.base; });
+  parts.source = MakeMemorySource(std::move(bytes));
+  return Core::Assemble(std::move(parts));
 }
 
 }  // namespace coroner

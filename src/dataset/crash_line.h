@@ -3,20 +3,23 @@
 // checked, every count and length is capped, and a line that is not exactly
 // right is rejected with the reason.
 //
-// A parsed line becomes a small ELF core (SynthesizeCore): the crashing
+// A parsed line becomes a core snapshot (AssembleCore): the crashing
 // thread's registers and signal, the stack words the line carries, the
-// frame-pointer chain laid out where it was, the modules as NT_FILE entries
-// with an ELF header page holding each one's build-id. The same analysis
-// as for a kernel core then runs on it, so a line gets the same syndrome
-// rules, symbols (by build-id) and signature as a core would.
+// frame-pointer chain laid out where it was, the modules with their
+// build-ids. The same analysis as for a kernel core then runs on it, so a
+// line gets the same syndrome rules, symbols (by build-id) and signature as
+// a core would. The snapshot is the one the core reader makes of the line
+// as an ELF core file (SynthesizeCore); a test holds the two equal.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/core.h"
 #include "source/expected.h"
 
 namespace coroner {
@@ -61,7 +64,16 @@ Expected<CrashLine> ParseCrashLine(std::string_view text);
 // ordinary log lines).
 bool HasCrashLine(std::string_view text);
 
-// The line as an ELF core image.
+// The line as a core snapshot: the crashing thread's registers and signal,
+// the stack words the line carries and the frame-pointer chain laid out
+// where they were, the modules as mapped files with their build-ids. What
+// the core reader would make of SynthesizeCore's file, built directly.
+std::unique_ptr<Core> AssembleCore(const CrashLine& line);
+
+// The line as an ELF core file: the same snapshot, with each module's
+// first mapping holding an ELF header page with its build-id, as the
+// kernel dumps it. For tools that want a core file, and to check
+// AssembleCore against the core reader.
 std::vector<std::byte> SynthesizeCore(const CrashLine& line);
 
 }  // namespace coroner

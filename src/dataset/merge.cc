@@ -54,7 +54,10 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
   // A rollback journal holds only the pages a merge changes, while WAL would
   // write every appended page twice; the dataset returns to WAL afterwards.
   auto setup = [&]() -> Expected<bool> {
-    for (const char* sql : {"PRAGMA foreign_keys = OFF", "PRAGMA journal_mode = DELETE", "PRAGMA cache_size = -262144"})
+    // Temporary files on disk, as SQLite's default: a merge's statements
+    // are large, and the scan's in-memory setting would hold their journals in RAM.
+    for (const char* sql : {"PRAGMA foreign_keys = OFF", "PRAGMA journal_mode = DELETE", "PRAGMA cache_size = -262144",
+                            "PRAGMA temp_store = DEFAULT"})
       if (auto r = run(sql); !r.ok()) return r.error();
     return true;
   };
@@ -133,7 +136,6 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
     ++summary.shards;
   }
   run("PRAGMA journal_mode = WAL");
-  run("PRAGMA foreign_keys = ON");
   return summary;
 }
 

@@ -260,21 +260,94 @@ TEST(Crashlog, TheDeepStackIsLaidOutAgain) {
   EXPECT_NE(q.out.find("63"), std::string::npos) << q.out;  // deep(62) .. deep(0)
 }
 
+// The line each of these zoo crashers logs with the handler preloaded.
+std::vector<std::string> PreloadedLines(const std::set<std::string>& variants) {
+  std::string so = Env("CORONER_CRASHLOG_SO");
+  std::vector<std::string> out;
+  for (const auto& z : LoadZoo()) {
+    if (!variants.count(z.variant)) continue;
+    std::string dir = Work() + "/preloaded/" + z.variant, log = dir + ".log";
+    fs::remove(log);  // the handler appends
+    Exec({z.binary}, {"LD_PRELOAD=" + so, "CORONER_CRASHLOG_FILE=" + log}, dir);
+    auto lines = Lines(log);
+    EXPECT_EQ(lines.size(), 1u) << z.variant;
+    if (!lines.empty()) out.push_back(lines[0]);
+  }
+  return out;
+}
+
+// The snapshot assembled from a line is the one the core reader makes of
+// the same line written as an ELF core file.
+TEST(CrashLine, TheAssembledCoreIsTheCoreReadersOfTheSynthesizedFile) {
+  std::vector<std::string> lines =
+      PreloadedLines({"null_deref-O0", "abort_assert-O2", "stack_overflow-O0", "wild_jump-O0", "dlopen_crash-O0"});
+  for (const char* mode : {"deep", "overflow"})
+    for (const auto& l : RunLinked(mode).lines) lines.push_back(l);
+  ASSERT_GE(lines.size(), 7u);
+  for (const auto& text : lines) {
+    auto line = ParseCrashLine(text);
+    ASSERT_TRUE(line.ok()) << line.error().message;
+    SCOPED_TRACE(line->comm);
+    auto read = Core::Open(MakeMemorySource(SynthesizeCore(*line)), CoreOptions{false, ""});
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    const Core& want = **read;
+    std::unique_ptr<Core> got = AssembleCore(*line);
+    ASSERT_EQ(got->threads().size(), 1u);
+    ASSERT_EQ(want.threads().size(), 1u);
+    EXPECT_EQ(got->threads()[0].tid, want.threads()[0].tid);
+    EXPECT_EQ(got->threads()[0].cursig, want.threads()[0].cursig);
+    for (size_t r = 0; r < kRegCount; ++r)
+      EXPECT_EQ(got->threads()[0].registers.value[r], want.threads()[0].registers.value[r]) << "register " << r;
+    ASSERT_TRUE(got->signal() && want.signal());
+    EXPECT_EQ(got->signal()->signo, want.signal()->signo);
+    EXPECT_EQ(got->signal()->code, want.signal()->code);
+    EXPECT_EQ(got->signal()->fault_address, want.signal()->fault_address);
+    ASSERT_TRUE(got->process() && want.process());
+    EXPECT_EQ(got->process()->pid, want.process()->pid);
+    EXPECT_EQ(got->process()->comm, want.process()->comm);
+    EXPECT_EQ(got->process()->args, want.process()->args);
+    EXPECT_EQ(got->auxv().phdr, want.auxv().phdr);
+    EXPECT_EQ(got->auxv().pagesz, want.auxv().pagesz);
+    ASSERT_EQ(got->files().size(), want.files().size());
+    for (size_t i = 0; i < got->files().size(); ++i) {
+      EXPECT_EQ(got->files()[i].path, want.files()[i].path);
+      EXPECT_EQ(got->files()[i].start, want.files()[i].start);
+      EXPECT_EQ(got->files()[i].offset, want.files()[i].offset);
+    }
+    ASSERT_EQ(got->modules().size(), want.modules().size());
+    for (size_t i = 0; i < got->modules().size(); ++i) {
+      const Module &a = got->modules()[i], &b = want.modules()[i];
+      EXPECT_EQ(a.path, b.path);
+      EXPECT_EQ(a.base, b.base);
+      EXPECT_EQ(a.end, b.end);
+      EXPECT_EQ(a.load_bias, b.load_bias) << a.path;
+      EXPECT_EQ(a.build_id, b.build_id) << a.path;
+    }
+    EXPECT_TRUE(got->executable() && want.executable() && got->executable()->path == want.executable()->path);
+    // The same mappings; the same bytes wherever the assembled core has any
+    // (the file also holds the header pages, which the assembled core does
+    // not need: the build-ids are the line's).
+    const auto &gs = got->memory().segments(), &ws = want.memory().segments();
+    ASSERT_EQ(gs.size(), ws.size());
+    size_t words = 0;
+    for (size_t i = 0; i < gs.size(); ++i) {
+      EXPECT_EQ(gs[i].vaddr, ws[i].vaddr);
+      EXPECT_EQ(gs[i].memsz, ws[i].memsz);
+      EXPECT_EQ(gs[i].write, ws[i].write);
+      EXPECT_EQ(gs[i].exec, ws[i].exec);
+      for (uint64_t a = gs[i].vaddr; a < gs[i].vaddr + gs[i].present; a += 8, ++words)
+        EXPECT_EQ(got->memory().Read<uint64_t>(a), want.memory().Read<uint64_t>(a)) << std::hex << a;
+    }
+    EXPECT_GE(words, line->stack.size() / 2);
+  }
+}
+
 // 12,000 lines, enough for the scan's bulk load (indexes dropped, then
 // built again at the end): every row as the same line scanned alone gives
 // it, every index back, and a bulk load killed midway resumes to the same
 // dataset.
 TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
-  std::string so = Env("CORONER_CRASHLOG_SO");
-  std::vector<std::string> sources;
-  for (const auto& z : LoadZoo()) {
-    if (z.variant != "null_deref-O0" && z.variant != "call_null-O0" && z.variant != "bus_error-O0") continue;
-    std::string dir = Work() + "/bulk-src/" + z.variant, log = dir + ".log";
-    Exec({z.binary}, {"LD_PRELOAD=" + so, "CORONER_CRASHLOG_FILE=" + log}, dir);
-    auto lines = Lines(log);
-    ASSERT_EQ(lines.size(), 1u) << z.variant;
-    sources.push_back(lines[0]);
-  }
+  std::vector<std::string> sources = PreloadedLines({"null_deref-O0", "call_null-O0", "bus_error-O0"});
   ASSERT_EQ(sources.size(), 3u);
   // Each source line alone: the reference rows.
   std::string small = Work() + "/bulk-small.log", small_db = Work() + "/bulk-small.db";

@@ -61,12 +61,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!j.is_discarded()) (void)coroner::RecordFromJson(j);
       break;
     }
-    case 4: {  // a crashlog line, made into a core and opened as one
+    case 4: {  // a crashlog line, made into a core file and opened as one, and assembled directly
       auto line = coroner::ParseCrashLine(text);
       if (line.ok()) {
         auto core = coroner::Core::Open(coroner::MakeMemorySource(coroner::SynthesizeCore(*line)),
                                         coroner::CoreOptions{false, ""});
         (void)core;
+        auto assembled = coroner::AssembleCore(*line);
+        (void)assembled->executable();
+        for (const auto& t : assembled->threads()) (void)assembled->memory().Read<uint64_t>(t.registers.sp());
       }
       break;
     }
