@@ -26,12 +26,17 @@ n=${CRASHLOG_LINES:-100000}
 awk -v n="$n" '{ line[NR] = $0 } END {
   for (i = 0; i < n; i++) { l = line[i % NR + 1]; sub(/pid=[0-9]+/, "pid=" (100000 + i), l); print "2026-12-01T00:00:00Z pod-" i " " l } }' \
   "$work/real.log" > "$work/big.log"
-t0=$(date +%s.%N)
-"$coroner" scan --log "$work/big.log" --db "$work/log.db" > "$work/scan"
-t1=$(date +%s.%N)
+# Three runs into a new dataset each (a shared machine is noisy): the
+# median wall time, and the CPU time (user + system) of that run.
+for i in 1 2 3; do
+  rm -f "$work"/log.db*
+  /usr/bin/time -f "%e %U %S" -o "$work/time" "$coroner" scan --log "$work/big.log" --db "$work/log.db" > "$work/scan"
+  cat "$work/time"
+done | sort -n | sed -n 2p > "$work/ingest"
 head -1 "$work/scan"
 echo "real lines: $(wc -l < "$work/real.log") crashers, repeated to $n"
-awk -v a="$t0" -v b="$t1" -v n="$n" -v inst="$(cat "$work/install")" -v f="$(cat "$work/fault")" 'BEGIN {
+read -r wall user sys < "$work/ingest"
+awk -v wall="$wall" -v cpu="$user" -v sys="$sys" -v n="$n" -v inst="$(cat "$work/install")" -v f="$(cat "$work/fault")" 'BEGIN {
   printf "crashlog_install_us: %.1f (target < 1000)\n", inst / 1000;
   printf "crashlog_fault_to_line_64_frames_us: %.1f (target < 1000)\n", f / 1000;
-  printf "crashlog_ingest_%d_lines_s: %.1f (target < 5)\n", n, b - a; }'
+  printf "crashlog_ingest_%d_lines_s: %.1f (target < 5; median of 3; %.1f CPU-s, %.0f lines/s)\n", n, wall, cpu + sys, n / wall; }'

@@ -18,7 +18,7 @@ constexpr size_t kMaxStackWords = 64, kMaxFrames = 256, kMaxModules = 1024, kMax
 constexpr size_t kMaxPath = 4096;
 constexpr uint64_t kPage = 4096;
 
-const char* const kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+constexpr std::string_view kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
                                       "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
 
@@ -187,7 +187,7 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
         size_t colon = items[i].find(':');
         auto v = colon == std::string_view::npos ? std::nullopt : Hex(items[i].substr(colon + 1));
         if (!v || items[i].substr(0, colon) != kRegisterNames[i])
-          return Bad("register " + std::to_string(i) + " is not " + kRegisterNames[i] + ":0x...");
+          return Bad("register " + std::to_string(i) + " is not " + std::string(kRegisterNames[i]) + ":0x...");
         l.registers.emplace_back(kRegisterNames[i], *v);
       }
     } else if (key == "stack") {
@@ -366,27 +366,33 @@ Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size) {
 // and the modules' segments, each module's first offset-0 one marked for
 // an ELF header page. Sorted; overlaps (a hostile line) keep the first.
 std::vector<Load> LayOut(const CrashLine& l) {
-  std::vector<std::pair<uint64_t, uint64_t>> words;  // address, value; a later one wins
+  struct Word {
+    uint64_t address, order, value;  // of two at one address, the later given wins
+  };
+  std::vector<Word> words;
+  words.reserve(2 * l.frame_pointers.size() + l.stack.size());
   for (size_t i = 0; i < l.frame_pointers.size(); ++i) {
     uint64_t fp = l.frame_pointers[i];
     if (fp > UINT64_MAX - 16) continue;
-    words.emplace_back(fp, i + 1 < l.frame_pointers.size() ? l.frame_pointers[i + 1] : 0);
+    words.push_back({fp, words.size(), i + 1 < l.frame_pointers.size() ? l.frame_pointers[i + 1] : 0});
     if (i + 1 < l.backtrace.size())
-      if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words.emplace_back(fp + 8, *ra);
+      if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words.push_back({fp + 8, words.size(), *ra});
   }
   for (size_t i = 0; i < l.stack.size(); ++i)
-    if (l.stack[i]) words.emplace_back(l.stack_start + 8 * i, *l.stack[i]);
-  std::stable_sort(words.begin(), words.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (l.stack[i]) words.push_back({l.stack_start + 8 * i, words.size(), *l.stack[i]});
+  std::sort(words.begin(), words.end(),
+            [](const Word& a, const Word& b) { return a.address != b.address ? a.address < b.address : a.order < b.order; });
 
   std::vector<Load> loads;
+  loads.reserve(words.size() + l.segments.size() + 2);
   // Runs of consecutive words, each a segment with its bytes.
   for (size_t i = 0; i < words.size();) {
-    Load ld{words[i].first, 0, PF_R | PF_W, {}, std::nullopt};
-    uint64_t next = words[i].first;
-    while (i < words.size() && words[i].first == next) {
+    Load ld{words[i].address, 0, PF_R | PF_W, {}, std::nullopt};
+    uint64_t next = words[i].address;
+    while (i < words.size() && words[i].address == next) {
       size_t last = i;  // of the same address, the last given
-      while (last + 1 < words.size() && words[last + 1].first == next) ++last;
-      ld.data.Put(words[last].second);
+      while (last + 1 < words.size() && words[last + 1].address == next) ++last;
+      ld.data.Put(words[last].value);
       next += 8;
       i = last + 1;
     }
@@ -418,6 +424,7 @@ std::vector<Load> LayOut(const CrashLine& l) {
   }
   std::stable_sort(loads.begin(), loads.end(), [](const Load& a, const Load& b) { return a.vaddr < b.vaddr; });
   std::vector<Load> kept;
+  kept.reserve(loads.size());
   for (auto& ld : loads) {
     if (!kept.empty() && ld.vaddr < kept.back().vaddr + kept.back().memsz) continue;
     kept.push_back(std::move(ld));
@@ -428,7 +435,12 @@ std::vector<Load> LayOut(const CrashLine& l) {
 // The ucontext's registers in the kernel's user_regs_struct order (the
 // order of Reg and of NT_PRSTATUS).
 std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
-  auto reg = [&](const char* n) { return l.Register(n).value_or(0); };
+  // The parser keeps the registers in kRegisterNames' order, all 23.
+  auto reg = [&](std::string_view n) -> uint64_t {
+    size_t i = static_cast<size_t>(std::find(std::begin(kRegisterNames), std::end(kRegisterNames), n) -
+                                   std::begin(kRegisterNames));
+    return i < l.registers.size() && l.registers[i].first == n ? l.registers[i].second : l.Register(n).value_or(0);
+  };
   uint64_t csgsfs = reg("csgsfs");
   return {reg("r15"), reg("r14"), reg("r13"), reg("r12"), reg("rbp"), reg("rbx"),
           reg("r11"), reg("r10"), reg("r9"),  reg("r8"),  reg("rax"), reg("rcx"),
@@ -607,7 +619,7 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
     --it;
     return addr - it->vaddr < it->memsz ? &*it : nullptr;
   };
-  std::map<std::string, size_t> by_path;
+  std::map<std::string_view, size_t> by_path;  // views of parts.files' paths, which stay put
   std::vector<Module> modules;
   std::vector<bool> has_code;
   std::vector<std::optional<uint64_t>> header_at;
