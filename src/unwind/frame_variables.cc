@@ -134,10 +134,27 @@ bool IsCharType(std::optional<Dwarf_Die> t) {
   return size == 1u && enc && (*enc == DW_ATE_signed_char || *enc == DW_ATE_unsigned_char);
 }
 
-// gdb's form of a run of characters: quoted segments and folded repeats,
-// at most `print elements` (200) of them, a folded run counting as the repeat
-// threshold; "..." when there was more (or `truncated` says the run was cut).
+// gdb's form of a run of characters: quoted segments and folded repeats.
+// As gdb's printstr, it goes by groups of one character repeated (a valid
+// UTF-8 sequence is one character, any other high byte another): a group
+// longer than `print repeats` (10) is folded, and groups are taken while
+// fewer than `print elements` (200) characters were, the last one whole.
+// "..." when there was more (or `truncated` says the run was cut).
 std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
+  // The length in bytes of the character at i.
+  auto width = [&](size_t i) -> size_t {
+    unsigned char c = chars[i];
+    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 1;
+    if (len == 1 || i + len > chars.size()) return 1;
+    for (size_t k = 1; k < len; ++k)
+      if ((chars[i + k] & 0xc0) != 0x80) return 1;
+    return len;
+  };
+  auto text = [&](size_t i, size_t len) {
+    // A valid UTF-8 sequence prints as itself (gdb in a UTF-8 locale); any
+    // other byte escaped for the string's double quotes.
+    return len > 1 ? std::string(reinterpret_cast<const char*>(&chars[i]), len) : EscapeChar(chars[i], '"');
+  };
   std::string out, segment;
   auto flush = [&] {
     if (segment.empty()) return;
@@ -147,34 +164,19 @@ std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
   };
   size_t printed = 0, i = 0;
   while (i < chars.size() && printed < kMaxString) {
-    size_t run = 1;
-    while (i + run < chars.size() && chars[i + run] == chars[i]) ++run;
-    if (chars[i] >= 0x80 && run <= kRepeatThreshold) {
-      // A valid UTF-8 sequence prints as itself (gdb in a UTF-8 locale);
-      // any other high byte in octal.
-      size_t len = chars[i] >= 0xf0 && chars[i] < 0xf5 ? 4 : chars[i] >= 0xe0 ? 3 : chars[i] >= 0xc2 ? 2 : 0;
-      bool valid = len > 0 && i + len <= chars.size();
-      for (size_t k = 1; valid && k < len; ++k) valid = (chars[i + k] & 0xc0) == 0x80;
-      if (valid) {
-        segment.append(reinterpret_cast<const char*>(&chars[i]), len);
-        i += len;
-        ++printed;
-        continue;
-      }
-    }
+    size_t len = width(i), run = 1;
+    while (i + (run + 1) * len <= chars.size() &&
+           std::equal(&chars[i], &chars[i] + len, &chars[i + run * len]) && width(i + run * len) == len)
+      ++run;
     if (run > kRepeatThreshold) {
       flush();
       if (!out.empty()) out += ", ";
-      // Inside a string gdb escapes a repeated character for the string's
-      // double quotes, as in the segments.
-      out += fmt::format("'{}' <repeats {} times>", EscapeChar(chars[i], '"'), run);
-      i += run;
-      printed += kRepeatThreshold;
+      out += fmt::format("'{}' <repeats {} times>", text(i, len), run);
     } else {
-      segment += EscapeChar(chars[i], '"');
-      ++i;
-      ++printed;
+      for (size_t k = 0; k < run; ++k) segment += text(i, len);
     }
+    i += run * len;
+    printed += run;
   }
   flush();
   if (out.empty()) out = "\"\"";
