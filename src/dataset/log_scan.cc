@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "dataset/crash_line.h"
@@ -97,8 +98,10 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
 std::vector<LogLine> FindLogLines(const std::vector<std::string>& logs,
                                   const std::optional<std::pair<int, int>>& shard) {
   std::vector<LogLine> out;
+  std::set<std::string> seen;
   for (const auto& given : logs) {
     std::string path = std::filesystem::absolute(given).lexically_normal().string();
+    if (!seen.insert(path).second) continue;  // a log named twice is read once
     InputStamp stamp = StampInput(path);
     auto add = [&](LogLine line) {
       if (shard) {

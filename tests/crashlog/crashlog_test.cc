@@ -355,7 +355,8 @@ TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
     std::ofstream out(small);
     for (const auto& l : sources) out << l << "\n";
   }
-  ASSERT_EQ(Coroner("scan --log " + small + " --db " + small_db).status, 0);
+  // Named twice, read once.
+  ASSERT_EQ(Coroner("scan --log " + small + " --log " + small + " --db " + small_db).status, 0);
   auto reference = LoadRows(small_db);
   ASSERT_EQ(reference.size(), 3u);
   // The big log: each source line under its own pid, behind a log prefix.
