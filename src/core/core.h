@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,18 @@ struct CoreOptions {
   bool check_module_files = true;
   std::string sysroot;  // prefix for module paths on disk
 };
+
+// A process's mapped objects by path, from its file mappings: the range
+// each spans, whether code is mapped from it (`is_code` at a mapping's
+// start), and where its first offset-0 mapping starts (where the kernel
+// dumps an ELF object's header).
+struct MappedObject {
+  Module module;  // path, base and end
+  bool has_code = false;
+  std::optional<uint64_t> header_at;
+};
+std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
+                                        const std::function<bool(uint64_t)>& is_code);
 
 // A snapshot's parts, for one that is not read from an ELF core (a
 // crashlog line): the memory's present bytes are `source`'s, at each

@@ -458,32 +458,14 @@ class CoreReader {
   // header at their offset-0 mapping), plus the vDSO.
   void ReadModules() {
     const Memory& mem = *c_.memory_;
-    std::map<std::string, size_t> by_path;
-    std::vector<Module> modules;
-    std::vector<bool> has_code;
-    std::vector<std::optional<uint64_t>> header_at;
-    for (const auto& f : c_.files_) {
-      auto [it, fresh] = by_path.emplace(f.path, modules.size());
-      if (fresh) {
-        Module m;
-        m.path = f.path;
-        m.base = f.start;
-        m.end = f.end;
-        modules.push_back(std::move(m));
-        has_code.push_back(false);
-        header_at.push_back(std::nullopt);
-      }
-      size_t i = it->second;
-      modules[i].base = std::min(modules[i].base, f.start);
-      modules[i].end = std::max(modules[i].end, f.end);
-      if (const Segment* s = mem.Find(f.start); s && s->exec) has_code[i] = true;
-      if (f.offset == 0 && !header_at[i]) header_at[i] = f.start;
-    }
-    for (size_t i = 0; i < modules.size(); ++i) {
-      Module& m = modules[i];
-      bool elf_in_core = false;
-      if (header_at[i]) elf_in_core = ReadModuleFromMemory(m, *header_at[i]);
-      if (!elf_in_core && !has_code[i]) {
+    auto objects = GroupMappings(c_.files_, [&](uint64_t a) {
+      const Segment* s = mem.Find(a);
+      return s && s->exec;
+    });
+    for (auto& object : objects) {
+      Module& m = object.module;
+      bool elf_in_core = object.header_at && ReadModuleFromMemory(m, *object.header_at);
+      if (!elf_in_core && !object.has_code) {
         // No code mapped and no ELF header dumped: keep it only if the file says ELF.
         if (!options_.check_module_files) continue;
         auto info = LookUpModuleFile(options_.sysroot + m.path);
@@ -552,6 +534,28 @@ class CoreReader {
   std::optional<SignalInfo> first_siginfo_, prstatus_signal_;
   size_t threads_seen_ = 0;
 };
+
+std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
+                                        const std::function<bool(uint64_t)>& is_code) {
+  std::map<std::string_view, size_t> by_path;  // views of the files' paths
+  std::vector<MappedObject> out;
+  for (const auto& f : files) {
+    auto [it, fresh] = by_path.emplace(f.path, out.size());
+    if (fresh) {
+      MappedObject o;
+      o.module.path = f.path;
+      o.module.base = f.start;
+      o.module.end = f.end;
+      out.push_back(std::move(o));
+    }
+    MappedObject& o = out[it->second];
+    o.module.base = std::min(o.module.base, f.start);
+    o.module.end = std::max(o.module.end, f.end);
+    if (is_code(f.start)) o.has_code = true;
+    if (f.offset == 0 && !o.header_at) o.header_at = f.start;
+  }
+  return out;
+}
 
 const Module* Core::executable() const {
   if (!auxv_.phdr) return nullptr;

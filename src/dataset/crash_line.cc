@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <map>
 
 #include "core/signals.h"
 
@@ -619,36 +618,19 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
     --it;
     return addr - it->vaddr < it->memsz ? &*it : nullptr;
   };
-  std::map<std::string_view, size_t> by_path;  // views of parts.files' paths, which stay put
-  std::vector<Module> modules;
-  std::vector<bool> has_code;
-  std::vector<std::optional<uint64_t>> header_at;
-  for (const auto& f : parts.files) {
-    auto [it, fresh] = by_path.emplace(f.path, modules.size());
-    if (fresh) {
-      Module m;
-      m.path = f.path;
-      m.base = f.start;
-      m.end = f.end;
-      modules.push_back(std::move(m));
-      has_code.push_back(false);
-      header_at.push_back(std::nullopt);
-    }
-    size_t i = it->second;
-    modules[i].base = std::min(modules[i].base, f.start);
-    modules[i].end = std::max(modules[i].end, f.end);
-    if (const Load* ld = at(f.start); ld && (ld->flags & PF_X)) has_code[i] = true;
-    if (f.offset == 0 && !header_at[i]) header_at[i] = f.start;
-  }
-  for (size_t i = 0; i < modules.size(); ++i) {
-    Module& m = modules[i];
-    const Load* header = header_at[i] ? at(*header_at[i]) : nullptr;
+  auto objects = GroupMappings(parts.files, [&](uint64_t a) {
+    const Load* ld = at(a);
+    return ld && (ld->flags & PF_X);
+  });
+  for (auto& object : objects) {
+    Module& m = object.module;
+    const Load* header = object.header_at ? at(*object.header_at) : nullptr;
     // The page holds the header, its program headers and the build-id note
     // unless the mapping is smaller (a hostile line).
     bool elf_in_core =
-        header && header->vaddr == *header_at[i] && header->header_of &&
+        header && header->vaddr == *object.header_at && header->header_of &&
         header->memsz >= 0x100 + 16 + (l.modules[*header->header_of].build_id.size() / 2 + 3) / 4 * 4;
-    if (!elf_in_core && !has_code[i]) continue;
+    if (!elf_in_core && !object.has_code) continue;
     if (elf_in_core) {
       const auto& lm = l.modules[*header->header_of];
       m.load_bias = lm.bias;
