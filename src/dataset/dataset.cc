@@ -119,27 +119,9 @@ class Statement {
     sqlite3_bind_text(stmt_, next_++, s.data(), static_cast<int>(s.size()), SQLITE_STATIC);
     return *this;
   }
-  Statement& BindOrNull(const std::string& s) {
-    if (s.empty()) return Null();
-    return Bind(s);
-  }
   Statement& Bind(int64_t v) {
     sqlite3_bind_int64(stmt_, next_++, v);
     return *this;
-  }
-  Statement& Bind(double v) {
-    sqlite3_bind_double(stmt_, next_++, v);
-    return *this;
-  }
-  Statement& Null() {
-    sqlite3_bind_null(stmt_, next_++);
-    return *this;
-  }
-  template <typename T>
-  Statement& Bind(const std::optional<T>& v) {
-    if (!v) return Null();
-    if constexpr (std::is_floating_point_v<T>) return Bind(static_cast<double>(*v));
-    else return Bind(static_cast<int64_t>(*v));
   }
   Expected<bool> Step() {
     // A parameter left unbound would keep the last value, whose string may
