@@ -100,7 +100,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     backtraces.push_back(BuildBacktrace(core.threads()[core.crashing_thread()], modules, stack, unwind));
     fault = RecoverFaultContext(core, backtraces[0], stack);
   }
-  Diagnosis d = Diagnose(core, modules, backtraces, fault, stack);
+  Diagnosis d = Diagnose(core, modules, backtraces, fault, stack, DiagnosisDepth::kLabels);
   r.syndrome = d.syndrome;
   r.context = d.context;
   if (fault) {

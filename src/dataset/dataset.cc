@@ -399,18 +399,18 @@ struct Dataset::Writer {
         del_modules(db, "DELETE FROM modules WHERE core = ?"),
         del_core(db, "DELETE FROM cores WHERE id = ?"),
         cores(db,
-              "INSERT INTO cores(id, path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
+              "INSERT OR ROLLBACK INTO cores(id, path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
               "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, real_signal, "
               "real_si_code, real_fault_address, syndrome, context, signature, crashing_tid, exe, build_id, "
               "truncated, cpu_time, analysis_ms, scanned_at)",
               31),
         attributes(db, "INSERT OR REPLACE INTO attributes(core, key, value)", 3),
-        threads(db, "INSERT OR REPLACE INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers)", 8),
+        threads(db, "INSERT OR ROLLBACK INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers)", 8),
         frames(db,
-               "INSERT OR REPLACE INTO frames(core, thread, \"index\", pc, module, build_id, offset, function, file, "
+               "INSERT OR ROLLBACK INTO frames(core, thread, \"index\", pc, module, build_id, offset, function, file, "
                "line, trust, inlined)",
                12),
-        modules(db, "INSERT INTO modules(core, path, base, size, build_id, status)", 6) {}
+        modules(db, "INSERT OR ROLLBACK INTO modules(core, path, base, size, build_id, status)", 6) {}
 
   bool ok() {
     for (Statement* s : {&find, &next_id, &del_attributes, &del_threads, &del_frames, &del_modules, &del_core})

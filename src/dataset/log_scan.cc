@@ -133,6 +133,7 @@ void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& opt
   // records held stay bounded whatever the log's size.
   const size_t window = 2 * n;
   std::vector<std::optional<std::vector<CoreRecord>>> slots(batches);
+  std::vector<std::vector<CoreRecord>> spent;  // the sink's leftovers, for an analyzer to free
   std::mutex mu;
   std::condition_variable ready, taken;
   size_t next = 0, consumed = 0;
@@ -143,12 +144,15 @@ void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& opt
     FileSymbolProvider symbols(symbol_options);
     for (;;) {
       size_t b;
+      std::vector<std::vector<CoreRecord>> to_free;
       {
         std::unique_lock lock(mu);
         taken.wait(lock, [&] { return stop || next >= batches || next < consumed + window; });
         if (stop || next >= batches) return;
         b = next++;
+        to_free.swap(spent);
       }
+      to_free.clear();
       auto records = AnalyzeBatch(lines, b * kBatch, std::min(lines.size(), (b + 1) * kBatch), options, symbols);
       std::lock_guard lock(mu);
       slots[b] = std::move(records);
@@ -167,8 +171,10 @@ void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& opt
       consumed = b + 1;
       taken.notify_all();
     }
-    if (!sink(records)) {
-      std::lock_guard lock(mu);
+    bool more = sink(records);
+    std::lock_guard lock(mu);
+    if (!records.empty()) spent.push_back(std::move(records));
+    if (!more) {
       stop = true;
       taken.notify_all();
       break;

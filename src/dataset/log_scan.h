@@ -42,7 +42,9 @@ std::vector<LogLine> FindLogLines(const std::vector<std::string>& logs,
 // and hands the records to `sink` on the calling thread, in the lines'
 // order, a batch at a time. A sink that returns false stops the analysis.
 // Every line gives one record: one that cannot be read or parsed gives an
-// error record with the reason.
+// error record with the reason. The records the sink leaves in the vector
+// are destroyed by an analyzer thread, not the caller's: freeing a
+// record's strings on the writer's thread cost it a tenth of its time.
 void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& options, int threads,
                      const std::function<bool(std::vector<CoreRecord>&)>& sink);
 

@@ -320,10 +320,13 @@ class Scan {
     pending_.push_back(std::move(r));
   }
 
-  Expected<bool> Commit() {
+  // Writes the pending records; `spent`, when given, receives them instead
+  // of their being destroyed here.
+  Expected<bool> Commit(std::vector<CoreRecord>* spent = nullptr) {
     last_commit_ = Clock::now();
     if (pending_.empty()) return true;
     auto r = dataset_.Write(pending_, all_new_);
+    if (spent) spent->swap(pending_);
     pending_.clear();
     return r;
   }
@@ -357,7 +360,8 @@ class Scan {
     std::optional<Error> failed;
     AnalyzeLogLines(todo, record_options, jobs, [&](std::vector<CoreRecord>& records) {
       for (auto& r : records) Record(std::move(r));
-      if (auto w = Commit(); !w.ok()) {
+      records.clear();
+      if (auto w = Commit(&records); !w.ok()) {
         failed = w.error();
         return false;
       }

@@ -63,15 +63,15 @@ std::string Where(const ModuleMap& modules, uint64_t addr) {
 class Diagnoser {
  public:
   Diagnoser(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& bts,
-            const std::optional<FaultContext>& fc, StackMemory& mem)
-      : core_(core), modules_(modules), bts_(bts), fc_(fc), mem_(mem) {}
+            const std::optional<FaultContext>& fc, StackMemory& mem, DiagnosisDepth depth)
+      : core_(core), modules_(modules), bts_(bts), fc_(fc), mem_(mem), report_(depth == DiagnosisDepth::kReport) {}
 
   Diagnosis Run() {
     if (core_.threads().empty() || !core_.signal()) {
       d_.syndrome = "other";
       d_.context = "runtime";
       d_.summary = "The core holds no thread registers or signal, so the crash cannot be classified.";
-      return d_;
+      return std::move(d_);
     }
     const Thread& t = core_.threads()[core_.crashing_thread()];
     regs_ = fc_ ? fc_->registers : t.registers;
@@ -85,14 +85,16 @@ class Diagnoser {
                             Hex(fc_->frame_address) + ".");
     }
     RedZone();
-    ClassifyRegisters();
+    if (report_) ClassifyRegisters();
     if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
     if (op_) d_.faulting_instruction = op_->text;
     Syndrome();
     Context();
-    Threads();
-    Advise();
-    return d_;
+    if (report_) {
+      Threads();
+      Advise();
+    }
+    return std::move(d_);
   }
 
  private:
@@ -125,9 +127,11 @@ class Diagnoser {
       auto v = mem_.Read64(regs_.sp() - static_cast<uint64_t>(off));
       if (!v) break;
       RedZoneWord w{-off, *v, {}};
+      // The labels read only what a word is; where it points is for a report.
       std::string detail;
-      std::string kind = Classify(*v, &detail);
+      std::string kind = Classify(*v, report_ ? &detail : nullptr);
       if (kind == "null") w.meaning = "zero";
+      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v) && !report_) w.meaning = "return address into ";
       else if (kind == "code" && LooksLikeReturnAddress(modules_, *v)) w.meaning = "return address into " + Where(modules_, *v - 1) + ": a call from there returned";
       else if (kind == "code") w.meaning = "code address " + detail;
       else if (kind == "stack") w.meaning = "pointer into the stack";
@@ -737,14 +741,15 @@ class Diagnoser {
   const Backtrace* crashing_ = nullptr;
   std::vector<const Frame*> frames_;
   std::optional<MemoryOperand> op_;
+  bool report_;
   Diagnosis d_;
 };
 
 }  // namespace
 
 Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
-                   const std::optional<FaultContext>& fault_context, StackMemory& memory) {
-  return Diagnoser(core, modules, backtraces, fault_context, memory).Run();
+                   const std::optional<FaultContext>& fault_context, StackMemory& memory, DiagnosisDepth depth) {
+  return Diagnoser(core, modules, backtraces, fault_context, memory, depth).Run();
 }
 
 }  // namespace coroner

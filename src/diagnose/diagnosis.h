@@ -59,10 +59,17 @@ struct Diagnosis {
   std::vector<ThreadGroup> thread_groups;
 };
 
+// How much a diagnosis says. A dataset row needs only the labels (the
+// syndrome, the context and what decides them); a report also wants every
+// register classified, the thread groups, the summary and the next steps,
+// which cost more than the labels themselves.
+enum class DiagnosisDepth { kLabels, kReport };
+
 // `backtraces` holds one per thread, in thread order (may be empty for a
 // registers-only analysis: the frame-based rules then do not apply).
 Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
-                   const std::optional<FaultContext>& fault_context, StackMemory& memory);
+                   const std::optional<FaultContext>& fault_context, StackMemory& memory,
+                   DiagnosisDepth depth = DiagnosisDepth::kReport);
 
 // The frames that describe where the fault happened: all of them, or, when
 // the fault was re-raised, the ones past the signal frame that held it.
