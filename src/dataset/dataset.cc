@@ -331,7 +331,7 @@ Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool cre
     // six of a scan.
     auto r = ds.Exec(
         "PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF; "
-        "PRAGMA temp_store = MEMORY;");
+        "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;");
     if (!r.ok()) return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
   }
   if (auto r = ds.CheckSchema(create); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);

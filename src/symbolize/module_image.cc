@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cerrno>
 #include <cstring>
 
 #include "symbolize/demangle.h"
@@ -383,13 +384,36 @@ std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
   return out;
 }
 
+const ModuleImage::CodePage& ModuleImage::ReadCodePage(uint64_t page) const {
+  if (auto it = code_pages_.find(page); it != code_pages_.end()) return it->second;
+  if (code_pages_.size() >= kMaxCodePages) code_pages_.clear();
+  CodePage p;
+  p.bytes = std::make_unique<std::byte[]>(kCodePage);
+  ssize_t got;
+  do {
+    got = ::pread(fd_, p.bytes.get(), kCodePage, static_cast<off_t>(page * kCodePage));
+  } while (got < 0 && errno == EINTR);
+  p.size = got < 0 ? 0 : static_cast<size_t>(got);
+  return code_pages_.emplace(page, std::move(p)).first->second;
+}
+
 size_t ModuleImage::ReadCode(uint64_t vaddr, std::span<std::byte> out) const {
   for (const auto& l : loads_) {
     if (vaddr < l.vaddr || vaddr - l.vaddr >= l.filesz) continue;
     uint64_t in = vaddr - l.vaddr;
     size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), l.filesz - in));
-    ssize_t got = ::pread(fd_, out.data(), n, static_cast<off_t>(l.offset + in));
-    return got < 0 ? 0 : static_cast<size_t>(got);
+    if (l.offset > UINT64_MAX - l.filesz) return 0;  // a hostile header: no such file offset
+    uint64_t at = l.offset + in;
+    size_t done = 0;
+    while (done < n) {
+      const CodePage& p = ReadCodePage((at + done) / kCodePage);
+      size_t from = static_cast<size_t>((at + done) % kCodePage);
+      if (from >= p.size) break;  // past the file's end
+      size_t take = std::min(n - done, p.size - from);
+      std::memcpy(out.data() + done, p.bytes.get() + from, take);
+      done += take;
+    }
+    return done;
   }
   return 0;
 }

@@ -128,6 +128,18 @@ class ModuleImage {
   // SymbolAddress by name: the diagnosis asks every module for the same
   // few names (__abort_msg) in every core, and each miss scans whole tables.
   mutable std::unordered_map<std::string, std::optional<uint64_t>> named_cache_;
+  // Code pages read by ReadCode, by file offset / kCodePage. The unwinder
+  // and the diagnosis read a few bytes around the same return addresses in
+  // every core of a batch: a syscall each was two in three of a crash
+  // line's reads. Bounded; cleared when full.
+  static constexpr uint64_t kCodePage = 4096;
+  static constexpr size_t kMaxCodePages = 256;
+  struct CodePage {
+    size_t size = 0;  // bytes the file had there (less at its end)
+    std::unique_ptr<std::byte[]> bytes;
+  };
+  mutable std::unordered_map<uint64_t, CodePage> code_pages_;
+  const CodePage& ReadCodePage(uint64_t page) const;
 };
 
 // The build-id of the ELF file at `path` (empty when none or not ELF),

@@ -2,8 +2,15 @@
 // build-id layout, by --exe; a file with another build-id is never used.
 #include <gtest/gtest.h>
 
+#include <elf.h>
+
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+
+#include "symbolize/module_image.h"
 
 #include "unit/run_coroner.h"
 #include "zoo/zoo.h"
@@ -84,6 +91,43 @@ TEST(Symbols, ExeFindsAMovedBinaryByBuildId) {
   EXPECT_EQ(m["symbols"]["binary_found_by"], "exe");
   EXPECT_EQ(j["threads"][0]["frames"][0]["function"], "walk");
   EXPECT_EQ(j["threads"][0]["frames"][1]["function"], "main");
+}
+
+// ReadCode keeps the pages it read: the bytes must still be the file's,
+// for reads that cross a page, end at the segment's end, or run past it.
+TEST(Symbols, CodeBytesAreTheFilesAcrossPagesAndAtTheSegmentEnd) {
+  const std::string path = "/lib/x86_64-linux-gnu/libc.so.6";
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(file.size(), sizeof(Elf64_Ehdr));
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, file.data(), sizeof eh);
+  const Elf64_Phdr* text = nullptr;
+  std::vector<Elf64_Phdr> phdrs(eh.e_phnum);
+  std::memcpy(phdrs.data(), file.data() + eh.e_phoff, eh.e_phnum * sizeof(Elf64_Phdr));
+  for (const auto& ph : phdrs)
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) text = &ph;
+  ASSERT_NE(text, nullptr);
+  auto image = ModuleImage::Open(path, path);
+  ASSERT_NE(image, nullptr);
+  auto expect = [&](uint64_t vaddr, size_t n, size_t want) {
+    std::vector<std::byte> got(n);
+    size_t r = image->ReadCode(vaddr, got);
+    ASSERT_EQ(r, want) << std::hex << vaddr;
+    uint64_t off = text->p_offset + (vaddr - text->p_vaddr);
+    EXPECT_EQ(std::memcmp(got.data(), file.data() + off, r), 0) << std::hex << vaddr;
+  };
+  uint64_t start = text->p_vaddr, end = text->p_vaddr + text->p_filesz;
+  uint64_t page = (text->p_offset + 4096) / 4096 * 4096 - text->p_offset + start;  // a file page boundary
+  expect(page - 3, 8, 8);             // across it
+  expect(page - 3, 8, 8);             // again, from the kept pages
+  expect(page + 100, 16, 16);         // inside the next page
+  expect(start, 15, 15);              // the segment's first bytes
+  expect(end - 10, 10, 10);           // its last bytes
+  expect(end - 10, 64, 10);           // a read past its end stops there
+  expect(page + 4000, 9000, 9000);    // three pages at once
+  std::vector<std::byte> none(8);
+  EXPECT_EQ(image->ReadCode(end + 4096 * 1024, none), 0u);  // not code of this file
 }
 
 }  // namespace
