@@ -110,11 +110,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   }
   std::vector<SignatureFrame> sig_frames;
   if (!backtraces.empty()) {
-    for (const Frame* f : EffectiveFrames(&backtraces[0], fault)) {
-      if (f->signal_trampoline) continue;
-      sig_frames.push_back({ValidUtf8(f->function), f->module ? ValidUtf8(f->module->module->path) : std::string(),
-                            f->trust == FrameTrust::kScan});
-    }
+    const size_t base = r.frames.size();
     for (const auto& f : backtraces[0].frames) {
       FrameRow row;
       row.thread = static_cast<int>(core.crashing_thread());
@@ -131,6 +127,13 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
       row.trust = f.signal_trampoline ? "signal" : FrameTrustName(f.trust);
       row.inlined = f.inlined;
       r.frames.push_back(std::move(row));
+    }
+    // The rows hold the frames' names made valid UTF-8 already.
+    const Frame* first = backtraces[0].frames.data();
+    for (const Frame* f : EffectiveFrames(&backtraces[0], fault)) {
+      if (f->signal_trampoline) continue;
+      const FrameRow& row = r.frames[base + static_cast<size_t>(f - first)];
+      sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan});
     }
   }
   r.signature = MakeSignature(r.syndrome, sig_frames);

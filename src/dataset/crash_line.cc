@@ -72,18 +72,28 @@ std::optional<std::pair<uint64_t, uint64_t>> Range(std::string_view s) {
   return std::make_pair(*lo, *hi);
 }
 
-std::vector<std::string_view> Split(std::string_view s, char sep, size_t cap) {
-  std::vector<std::string_view> out;
-  if (s.empty()) return out;
-  size_t at = 0;
-  while (out.size() <= cap) {
-    size_t end = s.find(sep, at);
-    out.push_back(s.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
-    if (end == std::string_view::npos) break;
-    at = end + 1;
+// The pieces of `s` between `sep`s, one at a time (none when `s` is
+// empty), without gathering them: a line has some 300.
+class Pieces {
+ public:
+  Pieces(std::string_view s, char sep) : rest_(s), sep_(sep), done_(s.empty()) {}
+  bool Next(std::string_view& piece) {
+    if (done_) return false;
+    size_t end = rest_.find(sep_);
+    piece = rest_.substr(0, end);
+    if (end == std::string_view::npos) done_ = true;
+    else rest_.remove_prefix(end + 1);
+    ++count_;
+    return true;
   }
-  return out;
-}
+  size_t count() const { return count_; }  // pieces given so far
+
+ private:
+  std::string_view rest_;
+  char sep_;
+  bool done_;
+  size_t count_ = 0;
+};
 
 int Nibble(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -134,8 +144,9 @@ bool BuildId(std::string_view s) {
 }  // namespace
 
 std::optional<uint64_t> CrashLine::Register(std::string_view name) const {
-  for (const auto& [n, v] : registers)
-    if (n == name) return v;
+  static_assert(std::size(kRegisterNames) == std::tuple_size_v<decltype(registers)>);
+  for (size_t i = 0; i < std::size(kRegisterNames); ++i)
+    if (kRegisterNames[i] == name) return registers[i];
   return std::nullopt;
 }
 
@@ -149,7 +160,8 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
   if (text.size() > kMaxLine) return Bad("longer than 256 KiB");
   CrashLine l;
   uint32_t seen = 0;  // bit i: kKeys[i] was read
-  for (std::string_view field : Split(text, ' ', 64)) {
+  Pieces fields(text, ' ');
+  for (std::string_view field; fields.Next(field);) {
     size_t eq = field.find('=');
     if (eq == std::string_view::npos || eq == 0) return Bad("a field without key=value");
     std::string_view key = field.substr(0, eq);
@@ -190,23 +202,27 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       if (!v) return Bad("addr is not a hex address");
       l.fault_address = *v;
     } else if (key == "regs") {
-      auto items = Split(value, ',', std::size(kRegisterNames));
-      if (items.size() != std::size(kRegisterNames)) return Bad("regs has " + std::to_string(items.size()) + " registers, not 23");
-      for (size_t i = 0; i < items.size(); ++i) {
-        size_t colon = items[i].find(':');
-        auto v = colon == std::string_view::npos ? std::nullopt : Hex(items[i].substr(colon + 1));
-        if (!v || items[i].substr(0, colon) != kRegisterNames[i])
+      Pieces items(value, ',');
+      std::string_view item;
+      while (items.count() <= std::size(kRegisterNames) && items.Next(item)) {
+        size_t i = items.count() - 1;
+        if (i >= std::size(kRegisterNames)) break;
+        size_t colon = item.find(':');
+        auto v = colon == std::string_view::npos ? std::nullopt : Hex(item.substr(colon + 1));
+        if (!v || item.substr(0, colon) != kRegisterNames[i])
           return Bad("register " + std::to_string(i) + " is not " + std::string(kRegisterNames[i]) + ":0x...");
-        l.registers.emplace_back(kRegisterNames[i], *v);
+        l.registers[i] = *v;
       }
+      if (items.count() != std::size(kRegisterNames))
+        return Bad("regs has " + std::to_string(items.count()) + " registers, not 23");
     } else if (key == "stack") {
       size_t colon = value.find(':');
       auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
       if (!start) return Bad("stack is not ADDRESS:words");
       l.stack_start = *start;
-      auto words = Split(value.substr(colon + 1), ',', kMaxStackWords);
-      if (words.size() > kMaxStackWords) return Bad("more than 64 stack words");
-      for (auto w : words) {
+      Pieces words(value.substr(colon + 1), ',');
+      for (std::string_view w; words.Next(w);) {
+        if (words.count() > kMaxStackWords) return Bad("more than 64 stack words");
         if (w == "-") {
           l.stack.push_back(std::nullopt);
           continue;
@@ -217,17 +233,19 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       }
       if (l.stack_start > UINT64_MAX - 8 * l.stack.size()) return Bad("the stack words wrap the address space");
     } else if (key == "bt") {
-      auto frames = Split(value, ',', kMaxFrames);
-      if (frames.empty() || frames.size() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
-      for (auto f : frames) {
+      Pieces frames(value, ',');
+      for (std::string_view f; frames.Next(f);) {
+        if (frames.count() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
         size_t plus = f.find('+');
         bool ok = plus == std::string_view::npos ? Hex(f).has_value()
                                                  : BuildId(f.substr(0, plus)) && Hex(f.substr(plus + 1)).has_value();
         if (!ok) return Bad("a frame is neither BUILDID+0xOFFSET nor 0xADDRESS");
         l.backtrace.emplace_back(f);
       }
+      if (l.backtrace.empty()) return Bad("bt needs 1 to 256 frames");
     } else if (key == "fps") {
-      for (auto f : Split(value, ',', kMaxFrames)) {
+      Pieces fps(value, ',');
+      for (std::string_view f; fps.Next(f);) {
         auto v = Hex(f);
         if (!v || l.frame_pointers.size() >= kMaxFrames) return Bad("fps is not a list of at most 256 addresses");
         l.frame_pointers.push_back(*v);
@@ -237,9 +255,9 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       if (!range || range->second - range->first > (1ull << 34)) return Bad("stackmap is not LOW-HIGH (at most 16 GiB)");
       l.stack_mapping = range;
     } else if (key == "mods") {
-      auto mods = Split(value, ';', kMaxModules);
-      if (mods.size() > kMaxModules) return Bad("more than 1024 modules");
-      for (auto m : mods) {
+      Pieces mods(value, ';');
+      for (std::string_view m; mods.Next(m);) {
+        if (mods.count() > kMaxModules) return Bad("more than 1024 modules");
         auto parts = SplitExactly<3>(m, '@');
         if (!parts) return Bad("a module is not BUILDID@BIAS@PATH");
         CrashLine::Module mod;
@@ -255,9 +273,9 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
         l.modules.push_back(std::move(mod));
       }
     } else if (key == "segs") {
-      auto segs = Split(value, ';', kMaxSegments);
-      if (segs.size() > kMaxSegments) return Bad("more than 4096 segments");
-      for (auto s : segs) {
+      Pieces segs(value, ';');
+      for (std::string_view s; segs.Next(s);) {
+        if (segs.count() > kMaxSegments) return Bad("more than 4096 segments");
         auto split = SplitExactly<4>(s, ':');
         if (!split) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
         const auto& parts = *split;
@@ -447,9 +465,7 @@ std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
   // The parser keeps the registers in kRegisterNames' order, all 23: `i`
   // is the register's place there (checked at compile time below).
   auto reg = [&](size_t i) -> uint64_t {
-    return i < l.registers.size() && l.registers[i].first == kRegisterNames[i]
-               ? l.registers[i].second
-               : l.Register(kRegisterNames[i]).value_or(0);
+    return l.registers[i];
   };
   constexpr auto at = [](std::string_view n) {
     size_t i = 0;

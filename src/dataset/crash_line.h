@@ -12,6 +12,7 @@
 // as an ELF core file (SynthesizeCore); a test holds the two equal.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,9 +43,9 @@ struct CrashLine {
   std::string host, comm;
   int signal = 0, code = 0;
   uint64_t fault_address = 0;
-  // The ucontext's general registers, by name (rax ... r15, rip, eflags,
-  // csgsfs, err, trapno, oldmask, cr2).
-  std::vector<std::pair<std::string, uint64_t>> registers;
+  // The ucontext's general registers in the line's order: rax ... r15,
+  // rip, eflags, csgsfs, err, trapno, oldmask, cr2 (Register() by name).
+  std::array<uint64_t, 23> registers{};
   uint64_t stack_start = 0;                   // the first word's address
   std::vector<std::optional<uint64_t>> stack; // nullopt: unreadable
   std::vector<std::string> backtrace;         // "buildid+0xoff" or "0xaddr", frame 0 first
