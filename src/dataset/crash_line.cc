@@ -415,6 +415,7 @@ std::vector<Load> LayOut(const CrashLine& l) {
   // Runs of consecutive words, each a segment with its bytes.
   for (size_t i = 0; i < words.size();) {
     Load ld{words[i].address, 0, PF_R | PF_W, {}, std::nullopt};
+    ld.data.b.reserve(8 * (words.size() - i));  // at most the words left
     uint64_t next = words[i].address;
     while (i < words.size() && words[i].address == next) {
       size_t last = i;  // of the same address, the last given
@@ -449,10 +450,17 @@ std::vector<Load> LayOut(const CrashLine& l) {
     }
     loads.push_back(std::move(ld));
   }
-  std::stable_sort(loads.begin(), loads.end(), [](const Load& a, const Load& b) { return a.vaddr < b.vaddr; });
+  // By address, the first given first among equals; a load that overlaps
+  // the one before it is dropped. Sorted by index: a Load is heavy to move.
+  std::vector<uint32_t> order(loads.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return loads[a].vaddr != loads[b].vaddr ? loads[a].vaddr < loads[b].vaddr : a < b;
+  });
   std::vector<Load> kept;
   kept.reserve(loads.size());
-  for (auto& ld : loads) {
+  for (uint32_t i : order) {
+    Load& ld = loads[i];
     if (!kept.empty() && ld.vaddr < kept.back().vaddr + kept.back().memsz) continue;
     kept.push_back(std::move(ld));
   }

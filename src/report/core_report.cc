@@ -43,7 +43,9 @@ Json RegistersJson(const Registers& r) {
 }
 
 std::string RegistersJsonText(const Registers& r) {
-  std::string out = "{";
+  std::string out;
+  out.reserve(std::size(kRegDisplayOrder) * 32);  // "name":"0x" and 16 digits each
+  out += '{';
   for (Reg reg : kRegDisplayOrder) {
     if (out.size() > 1) out += ',';
     out += '"';
