@@ -470,11 +470,8 @@ std::vector<Load> LayOut(const CrashLine& l) {
 // The ucontext's registers in the kernel's user_regs_struct order (the
 // order of Reg and of NT_PRSTATUS).
 std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
-  // The parser keeps the registers in kRegisterNames' order, all 23: `i`
-  // is the register's place there (checked at compile time below).
-  auto reg = [&](size_t i) -> uint64_t {
-    return l.registers[i];
-  };
+  // The parser keeps the registers in kRegisterNames' order, all 23.
+  auto reg = [&](size_t place) { return l.registers[place]; };
   constexpr auto at = [](std::string_view n) {
     size_t i = 0;
     while (i < std::size(kRegisterNames) && kRegisterNames[i] != n) ++i;

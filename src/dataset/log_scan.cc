@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "dataset/crash_line.h"
+#include "source/byte_source.h"
 
 namespace coroner {
 namespace {
@@ -59,20 +60,6 @@ bool ForEachCrashLine(const std::string& path,
   return ok;
 }
 
-// The bytes of a log from `offset`, `length` of them, read into `buf`;
-// false when the log is shorter now.
-bool ReadExactly(int fd, uint64_t offset, size_t length, std::string& buf) {
-  buf.resize(length);
-  size_t done = 0;
-  while (done < length) {
-    ssize_t got = ::pread(fd, buf.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    done += static_cast<size_t>(got);
-  }
-  return true;
-}
-
 // Reads and analyzes lines [begin, end), each log opened once for them.
 // Lines that follow one another in a log are read together, up to
 // kMaxSpan bytes at a time (a read per line was a third of the reads).
@@ -82,10 +69,16 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
   std::vector<CoreRecord> out;
   out.reserve(end - begin);
   std::string open_file;
-  int fd = -1;
-  std::string span;               // bytes [span_at, span_at + span.size()) of open_file
+  std::unique_ptr<ByteSource> file;  // open_file's, null when it cannot be opened
+  std::string span;                  // bytes [span_at, span_at + span.size()) of open_file
   uint64_t span_at = 0;
   bool span_ok = false;
+  // `length` bytes from `at` into the span; false when the log is shorter now.
+  auto read = [&](uint64_t at, size_t length) {
+    span.resize(length);
+    auto got = file->ReadUpTo(at, std::as_writable_bytes(std::span(span.data(), length)));
+    return got.ok() && *got == length;
+  };
   for (size_t i = begin; i < end; ++i) {
     const LogLine& log = lines[i];
     if (!log.stamp.error.empty()) {
@@ -93,15 +86,15 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
       continue;
     }
     if (log.file != open_file) {
-      if (fd >= 0) ::close(fd);
-      fd = ::open(log.file.c_str(), O_RDONLY | O_CLOEXEC);
+      auto opened = OpenFileSource(log.file);
+      file = opened.ok() ? std::move(*opened) : nullptr;
       open_file = log.file;
       span.clear();
       span_ok = false;
     }
     bool in_span = span_ok && log.offset >= span_at && log.offset - span_at <= span.size() &&
                    log.length <= span.size() - (log.offset - span_at);
-    if (!in_span && fd >= 0) {
+    if (!in_span && file) {
       // This line and the ones after it in the same log, while they are close.
       uint64_t last = log.offset + log.length;
       for (size_t j = i + 1; j < end && lines[j].file == log.file && lines[j].offset >= log.offset &&
@@ -109,9 +102,9 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
            ++j)
         last = std::max(last, lines[j].offset + lines[j].length);
       span_at = log.offset;
-      span_ok = ReadExactly(fd, span_at, static_cast<size_t>(last - span_at), span);
+      span_ok = read(span_at, static_cast<size_t>(last - span_at));
       // A log cut shorter since it was listed: this line alone, if it is still there.
-      if (!span_ok && last > log.offset + log.length) span_ok = ReadExactly(fd, span_at, log.length, span);
+      if (!span_ok && last > log.offset + log.length) span_ok = read(span_at, log.length);
       in_span = span_ok;
     }
     if (!in_span) {
@@ -124,7 +117,6 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
     r.mtime_ns = log.stamp.mtime_ns;
     out.push_back(std::move(r));
   }
-  if (fd >= 0) ::close(fd);
   return out;
 }
 
