@@ -20,6 +20,7 @@ constexpr uint64_t kPage = 4096;
 constexpr std::string_view kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
                                       "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
+static_assert(std::size(kRegisterNames) == std::tuple_size_v<decltype(CrashLine::registers)>);
 
 // The fields a line may have; the first kRequired it must have.
 constexpr std::string_view kKeys[] = {"v",  "pid",   "tid", "time", "sig",      "code", "addr", "regs",
@@ -142,13 +143,6 @@ bool BuildId(std::string_view s) {
 }
 
 }  // namespace
-
-std::optional<uint64_t> CrashLine::Register(std::string_view name) const {
-  static_assert(std::size(kRegisterNames) == std::tuple_size_v<decltype(registers)>);
-  for (size_t i = 0; i < std::size(kRegisterNames); ++i)
-    if (kRegisterNames[i] == name) return registers[i];
-  return std::nullopt;
-}
 
 bool HasCrashLine(std::string_view text) { return text.find(kMarker) != std::string_view::npos; }
 

@@ -44,7 +44,7 @@ struct CrashLine {
   int signal = 0, code = 0;
   uint64_t fault_address = 0;
   // The ucontext's general registers in the line's order: rax ... r15,
-  // rip, eflags, csgsfs, err, trapno, oldmask, cr2 (Register() by name).
+  // rip, eflags, csgsfs, err, trapno, oldmask, cr2.
   std::array<uint64_t, 23> registers{};
   uint64_t stack_start = 0;                   // the first word's address
   std::vector<std::optional<uint64_t>> stack; // nullopt: unreadable
@@ -53,8 +53,6 @@ struct CrashLine {
   std::optional<std::pair<uint64_t, uint64_t>> stack_mapping;
   std::vector<Module> modules;
   std::vector<Segment> segments;
-
-  std::optional<uint64_t> Register(std::string_view name) const;
 };
 
 // Finds "coroner-crash: " anywhere in `text` (a log prefix is fine) and

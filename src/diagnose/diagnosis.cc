@@ -141,8 +141,9 @@ class Diagnoser {
       std::string detail;
       std::string kind = Classify(*v, report_ ? &detail : nullptr);
       if (kind == "null") w.meaning = "zero";
-      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v) && !report_) w.meaning = "return address into ";
-      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v)) w.meaning = "return address into " + Where(modules_, *v - 1) + ": a call from there returned";
+      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v))
+        w.meaning = "return address into " +
+                    (report_ ? Where(modules_, *v - 1) + ": a call from there returned" : std::string());
       else if (kind == "code") w.meaning = "code address " + detail;
       else if (kind == "stack") w.meaning = "pointer into the stack";
       else w.meaning = kind;
