@@ -539,6 +539,7 @@ std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
                                         const std::function<bool(uint64_t)>& is_code) {
   std::map<std::string_view, size_t> by_path;  // views of the files' paths
   std::vector<MappedObject> out;
+  out.reserve(files.size());  // at most one per file
   for (const auto& f : files) {
     auto [it, fresh] = by_path.emplace(f.path, out.size());
     if (fresh) {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "core/core.h"
 #include "dataset/signature.h"
@@ -111,7 +112,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   std::vector<SignatureFrame> sig_frames;
   if (!backtraces.empty()) {
     const size_t base = r.frames.size();
-    for (const auto& f : backtraces[0].frames) {
+    // The frames' names move to the rows: nothing reads them after.
+    for (auto& f : backtraces[0].frames) {
       FrameRow row;
       row.thread = static_cast<int>(core.crashing_thread());
       row.index = static_cast<int>(f.index);
@@ -121,8 +123,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
         row.build_id = f.module->module->build_id;
       }
       row.offset = f.offset;
-      row.function = ValidUtf8(f.function);
-      row.file = ValidUtf8(f.file);
+      row.function = ValidUtf8(std::move(f.function));
+      row.file = ValidUtf8(std::move(f.file));
       row.line = f.line;
       row.trust = f.signal_trampoline ? "signal" : FrameTrustName(f.trust);
       row.inlined = f.inlined;

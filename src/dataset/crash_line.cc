@@ -26,6 +26,8 @@ static_assert(std::size(kRegisterNames) == std::tuple_size_v<decltype(CrashLine:
 constexpr std::string_view kKeys[] = {"v",  "pid",   "tid", "time", "sig",      "code", "addr", "regs",
                                       "stack", "bt", "host", "comm", "fps", "stackmap", "mods", "segs"};
 constexpr size_t kRequired = 10;
+enum KeyIndex : size_t { kV, kPid, kTid, kTime, kSig, kCode, kAddr, kRegs, kStack, kBt, kHost, kComm, kFps, kStackmap, kMods, kSegs };
+static_assert(kKeys[kSegs] == "segs" && kKeys[kHost] == "host");
 
 Error Bad(const std::string& why) { return MakeError(ErrorKind::kMalformed, "crash line: " + why); }
 
@@ -137,6 +139,13 @@ std::optional<std::string> Unescape(std::string_view s) {
   return out;
 }
 
+// How many `sep`s: a list's length, to reserve it (bounded by the caller).
+size_t Count(std::string_view s, char sep) {
+  size_t n = 0;
+  for (const char* p = s.data(); (p = static_cast<const char*>(std::memchr(p, sep, s.data() + s.size() - p))); ++p) ++n;
+  return n;
+}
+
 bool BuildId(std::string_view s) {
   if (s.empty() || s.size() > 64 || s.size() % 2) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return kHexDigit[static_cast<unsigned char>(c)] < 16; });
@@ -164,38 +173,38 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
     if (k == std::size(kKeys)) return Bad("unknown field " + std::string(key.substr(0, 32)));
     if (seen & (1u << k)) return Bad("field " + std::string(key) + " twice");
     seen |= 1u << k;
-    if (key == "v") {
+    if (k == kV) {
       auto v = Dec(value, 0, 1000);
       if (!v || *v != 1) return Bad("format version " + std::string(value.substr(0, 16)) + ", this reader knows 1");
       l.version = 1;
-    } else if (key == "pid" || key == "tid") {
+    } else if (k == kPid || k == kTid) {
       auto v = Dec(value, 1, 1 << 30);
       if (!v) return Bad(std::string(key) + " is not a process id");
-      (key == "pid" ? l.pid : l.tid) = static_cast<int>(*v);
-    } else if (key == "time") {
+      (k == kPid ? l.pid : l.tid) = static_cast<int>(*v);
+    } else if (k == kTime) {
       size_t dot = value.find('.');
       auto s = Dec(value.substr(0, dot), 0, 253402300799);  // up to year 9999
       auto ns = dot == std::string_view::npos ? std::optional<int64_t>(0) : Dec(value.substr(dot + 1), 0, 999999999);
       if (!s || !ns || (dot != std::string_view::npos && value.size() - dot - 1 != 9)) return Bad("time is not seconds.nanoseconds");
       l.time = *s;
       l.nanoseconds = static_cast<uint32_t>(*ns);
-    } else if (key == "host" || key == "comm") {
+    } else if (k == kHost || k == kComm) {
       auto v = Unescape(value);
       if (!v || v->size() > 256) return Bad(std::string(key) + " is not an escaped name");
-      (key == "host" ? l.host : l.comm) = *v;
-    } else if (key == "sig") {
+      (k == kHost ? l.host : l.comm) = std::move(*v);
+    } else if (k == kSig) {
       auto v = Dec(value, 1, 64);
       if (!v) return Bad("sig is not a signal number");
       l.signal = static_cast<int>(*v);
-    } else if (key == "code") {
+    } else if (k == kCode) {
       auto v = Dec(value, INT32_MIN, INT32_MAX);
       if (!v) return Bad("code is not an si_code");
       l.code = static_cast<int>(*v);
-    } else if (key == "addr") {
+    } else if (k == kAddr) {
       auto v = Hex(value);
       if (!v) return Bad("addr is not a hex address");
       l.fault_address = *v;
-    } else if (key == "regs") {
+    } else if (k == kRegs) {
       Pieces items(value, ',');
       std::string_view item;
       while (items.count() <= std::size(kRegisterNames) && items.Next(item)) {
@@ -209,12 +218,13 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       }
       if (items.count() != std::size(kRegisterNames))
         return Bad("regs has " + std::to_string(items.count()) + " registers, not 23");
-    } else if (key == "stack") {
+    } else if (k == kStack) {
       size_t colon = value.find(':');
       auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
       if (!start) return Bad("stack is not ADDRESS:words");
       l.stack_start = *start;
       Pieces words(value.substr(colon + 1), ',');
+      l.stack.reserve(std::min(kMaxStackWords, Count(value, ',') + 1));
       for (std::string_view w; words.Next(w);) {
         if (words.count() > kMaxStackWords) return Bad("more than 64 stack words");
         if (w == "-") {
@@ -226,8 +236,9 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
         l.stack.push_back(*v);
       }
       if (l.stack_start > UINT64_MAX - 8 * l.stack.size()) return Bad("the stack words wrap the address space");
-    } else if (key == "bt") {
+    } else if (k == kBt) {
       Pieces frames(value, ',');
+      l.backtrace.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
       for (std::string_view f; frames.Next(f);) {
         if (frames.count() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
         size_t plus = f.find('+');
@@ -237,19 +248,21 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
         l.backtrace.emplace_back(f);
       }
       if (l.backtrace.empty()) return Bad("bt needs 1 to 256 frames");
-    } else if (key == "fps") {
+    } else if (k == kFps) {
       Pieces fps(value, ',');
+      l.frame_pointers.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
       for (std::string_view f; fps.Next(f);) {
         auto v = Hex(f);
         if (!v || l.frame_pointers.size() >= kMaxFrames) return Bad("fps is not a list of at most 256 addresses");
         l.frame_pointers.push_back(*v);
       }
-    } else if (key == "stackmap") {
+    } else if (k == kStackmap) {
       auto range = Range(value);
       if (!range || range->second - range->first > (1ull << 34)) return Bad("stackmap is not LOW-HIGH (at most 16 GiB)");
       l.stack_mapping = range;
-    } else if (key == "mods") {
+    } else if (k == kMods) {
       Pieces mods(value, ';');
+      l.modules.reserve(std::min(kMaxModules, Count(value, ';') + 1));
       for (std::string_view m; mods.Next(m);) {
         if (mods.count() > kMaxModules) return Bad("more than 1024 modules");
         auto parts = SplitExactly<3>(m, '@');
@@ -263,11 +276,12 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
         auto path = Unescape((*parts)[2]);
         if (!bias || !path || path->empty()) return Bad("a module's bias or path is malformed");
         mod.bias = *bias;
-        mod.path = *path;
+        mod.path = std::move(*path);
         l.modules.push_back(std::move(mod));
       }
-    } else if (key == "segs") {
+    } else if (k == kSegs) {
       Pieces segs(value, ';');
+      l.segments.reserve(std::min(kMaxSegments, Count(value, ';') + 1));
       for (std::string_view s; segs.Next(s);) {
         if (segs.count() > kMaxSegments) return Bad("more than 4096 segments");
         auto split = SplitExactly<4>(s, ':');
@@ -329,10 +343,10 @@ void Note(Bytes& out, const char* name, uint32_t type, const Bytes& desc) {
 }
 
 // The absolute address of a "BUILDID+0xOFF" or "0xADDR" frame.
-std::optional<uint64_t> FrameAddress(const CrashLine& l, const std::string& f) {
+std::optional<uint64_t> FrameAddress(const CrashLine& l, std::string_view f) {
   size_t plus = f.find('+');
-  if (plus == std::string::npos) return Hex(f);
-  std::string id = f.substr(0, plus);
+  if (plus == std::string_view::npos) return Hex(f);
+  std::string_view id = f.substr(0, plus);
   auto off = Hex(f.substr(plus + 1));
   if (!off) return std::nullopt;
   for (const auto& s : l.segments) {
@@ -399,10 +413,19 @@ std::vector<Load> LayOut(const CrashLine& l) {
     if (i + 1 < l.backtrace.size())
       if (auto ra = FrameAddress(l, l.backtrace[i + 1])) words.push_back({fp + 8, words.size(), *ra});
   }
+  const size_t chain_words = words.size();
   for (size_t i = 0; i < l.stack.size(); ++i)
     if (l.stack[i]) words.push_back({l.stack_start + 8 * i, words.size(), *l.stack[i]});
-  std::sort(words.begin(), words.end(),
-            [](const Word& a, const Word& b) { return a.address != b.address ? a.address < b.address : a.order < b.order; });
+  auto by_place = [](const Word& a, const Word& b) {
+    return a.address != b.address ? a.address < b.address : a.order < b.order;
+  };
+  // The handler writes the chain up the stack and the stack words upwards:
+  // two runs in order, merged in one pass (a sort was 7% of a line's cost).
+  auto split = words.begin() + static_cast<ptrdiff_t>(chain_words);
+  if (std::is_sorted(words.begin(), split, by_place) && std::is_sorted(split, words.end(), by_place))
+    std::inplace_merge(words.begin(), split, words.end(), by_place);
+  else
+    std::sort(words.begin(), words.end(), by_place);
 
   std::vector<Load> loads;
   loads.reserve(words.size() + l.segments.size() + 2);
@@ -589,6 +612,10 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   std::vector<Load> kept = LayOut(l);
   CoreParts parts;
   std::vector<std::byte> bytes;
+  size_t total = 0;
+  for (const auto& ld : kept) total += ld.data.size();
+  bytes.reserve(total);
+  parts.segments.reserve(kept.size());
   for (const auto& ld : kept) {
     Segment seg;
     seg.vaddr = ld.vaddr;
@@ -640,6 +667,7 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   parts.auxv.entries.push_back({AT_PAGESZ, kPage});
   parts.auxv.pagesz = kPage;
 
+  parts.files.reserve(l.segments.size());
   for (const auto& s : l.segments) {
     const std::string& path = l.modules[s.module].path;
     parts.files.push_back({s.start, s.end, s.offset / kPage * kPage, path.substr(0, path.find('\0'))});

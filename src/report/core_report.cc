@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/byte_view.h"
 #include "core/signals.h"
@@ -14,9 +15,17 @@ using Json = nlohmann::ordered_json;
 
 // Strings from a core are bytes, not necessarily UTF-8: invalid sequences
 // are replaced so the JSON stays valid.
+namespace {
+// Printable ASCII or tab, as most text is: valid as it is.
+bool IsPlainText(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; });
+}
+}  // namespace
+
+std::string ValidUtf8(std::string&& s) { return IsPlainText(s) ? std::move(s) : ValidUtf8(std::as_const(s)); }
+
 std::string ValidUtf8(const std::string& s) {
-  // Most text is printable ASCII already: one pass to tell, no rebuild.
-  if (std::all_of(s.begin(), s.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; })) return s;
+  if (IsPlainText(s)) return s;
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

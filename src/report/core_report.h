@@ -60,6 +60,8 @@ std::string CoreToText(const CoreAnalysis& analysis);
 // (and control characters other than tab) become U+FFFD, so that JSON and
 // the dataset stay valid text.
 std::string ValidUtf8(const std::string& s);
+// The same, keeping the string itself when it is plain text already.
+std::string ValidUtf8(std::string&& s);
 
 // {"rip": "0x...", ...} in gdb's register order.
 nlohmann::ordered_json RegistersJson(const Registers& r);
