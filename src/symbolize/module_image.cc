@@ -285,11 +285,11 @@ const Symbol* ModuleImage::SymbolAt(uint64_t vaddr) const {
   return &*it;
 }
 
-std::vector<SourceFunction> ModuleImage::FunctionsAt(uint64_t vaddr) const {
-  if (!has_dwarf_) return {};
+ModuleImage::Functions ModuleImage::FunctionsAt(uint64_t vaddr) const {
+  if (!has_dwarf_) return nullptr;
   if (auto it = functions_cache_.find(vaddr); it != functions_cache_.end()) return it->second;
   if (functions_cache_.size() >= 65536) functions_cache_.clear();
-  return functions_cache_[vaddr] = LookUpFunctions(vaddr);
+  return functions_cache_[vaddr] = std::make_shared<const std::vector<SourceFunction>>(LookUpFunctions(vaddr));
 }
 
 std::vector<Dwarf_Die> ModuleImage::ScopesAt(uint64_t vaddr) const {

@@ -71,9 +71,11 @@ class ModuleImage {
   // The symbol covering vaddr (or the nearest below it when sizes are 0).
   const Symbol* SymbolAt(uint64_t vaddr) const;
 
-  // The functions at vaddr, innermost (inlined) first, from DWARF; empty when
-  // there is no DWARF for it.
-  std::vector<SourceFunction> FunctionsAt(uint64_t vaddr) const;
+  // The functions at vaddr, innermost (inlined) first, from DWARF; null or
+  // empty when there is no DWARF for it. Shared with the cache: the same
+  // frames recur in every core of a batch, and a copy was 7 allocations.
+  using Functions = std::shared_ptr<const std::vector<SourceFunction>>;
+  Functions FunctionsAt(uint64_t vaddr) const;
 
   // The DWARF scopes at vaddr, innermost first, following the concrete
   // chain of inlined calls out to the physical subprogram (lexical blocks,
@@ -124,7 +126,7 @@ class ModuleImage {
   mutable std::vector<Symbol> symbols_;  // sorted by addr
   // FunctionsAt answers by address: the same library frames recur in every
   // core of a batch. Bounded; cleared when full.
-  mutable std::unordered_map<uint64_t, std::vector<SourceFunction>> functions_cache_;
+  mutable std::unordered_map<uint64_t, Functions> functions_cache_;
   // SymbolAddress by name: the diagnosis asks every module for the same
   // few names (__abort_msg) in every core, and each miss scans whole tables.
   mutable std::unordered_map<std::string, std::optional<uint64_t>> named_cache_;

@@ -36,7 +36,8 @@ PcSymbol ModuleMap::Symbolize(uint64_t pc) const {
   if (!s.module) return s;
   s.offset = s.module->ToLink(pc);
   if (!s.module->image) return s;
-  s.functions = s.module->image->FunctionsAt(s.offset);
+  s.functions_owner = s.module->image->FunctionsAt(s.offset);
+  if (s.functions_owner) s.functions = *s.functions_owner;
   if (const Symbol* sym = s.module->image->SymbolAt(s.offset)) {
     s.symbol = DisplayName(sym->name);
     s.symbol_offset = s.offset - sym->addr;

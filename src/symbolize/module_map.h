@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,8 @@ struct MappedModule {
 struct PcSymbol {
   const MappedModule* module = nullptr;
   uint64_t offset = 0;  // link-time address within the module
-  std::vector<SourceFunction> functions;
+  std::span<const SourceFunction> functions;  // held by functions_owner
+  ModuleImage::Functions functions_owner;
   std::string symbol;          // ELF symbol name, demangled without parameters
   uint64_t symbol_offset = 0;  // pc - symbol start
   uint64_t symbol_size = 0;    // 0 when the symbol table does not say

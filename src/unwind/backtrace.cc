@@ -1,6 +1,6 @@
 #include "unwind/backtrace.h"
 
-#include <unordered_map>
+#include <algorithm>
 
 namespace coroner {
 
@@ -10,14 +10,17 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
   UnwindResult raw = Unwind(thread, modules, memory, options);
   bt.physical_frames = raw.frames.size();
   bt.stop_reason = raw.stop_reason;
-  // Recursion repeats pcs: symbolize each once.
-  std::unordered_map<uint64_t, PcSymbol> symbols;
+  bt.frames.reserve(raw.frames.size());  // more only with inlined frames
+  // Recursion repeats pcs: symbolize each once. Recursion is deep in few
+  // stacks, so a map (an allocation per frame) was more than a search.
+  std::vector<std::pair<uint64_t, PcSymbol>> symbols;
+  symbols.reserve(raw.frames.size());
   for (size_t i = 0; i < raw.frames.size(); ++i) {
     const RawFrame& r = raw.frames[i];
     // A return address points after the call: symbolize the call itself.
     uint64_t lookup = r.exact_pc || r.pc == 0 ? r.pc : r.pc - 1;
-    auto it = symbols.find(lookup);
-    if (it == symbols.end()) it = symbols.emplace(lookup, modules.Symbolize(lookup)).first;
+    auto it = std::find_if(symbols.begin(), symbols.end(), [&](const auto& s) { return s.first == lookup; });
+    if (it == symbols.end()) it = symbols.insert(symbols.end(), {lookup, modules.Symbolize(lookup)});
     const PcSymbol& sym = it->second;
     Frame base;
     base.pc = r.pc;
