@@ -541,7 +541,7 @@ std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
   std::vector<MappedObject> out;
   out.reserve(files.size());  // at most one per file
   for (const auto& f : files) {
-    auto [it, fresh] = by_path.emplace(f.path, out.size());
+    auto [it, fresh] = by_path.try_emplace(f.path, out.size());  // a node only for a new path
     if (fresh) {
       MappedObject o;
       o.module.path = f.path;

@@ -68,6 +68,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   r.exe = ValidUtf8(ExePath(core));
   if (const Module* exe = core.executable()) r.build_id = exe->build_id;
   double cpu = 0;
+  r.threads.reserve(core.threads().size());
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
     ThreadRow row;
@@ -85,6 +86,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     r.crashing_tid = core.threads()[core.crashing_thread()].tid;
     r.cpu_seconds = cpu;
   }
+  r.modules.reserve(core.modules().size());
   for (const auto& m : core.modules()) {
     r.modules.push_back({ValidUtf8(m.path), m.base, m.end, m.build_id, ModuleFileStatusName(m.file_status)});
   }
@@ -112,6 +114,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   std::vector<SignatureFrame> sig_frames;
   if (!backtraces.empty()) {
     const size_t base = r.frames.size();
+    r.frames.reserve(base + backtraces[0].frames.size());
+    sig_frames.reserve(backtraces[0].frames.size());
     // The frames' names move to the rows: nothing reads them after.
     for (auto& f : backtraces[0].frames) {
       FrameRow row;

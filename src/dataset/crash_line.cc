@@ -428,7 +428,10 @@ std::vector<Load> LayOut(const CrashLine& l) {
     std::sort(words.begin(), words.end(), by_place);
 
   std::vector<Load> loads;
-  loads.reserve(words.size() + l.segments.size() + 2);
+  size_t runs = words.empty() ? 0 : 1;
+  for (size_t i = 1; i < words.size(); ++i)
+    if (words[i].address != words[i - 1].address && words[i].address != words[i - 1].address + 8) ++runs;
+  loads.reserve(2 * runs + 1 + l.segments.size());  // the runs, a gap around each, the segments
   // Runs of consecutive words, each a segment with its bytes.
   for (size_t i = 0; i < words.size();) {
     Load ld{words[i].address, 0, PF_R | PF_W, {}, std::nullopt};
@@ -447,6 +450,7 @@ std::vector<Load> LayOut(const CrashLine& l) {
   if (l.stack_mapping) {
     uint64_t at = l.stack_mapping->first;
     std::vector<Load> gaps;
+    gaps.reserve(runs + 1);
     for (const auto& ld : loads) {
       if (ld.vaddr >= l.stack_mapping->second) break;
       if (ld.vaddr > at) gaps.push_back({at, ld.vaddr - at, PF_R | PF_W, {}, std::nullopt});

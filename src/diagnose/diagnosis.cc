@@ -25,6 +25,7 @@ const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-hand
 std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
   std::vector<const Frame*> out;
   if (!bt) return out;
+  out.reserve(bt->frames.size());
   size_t from = 0;
   if (fc) {
     for (size_t i = 0; i < bt->frames.size(); ++i) {

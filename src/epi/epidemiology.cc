@@ -63,7 +63,7 @@ struct Features {
   std::unordered_map<std::string, uint32_t> feature_ids;   // "key\0value"
 
   uint32_t Key(const std::string& key) {
-    auto [it, added] = key_ids.emplace(key, static_cast<uint32_t>(keys.size()));
+    auto [it, added] = key_ids.try_emplace(key, static_cast<uint32_t>(keys.size()));
     if (added) keys.push_back(key);
     return it->second;
   }
@@ -71,7 +71,7 @@ struct Features {
     std::string k = std::to_string(key);
     k += '\0';
     k += value;
-    auto [it, added] = feature_ids.emplace(std::move(k), static_cast<uint32_t>(features.size()));
+    auto [it, added] = feature_ids.try_emplace(std::move(k), static_cast<uint32_t>(features.size()));
     if (added) features.emplace_back(key, std::string(value));
     return it->second;
   }
@@ -174,7 +174,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
                           : again != resigned.end() ? again->second
                           : !r.IsNull(5)            ? std::string(r.Text(5))
                                                     : syndrome;
-        auto [it, added] = cluster_ids.emplace(key, static_cast<uint32_t>(cluster_keys.size()));
+        auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(cluster_keys.size()));
         if (added) {
           cluster_keys.push_back(key);
           syndrome_votes.emplace_back();

@@ -7,6 +7,7 @@
 namespace coroner {
 
 ModuleMap::ModuleMap(const Core& core, SymbolProvider& provider) : core_(core) {
+  modules_.reserve(core.modules().size());
   for (const auto& m : core.modules()) {
     MappedModule mm;
     mm.module = &m;

@@ -36,11 +36,14 @@ FileSymbolProvider::~FileSymbolProvider() {
 }
 
 ModuleLookup FileSymbolProvider::Find(const Module& module) {
-  std::string key = module.build_id.empty() ? "path:" + module.path : module.build_id;
+  // A module with a build-id is looked up without building a key.
+  std::string path_key;
+  std::string_view key = module.build_id;
+  if (key.empty()) key = path_key = "path:" + module.path;
   std::lock_guard lock(mutex_);
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   ModuleLookup found = Locate(module);
-  cache_.emplace(key, found);
+  cache_.emplace(std::string(key), found);
   return found;
 }
 

@@ -59,7 +59,7 @@ class FileSymbolProvider final : public SymbolProvider {
   SymbolOptions options_;
   std::map<std::string, std::string> extra_by_build_id_;
   std::mutex mutex_;
-  std::map<std::string, ModuleLookup> cache_;
+  std::map<std::string, ModuleLookup, std::less<>> cache_;  // by build-id, else "path:" + path
   void* debuginfod_ = nullptr;  // debuginfod_client*
 };
 

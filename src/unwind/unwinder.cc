@@ -222,6 +222,7 @@ bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr) {
 UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory& mem,
                     const UnwindOptions& options) {
   UnwindResult result;
+  result.frames.reserve(std::min<size_t>(options.max_frames, 16));  // most stacks; more grow
   RawFrame top;
   top.pc = thread.registers.pc();
   top.sp = thread.registers.sp();
