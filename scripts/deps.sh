@@ -11,7 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils
-  nginx-light slurm-wlm munge sqlite3 libtomlplusplus-dev chromium fonts-dejavu-core time
+  nginx-light slurm-wlm munge sqlite3 libtomlplusplus-dev chromium fonts-dejavu-core time libjemalloc-dev
 )
 
 missing=()
