@@ -13,8 +13,6 @@ namespace coroner {
 
 using Json = nlohmann::ordered_json;
 
-// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
-// are replaced so the JSON stays valid.
 namespace {
 // Printable ASCII or tab, as most text is: valid as it is.
 bool IsPlainText(const std::string& s) {
@@ -24,6 +22,8 @@ bool IsPlainText(const std::string& s) {
 
 std::string ValidUtf8(std::string&& s) { return IsPlainText(s) ? std::move(s) : ValidUtf8(std::as_const(s)); }
 
+// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
+// are replaced so the JSON stays valid.
 std::string ValidUtf8(const std::string& s) {
   if (IsPlainText(s)) return s;
   std::string out;

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -434,6 +436,43 @@ TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
   ASSERT_EQ(resumed.status, 0) << resumed.err;
   EXPECT_EQ(indexes(killed), all);
   ExpectSameRows(LoadRows(killed), rows);
+
+  // Where SQLite can write no temporary file (its candidates /var/tmp and
+  // /tmp read-only, the working directory /proc), the indexes are still
+  // built, sorted in memory: the same rows, every index. In a private
+  // mount namespace, so nothing outside the child sees the read-only view.
+  std::string no_temp = "/dev/shm/coroner-crashlog-test-" + std::to_string(getpid()) + ".db";
+  pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(3);
+    for (const char* dir : {"/tmp", "/var/tmp"})
+      if (mount(dir, dir, nullptr, MS_BIND, nullptr) != 0 ||
+          mount(nullptr, dir, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+        _exit(3);
+    unsetenv("TMPDIR");
+    unsetenv("SQLITE_TMPDIR");
+    if (chdir("/proc") != 0) _exit(3);
+    for (const char* dir : {"/tmp", "/var/tmp", "/proc"}) {  // no temporary file can be made there
+      std::string probe = std::string(dir) + "/coroner-probe";
+      int fd = open(probe.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0600);
+      if (fd >= 0) {
+        unlink(probe.c_str());
+        _exit(4);
+      }
+    }
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    execl(Env("CORONER_BIN").c_str(), "coroner", "scan", "--log", big.c_str(), "--db", no_temp.c_str(), nullptr);
+    _exit(127);
+  }
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) GTEST_SKIP() << "no private mount namespace here";
+  ASSERT_NE(WEXITSTATUS(status), 4) << "a temporary directory was still writable";
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "scan without a temporary directory failed";
+  EXPECT_EQ(indexes(no_temp), all);
+  ExpectSameRows(LoadRows(no_temp), rows);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(no_temp + suffix);
 }
 
 // A real line, for the hostile variants below.
