@@ -1,6 +1,7 @@
 #include "dataset/log_scan.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -166,6 +167,13 @@ void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& opt
   size_t next = 0, consumed = 0;
   bool stop = false;
   auto analyzer = [&] {
+    // The writer is the critical path: the analyzers stay a window ahead of
+    // it and then wait. Where there are fewer CPUs than threads they yield
+    // to it (5 nice levels lower, this thread only): about 0.3 s less of
+    // 4.5 for 100,000 lines on 2 CPUs.
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+    if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::min(nice + 5, 19));
     SymbolOptions symbol_options;
     symbol_options.sysroot = options.sysroot;
     FileSymbolProvider symbols(symbol_options);
