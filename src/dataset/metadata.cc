@@ -2,6 +2,7 @@
 
 #include <sys/xattr.h>
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -152,12 +153,18 @@ bool ParseCoredumpFileName(const std::string& basename, Metadata& md) {
   static const std::regex kName(R"(^core\.(.+)\.(\d+)\.([0-9a-f]{32})\.(\d+)\.(\d{10,20})(\.(zst|lz4|xz))?$)");
   std::smatch m;
   if (basename.size() > 512 || !std::regex_match(basename, m, kName)) return false;
+  // Twenty digits can exceed 64 bits: such a name was not written by
+  // systemd-coredump, so none of it is taken.
+  uint64_t usec = 0;
+  const char* first = basename.data() + m.position(5);
+  const char* last = first + m.length(5);
+  if (auto [end, ec] = std::from_chars(first, last, usec); ec != std::errc() || end != last) return false;
   md.Add("comm", m[1]);
   md.Add("uid", m[2]);
   md.Add("boot_id", m[3]);
   md.Add("pid", m[4]);
   if (!md.time) {
-    md.time = static_cast<int64_t>(std::stoull(m[5]) / 1000000);
+    md.time = static_cast<int64_t>(usec / 1000000);
     md.time_source = "filename";
   }
   return true;

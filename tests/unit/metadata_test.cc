@@ -41,7 +41,12 @@ TEST(Metadata, SystemdCoredumpFileNames) {
   Metadata other;
   EXPECT_FALSE(ParseCoredumpFileName("core.4242", other));
   EXPECT_FALSE(ParseCoredumpFileName("core.prog.1000.nothex.4242.1791947520000000", other));
+  // A time past 2^64 microseconds (found by the fuzzer: it threw out of the parser).
+  EXPECT_FALSE(ParseCoredumpFileName("core.prog.1000.0123456789abcdef0123456789abcdef.4.42210760411520000000.zst", other));
   EXPECT_TRUE(other.attributes.empty());
+  Metadata largest;
+  ASSERT_TRUE(ParseCoredumpFileName("core.prog.1000.0123456789abcdef0123456789abcdef.4.18446744073709551615", largest));
+  EXPECT_EQ(largest.time, 18446744073709);
 }
 
 TEST(Metadata, SidecarThenXattrsThenNameThenMtime) {
