@@ -318,7 +318,7 @@ Expected<bool> Dataset::CheckSchema(bool create) {
   return true;
 }
 
-Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create) {
+Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create, bool* hot_journal) {
   // SQLite's allocation statistics take a global lock on every malloc; no
   // one reads them. This must precede SQLite's initialization.
   static const int configured = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
@@ -349,7 +349,10 @@ Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool cre
         std::string(kWriterSettings));
     if (!r.ok()) return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
   }
-  if (auto r = ds.CheckSchema(create); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
+  if (auto r = ds.CheckSchema(create); !r.ok()) {
+    if (hot_journal) *hot_journal = sqlite3_extended_errcode(db) == SQLITE_READONLY_ROLLBACK;
+    return MakeError(r.error().kind, path + ": " + r.error().message);
+  }
   if (!(flags & SQLITE_OPEN_READONLY)) {
     // Indexes a killed bulk load left dropped come back here.
     if (auto r = ds.RestoreIndexes(); !r.ok()) return MakeError(r.error().kind, path + ": " + r.error().message);
@@ -361,7 +364,19 @@ Expected<Dataset> Dataset::Open(const std::string& path, bool create) {
   return OpenWith(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), create);
 }
 
-Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) { return OpenWith(path, SQLITE_OPEN_READONLY, false); }
+Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) {
+  bool hot_journal = false;
+  auto ds = OpenWith(path, SQLITE_OPEN_READONLY, false, &hot_journal);
+  if (ds.ok() || !hot_journal) return ds;
+  // The writable open rolls the journal back, and returns the dataset to WAL.
+  if (auto writable = Open(path, false); !writable.ok()) {
+    std::string why = writable.error().message;
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+    return MakeError(ErrorKind::kIo, path + ": an interrupted write left " + path +
+                                         "-journal, which only a writable open can roll back (" + why + ")");
+  }
+  return OpenWith(path, SQLITE_OPEN_READONLY, false);
+}
 
 Expected<bool> Dataset::SuspendIndexes() {
   std::string sql = "BEGIN IMMEDIATE;";

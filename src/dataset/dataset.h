@@ -65,7 +65,10 @@ class Dataset {
   // Opens (creating when absent and `create`) a dataset. Fails on a file that
   // is not a coroner dataset or has another schema version.
   static Expected<Dataset> Open(const std::string& path, bool create);
-  // Read-only: the query cannot change the dataset.
+  // Read-only: the query cannot change the dataset. A transaction that a
+  // killed writer left in a rollback journal (merge writes in that mode) is
+  // rolled back first, as any writable open would: SQLite lets no read-only
+  // connection read past it.
   static Expected<Dataset> OpenReadOnly(const std::string& path);
 
   Dataset(Dataset&& other) noexcept;
@@ -100,7 +103,9 @@ class Dataset {
  private:
   struct Writer;
   explicit Dataset(sqlite3* db);
-  static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create);
+  // `hot_journal`, when given, is set when a read-only open failed on a
+  // rollback journal that only a writer may roll back.
+  static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create, bool* hot_journal = nullptr);
   Expected<bool> Exec(const std::string& sql);
   Expected<bool> CheckSchema(bool create);
 

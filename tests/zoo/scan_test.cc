@@ -1,9 +1,12 @@
 // `coroner scan` on a generated fleet of real zoo cores with sidecars and
 // bad inputs: one row per input, labels as the crashers' sources say,
 // metadata as the sidecars say, the same dataset whatever --jobs, resumable
-// after kill -9, unchanged inputs skipped.
+// after kill -9, unchanged inputs skipped, readable after a killed merge.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -339,6 +342,80 @@ TEST_F(ScanTest, FourShardsMergeToTheSingleScan) {
       "SELECT (SELECT count(*) FROM cores), (SELECT count(*) FROM frames), (SELECT count(*) FROM modules)");
   ASSERT_TRUE(n.ok() && r.ok());
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(n->rows[0][i].integer, r->rows[0][i].integer) << i;
+}
+
+TEST_F(ScanTest, ReadsADatasetAKilledMergeLeftMidTransaction) {
+  // merge writes with a rollback journal. Killed mid-shard, it leaves the
+  // dataset in that mode with a hot journal, which a read-only connection
+  // cannot read past ("attempt to write a readonly database"). A child
+  // leaves the same state: it deletes rows with the journal spilled to
+  // disk, then exits without committing.
+  std::string db = Db("interrupted");
+  fs::copy_file(Db("ref"), db);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    sqlite3* h = nullptr;
+    if (sqlite3_open(db.c_str(), &h) != SQLITE_OK ||
+        sqlite3_exec(h,
+                     "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 2; BEGIN IMMEDIATE; DELETE FROM frames; "
+                     "UPDATE cores SET syndrome = 'none'",
+                     nullptr, nullptr, nullptr) != SQLITE_OK)
+      _exit(1);
+    _exit(0);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(fs::file_size(db + "-journal"), 0u);
+  const std::string query = " --json \"SELECT (SELECT count(*) FROM frames) AS frames, (SELECT count(*) FROM cores "
+                            "WHERE syndrome = 'none') AS none\"";
+
+  // Where the dataset cannot be written, the rollback cannot happen: a
+  // one-line error that says so, and the journal stays for a writer.
+  std::string err_file = "/dev/shm/coroner-scan-test-" + std::to_string(getpid()) + ".err";
+  pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount(work_->c_str(), work_->c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        mount(nullptr, work_->c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      _exit(3);
+    int err = open(err_file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    int null = open("/dev/null", O_RDWR);
+    if (err < 0 || null < 0) _exit(3);
+    dup2(null, 1);
+    dup2(err, 2);
+    execl("/bin/sh", "sh", "-c", ("exec " + std::string(std::getenv("CORONER_BIN")) + " query --db " + db + query).c_str(),
+          nullptr);
+    _exit(127);
+  }
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) != 3) {
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    std::ifstream in(err_file);
+    std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(err.find("an interrupted write left " + db + "-journal, which only a writable open can roll back"),
+              std::string::npos)
+        << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_TRUE(fs::exists(db + "-journal"));
+  }
+  fs::remove(err_file);
+
+  // Where it can, a read-only command rolls the transaction back and reads
+  // the rows as they were before it; the dataset is in WAL mode again.
+  auto r = Dataset::OpenReadOnly(Db("ref"))->Query("SELECT count(*) FROM frames");
+  ASSERT_TRUE(r.ok());
+  auto q = Coroner("query --db " + db + query);
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_EQ(q.out, "[{\"frames\":" + std::to_string(r->rows[0][0].integer) + ",\"none\":0}]\n");
+  EXPECT_FALSE(fs::exists(db + "-journal"));
+  auto mode = Dataset::OpenReadOnly(db)->Query("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok());
+  EXPECT_EQ(mode->rows[0][0].text, "wal");
+  ExpectSameRows(LoadRows(db), LoadRows(Db("ref")));
 }
 
 TEST_F(ScanTest, RefusesAnotherSchemaVersion) {
