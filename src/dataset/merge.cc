@@ -88,13 +88,31 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
   for (size_t i = first; i < shards.size(); ++i) {
     const std::string& shard = shards[i];
     if (auto r = run("ATTACH DATABASE " + Quote(shard) + " AS shard"); !r.ok()) return r.error();
-    std::vector<std::string> steps = {
+    bool ok = true;
+    Error error{ErrorKind::kIo, ""};
+    auto run_all = [&](const std::vector<std::string>& steps) {
+      for (const auto& sql : steps) {
+        if (!ok) return;
+        if (auto r = run(sql); !r.ok()) {
+          ok = false;
+          error = r.error();
+        }
+      }
+    };
+    run_all({
         "BEGIN IMMEDIATE",
         // The shard's cores that are new here, or newer than what is here.
         "CREATE TEMP TABLE pick AS SELECT s.id AS old, c.id AS replaced "
         "FROM shard.cores s LEFT JOIN main.cores c ON c.path = s.path "
         "WHERE c.id IS NULL OR s.scanned_at > c.scanned_at OR c.size IS NOT s.size OR c.mtime_ns IS NOT s.mtime_ns",
-    };
+    });
+    // The picked ids are most often one run without gaps (a shard new here,
+    // every core picked): its rows are then a range of the children's keys,
+    // read without a lookup in `pick` per row (an eighth of a merge's time).
+    std::string picked_rows = "core IN (SELECT old FROM pick)";
+    if (ok && count("SELECT count(*) > 0 AND count(*) = max(old) - min(old) + 1 FROM pick") == 1)
+      picked_rows = "core BETWEEN (SELECT min(old) FROM pick) AND (SELECT max(old) FROM pick)";
+    std::vector<std::string> steps;
     for (const auto& [table, rest] : children)
       steps.push_back("DELETE FROM main." + table + " WHERE core IN (SELECT replaced FROM pick WHERE replaced IS NOT NULL)");
     steps.push_back("DELETE FROM main.cores WHERE id IN (SELECT replaced FROM pick WHERE replaced IS NOT NULL)");
@@ -106,16 +124,8 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
                     " FROM shard.cores WHERE id IN (SELECT old FROM pick) ORDER BY id");
     for (const auto& [table, rest] : children)
       steps.push_back("INSERT INTO main." + table + " SELECT core + (SELECT by FROM shift)," + rest + " FROM shard." +
-                      table + " WHERE core IN (SELECT old FROM pick)");
-    bool ok = true;
-    Error error{ErrorKind::kIo, ""};
-    for (const auto& sql : steps) {
-      if (auto r = run(sql); !r.ok()) {
-        ok = false;
-        error = r.error();
-        break;
-      }
-    }
+                      table + " WHERE " + picked_rows);
+    run_all(steps);
     if (ok) {
       size_t picked = count("SELECT count(*) FROM pick");
       size_t replaced = count("SELECT count(*) FROM pick WHERE replaced IS NOT NULL");

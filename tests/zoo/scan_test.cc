@@ -336,6 +336,16 @@ TEST_F(ScanTest, FourShardsMergeToTheSingleScan) {
             std::string::npos)
       << again.out;
   ExpectSameRows(LoadRows(merged), LoadRows(Db("ref")));
+  // The whole reference after one shard: only the cores that shard lacks are
+  // picked, ids with gaps between them (the other merges pick one run).
+  size_t in_shard0 = LoadRows(shards[0]).size();
+  auto gaps = Coroner("merge --db " + Db("merged-gaps") + " " + shards[0] + " " + Db("ref"));
+  ASSERT_EQ(gaps.status, 0) << gaps.err;
+  EXPECT_NE(gaps.out.find(std::to_string(fleet_->size()) + " cores added, 0 replaced, " + std::to_string(in_shard0) +
+                          " unchanged"),
+            std::string::npos)
+      << gaps.out;
+  ExpectSameRows(LoadRows(Db("merged-gaps")), LoadRows(Db("ref")));
   auto n = Dataset::OpenReadOnly(merged)->Query(
       "SELECT (SELECT count(*) FROM cores), (SELECT count(*) FROM frames), (SELECT count(*) FROM modules)");
   auto r = Dataset::OpenReadOnly(Db("ref"))->Query(
