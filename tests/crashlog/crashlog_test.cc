@@ -10,8 +10,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sched.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -445,11 +443,7 @@ TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
   pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) _exit(3);
-    for (const char* dir : {"/tmp", "/var/tmp"})
-      if (mount(dir, dir, nullptr, MS_BIND, nullptr) != 0 ||
-          mount(nullptr, dir, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
-        _exit(3);
+    if (!MakeReadOnlyInPrivateNamespace({"/tmp", "/var/tmp"})) _exit(3);
     unsetenv("TMPDIR");
     unsetenv("SQLITE_TMPDIR");
     if (chdir("/proc") != 0) _exit(3);

@@ -1,6 +1,8 @@
 #include "unit/run_coroner.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,16 @@ CommandResult Coroner(const std::string& args) {
   std::ifstream e(err_path);
   r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
   return r;
+}
+
+bool MakeReadOnlyInPrivateNamespace(const std::vector<std::string>& dirs) {
+  if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  for (const auto& dir : dirs) {
+    if (mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace coroner::testing

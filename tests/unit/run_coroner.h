@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace coroner::testing {
 
@@ -12,5 +13,10 @@ struct CommandResult {
 
 // `args` is appended to the binary's path as shell words.
 CommandResult Coroner(const std::string& args);
+
+// For a forked child: enters a private mount namespace in which each of
+// `dirs` is read-only, a view nothing outside the child shares. False where
+// no mount namespace can be made here.
+bool MakeReadOnlyInPrivateNamespace(const std::vector<std::string>& dirs);
 
 }  // namespace coroner::testing

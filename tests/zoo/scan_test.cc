@@ -4,9 +4,7 @@
 // after kill -9, unchanged inputs skipped, readable after a killed merge.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -387,10 +385,7 @@ TEST_F(ScanTest, ReadsADatasetAKilledMergeLeftMidTransaction) {
   pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        mount(work_->c_str(), work_->c_str(), nullptr, MS_BIND, nullptr) != 0 ||
-        mount(nullptr, work_->c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
-      _exit(3);
+    if (!MakeReadOnlyInPrivateNamespace({*work_})) _exit(3);
     int err = open(err_file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
     int null = open("/dev/null", O_RDWR);
     if (err < 0 || null < 0) _exit(3);
