@@ -7,6 +7,7 @@
 #include "report/markdown_report.h"
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
+#include "text/text.h"
 
 namespace coroner {
 
@@ -41,7 +42,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
       std::fprintf(stderr, "coroner: %s: %s\n", path.c_str(), core.error().message.c_str());
       status = 1;
       if (!json) continue;
-      out = ErrorToJson(path, core.error()).dump();
+      out = JsonText(ErrorToJson(path, core.error()));
     } else {
       CoreAnalysis analysis;
       analysis.core = core->get();
@@ -55,7 +56,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
       if (options.format == "md" && !analysis.backtraces.empty()) {
         analysis.sources = BuildSourceReport(**core, analysis.backtraces[(*core)->crashing_thread()], *sources);
       }
-      if (json) out = CoreToJson(analysis).dump();
+      if (json) out = JsonText(CoreToJson(analysis));
       else if (options.format == "md") out = CoreToMarkdown(analysis, components);
       else out = CoreToText(analysis);
     }

@@ -6,6 +6,7 @@
 #include "provenance/source_report.h"
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
+#include "text/text.h"
 #include "unwind/backtrace.h"
 
 namespace coroner {
@@ -40,7 +41,7 @@ int RunSourcesCommand(const SourcesCommandOptions& o) {
   StackMemory stack((*core)->memory());
   Backtrace bt = BuildBacktrace((*core)->threads()[(*core)->crashing_thread()], modules, stack);
   SourceReport report = BuildSourceReport(**core, bt, so);
-  std::string out = o.json ? SourceReportToJson(report).dump() + "\n" : SourceReportToText(report);
+  std::string out = o.json ? JsonText(SourceReportToJson(report)) + "\n" : SourceReportToText(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

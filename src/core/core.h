@@ -153,10 +153,16 @@ class Core {
   Memory& memory() { return *memory_; }
   const Memory& memory() const { return *memory_; }
 
-  // True when the core declares more bytes than are present.
-  bool truncated() const { return truncated_; }
-  // What could not be read, in words ("notes cut at offset 0x1000: ...").
-  const std::vector<std::string>& missing() const { return missing_; }
+  // True when the core declares more bytes than are present, or a read of
+  // it met a problem below (a cut compressed stream, a failed remote read):
+  // asked after the analysis, it covers every read the analysis made.
+  bool truncated() const { return truncated_ || !source_->Problems().empty(); }
+  // What could not be read, in words ("notes cut at offset 0x1000: ..."),
+  // the source's problems last.
+  std::vector<std::string> missing() const;
+  // True when a read failed in a way that may not fail another time (a
+  // remote server's error): the analysis is not the core's final answer.
+  bool read_failed() const;
   // Oddities in structure that did not stop the read.
   const std::vector<std::string>& soft_errors() const { return soft_errors_; }
 

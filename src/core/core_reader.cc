@@ -84,7 +84,12 @@ class CoreReader {
   }
 
  private:
-  Error Fail(ErrorKind kind, std::string msg) { return MakeError(kind, std::move(msg)); }
+  // An open that fails says what the source met too: "empty file" from a
+  // compressed stream cut before its first block is a cut stream.
+  Error Fail(ErrorKind kind, std::string msg) {
+    for (const auto& p : c_.source_->Problems()) msg += "; " + p.what;
+    return MakeError(kind, std::move(msg));
+  }
 
   Expected<bool> ReadHeader() {
     std::byte buf[sizeof(Elf64_Ehdr)];
@@ -468,7 +473,7 @@ class CoreReader {
       if (!elf_in_core && !object.has_code) {
         // No code mapped and no ELF header dumped: keep it only if the file says ELF.
         if (!options_.check_module_files) continue;
-        auto info = LookUpModuleFile(options_.sysroot + m.path);
+        auto info = LookUpModuleFile(InSysroot(options_.sysroot, m.path));
         if (info.state != ModuleFileInfo::State::kFound) continue;
       }
       if (!elf_in_core) m.load_bias = m.base;
@@ -507,7 +512,7 @@ class CoreReader {
 
   void CheckFile(Module& m) {
     if (!options_.check_module_files || m.is_vdso) return;
-    auto info = LookUpModuleFile(options_.sysroot + m.path);
+    auto info = LookUpModuleFile(InSysroot(options_.sysroot, m.path));
     switch (info.state) {
       case ModuleFileInfo::State::kMissing: m.file_status = ModuleFileStatus::kMissing; return;
       case ModuleFileInfo::State::kUnreadable:
@@ -564,6 +569,18 @@ const Module* Core::executable() const {
     if (*auxv_.phdr >= m.base && *auxv_.phdr < m.end) return &m;
   }
   return nullptr;
+}
+
+std::vector<std::string> Core::missing() const {
+  std::vector<std::string> out = missing_;
+  for (const auto& p : source_->Problems()) out.push_back(p.what);
+  return out;
+}
+
+bool Core::read_failed() const {
+  auto problems = source_->Problems();
+  return std::any_of(problems.begin(), problems.end(),
+                     [](const SourceProblem& p) { return p.kind == SourceProblem::Kind::kFailed; });
 }
 
 std::unique_ptr<Core> Core::Assemble(CoreParts parts) {

@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "core/elf_image.h"
 
@@ -52,6 +54,51 @@ ModuleFileInfo LookUpModuleFile(const std::string& path) {
   std::lock_guard lock(cache_mutex);
   Cache().emplace(key, info);
   return info;
+}
+
+std::string InSysroot(const std::string& sysroot, const std::string& path) {
+  if (sysroot.empty()) return path;
+  std::string root = sysroot;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  // What is left to resolve, as components; `resolved` is the part inside
+  // the sysroot that is known to be no link ("" is its top).
+  std::vector<std::string> todo;
+  auto push_components = [&todo](const std::string& p) {
+    std::vector<std::string> parts;
+    for (size_t from = 0; from <= p.size();) {
+      size_t slash = std::min(p.find('/', from), p.size());
+      if (slash > from) parts.push_back(p.substr(from, slash - from));
+      from = slash + 1;
+    }
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());  // a stack: first component last
+  };
+  push_components(path);
+  std::string resolved;
+  int links = 0;
+  while (!todo.empty()) {
+    std::string part = std::move(todo.back());
+    todo.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      size_t slash = resolved.rfind('/');  // at the top, ".." stays there
+      resolved.erase(slash == std::string::npos ? 0 : slash);
+      continue;
+    }
+    std::string next = resolved + "/" + part;
+    struct stat st {};
+    if (::lstat((root + next).c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
+      resolved = std::move(next);  // a file, a directory or nothing: the open decides
+      continue;
+    }
+    if (++links > 40) return std::string();
+    char target[4096];
+    ssize_t n = ::readlink((root + next).c_str(), target, sizeof target);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof target) return std::string();
+    std::string t(target, static_cast<size_t>(n));
+    if (t[0] == '/') resolved.clear();  // absolute: from the sysroot's top
+    push_components(t);
+  }
+  return root + (resolved.empty() ? "/" : resolved);
 }
 
 }  // namespace coroner

@@ -15,4 +15,13 @@ struct ModuleFileInfo {
 
 ModuleFileInfo LookUpModuleFile(const std::string& path);
 
+// Where the core's `path` for a module is on this machine, with `sysroot`
+// as the root of the crashed machine's tree: the path's components resolved
+// inside the sysroot as a chroot would, ".." stopping at its top and a
+// symbolic link's target (an absolute one too) taken inside it, so that a
+// hostile NT_FILE path (`/../../etc/x`) or a link in the tree never reaches a
+// file outside it. No sysroot: `path` as it is. Empty when the path does not
+// resolve (more than 40 links, a component that is not a directory).
+std::string InSysroot(const std::string& sysroot, const std::string& path);
+
 }  // namespace coroner

@@ -30,6 +30,7 @@ class BorrowedSource final : public ByteSource {
   std::optional<uint64_t> Size() const override { return inner_.Size(); }
   uint64_t BytesRead() const override { return inner_.BytesRead(); }
   std::string Kind() const override { return inner_.Kind(); }
+  std::vector<SourceProblem> Problems() const override { return inner_.Problems(); }
 
  private:
   ByteSource& inner_;
@@ -216,6 +217,15 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
       r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
     } else {
       FillFromCore(r, **core, options, symbols);
+      // A read that failed (a remote server's error) made this analysis
+      // partial in a way the next scan may not repeat: the row is an error,
+      // which the next scan retries, never an "ok" row it would skip.
+      if ((*core)->read_failed()) {
+        r.status = "error";
+        for (const auto& p : owned->Problems()) {
+          if (p.kind == SourceProblem::Kind::kFailed) r.error = ValidUtf8("io: " + p.what);
+        }
+      }
     }
     r.bytes_read = owned->BytesRead();
   }

@@ -9,6 +9,7 @@
 #include "core/byte_view.h"
 #include "core/signals.h"
 #include "dataset/timestamps.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
@@ -420,7 +421,9 @@ Expected<bool> Dataset::RestoreIndexes() {
 
 std::map<std::string, KnownInput> Dataset::KnownInputs() {
   std::map<std::string, KnownInput> out;
-  Statement s(db_, "SELECT path, size, mtime_ns FROM cores");
+  // A core whose reads failed (an "io:" error: a server down, a read cut
+  // mid-way) is not known: the next scan tries it again.
+  Statement s(db_, "SELECT path, size, mtime_ns FROM cores WHERE status = 'ok' OR error NOT LIKE 'io:%'");
   if (!s.ok()) return out;
   while (sqlite3_step(s.get()) == SQLITE_ROW) {
     KnownInput k;
@@ -683,7 +686,7 @@ std::string QueryResultToJson(const QueryResult& result) {
     }
     rows.push_back(std::move(o));
   }
-  return rows.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return JsonText(rows) + "\n";
 }
 
 }  // namespace coroner

@@ -1,8 +1,11 @@
 #include "dataset/metadata.h"
 
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,11 +14,13 @@
 
 #include "dataset/timestamps.h"
 #include "source/byte_source.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
 
 constexpr size_t kMaxSidecarBytes = 1 << 20;
+constexpr size_t kMaxSidecarDepth = 32;  // objects and arrays inside each other
 constexpr size_t kMaxAttributeBytes = 4096;  // per value; longer values are cut
 constexpr size_t kMaxAttributes = 256;
 constexpr size_t kMaxInventoryBytes = 256 << 20;
@@ -31,12 +36,69 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The directory that holds `path`, resolved; empty when it does not resolve.
+std::string RealDirectory(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  char* real = ::realpath(dir.c_str(), nullptr);
+  if (!real) return {};
+  std::string out = real;
+  std::free(real);
+  return out;
+}
+
+// Whether a local sidecar may be read: a regular file, reached directly or
+// through symbolic links that stay in the core's directory tree (a link to
+// a credentials file elsewhere would put that file into the dataset). Never
+// opens the file, so a FIFO cannot block the reader. Empty when it may; the
+// reason when not; nullopt when there is no sidecar.
+std::optional<std::string> SidecarRefusal(const std::string& core, const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  if (S_ISLNK(st.st_mode)) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) return std::nullopt;  // a dangling link: no sidecar
+    std::string target = real;
+    std::free(real);
+    std::string tree = RealDirectory(core);
+    if (tree.empty() || target.compare(0, tree.size() + 1, tree + "/") != 0) {
+      return "a symbolic link out of the core's directory; not read";
+    }
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) return "not a regular file; not read";
+  return std::string();
+}
+
+// The deepest nesting of arrays and objects in JSON text, counted without
+// parsing (strings skipped), so that a hostile sidecar nested 100,000 deep is
+// refused before a recursive walk of it could exhaust the stack.
+size_t JsonDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 // Reads a whole small input (a sidecar) through the same sources as cores.
 // nullopt when there is none; an error when there is one that cannot be read.
-Expected<std::optional<std::string>> ReadSmall(const std::string& path) {
+Expected<std::optional<std::string>> ReadSmall(const std::string& core, const std::string& path) {
   if (!IsUrl(path)) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::optional<std::string>();
+    auto refusal = SidecarRefusal(core, path);
+    if (!refusal) return std::optional<std::string>();
+    if (!refusal->empty()) return MakeError(ErrorKind::kIo, *refusal);
   }
   auto src = IsUrl(path) ? OpenHttpSource(path, HttpOptions{}) : OpenFileSource(path);
   if (!src.ok()) {
@@ -57,7 +119,7 @@ Expected<std::optional<std::string>> ReadSmall(const std::string& path) {
 std::string ScalarText(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_null()) return "";
-  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return JsonText(v);
 }
 
 void ReadSidecar(const std::string& input, Metadata& md) {
@@ -67,12 +129,17 @@ void ReadSidecar(const std::string& input, Metadata& md) {
   }
   if (IsUrl(input) && input.find('?') != std::string::npos) return;  // a signed URL names no sidecar
   for (const auto& path : candidates) {
-    auto text = ReadSmall(path);
+    auto text = ReadSmall(input, path);
     if (!text.ok()) {
       md.warnings.push_back("sidecar " + Basename(path) + ": " + text.error().message);
       return;
     }
     if (!*text) continue;
+    if (JsonDepth(**text) > kMaxSidecarDepth) {
+      md.warnings.push_back("sidecar " + Basename(path) + ": nested deeper than " + std::to_string(kMaxSidecarDepth) +
+                            " levels; not read");
+      return;
+    }
     auto j = nlohmann::json::parse(**text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
       md.warnings.push_back("sidecar " + Basename(path) + ": not a JSON object");
@@ -208,12 +275,19 @@ std::vector<std::string> SplitCsvLine(const std::string& line) {
 }
 
 Expected<Inventory> Inventory::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return MakeError(ErrorKind::kIo, "inventory " + path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > kMaxInventoryBytes) return MakeError(ErrorKind::kMalformed, "inventory " + path + ": too large");
-  auto inv = Parse(text.str());
+  // The size is checked before anything is read, and the text read once.
+  auto src = OpenFileSource(path);
+  if (!src.ok()) return MakeError(ErrorKind::kIo, "inventory " + path + ": " + src.error().message);
+  uint64_t size = (*src)->Size().value_or(0);
+  if (size > kMaxInventoryBytes) {
+    return MakeError(ErrorKind::kMalformed, "inventory " + path + ": larger than " +
+                                                std::to_string(kMaxInventoryBytes >> 20) + " MiB");
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  auto n = (*src)->ReadUpTo(0, std::as_writable_bytes(std::span<char>(text)));
+  if (!n.ok()) return MakeError(ErrorKind::kIo, "inventory " + path + ": " + n.error().message);
+  text.resize(*n);
+  auto inv = Parse(text);
   if (!inv.ok()) return MakeError(inv.error().kind, "inventory " + path + ": " + inv.error().message);
   return inv;
 }

@@ -18,6 +18,7 @@
 #include "dataset/dataset.h"
 #include "dataset/inputs.h"
 #include "dataset/log_scan.h"
+#include "text/text.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CORONER_ASAN 1
@@ -109,7 +110,7 @@ struct WorkerContext {
     }
     if (!h.unchanged) {
       CoreRecord r = AnalyzeInput(input, record_options, symbols);
-      payload = RecordToJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      payload = JsonText(RecordToJson(r));
     }
     h.length = static_cast<uint32_t>(std::min<size_t>(payload.size(), kMaxMessage));
     if (!WriteAll(result_fd, &h, sizeof h) || !WriteAll(result_fd, payload.data(), h.length)) break;

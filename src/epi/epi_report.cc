@@ -8,6 +8,7 @@
 #include "dataset/timestamps.h"
 #include "report/core_report.h"
 #include "report/markdown_report.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
@@ -164,7 +165,7 @@ std::string EpiToJson(const EpiResult& r) {
               {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
               {"warnings", warnings},
               {"clusters", clusters}};
-  return out.dump(2) + "\n";
+  return JsonText(out, 2) + "\n";
 }
 
 std::string EpiToMarkdown(const EpiResult& r) {
@@ -187,7 +188,7 @@ std::string EpiToMarkdown(const EpiResult& r) {
       out += fmt::format("\n### {} — {}\n\n{} cores ({}), {}", c->id, md(c->signature), c->count,
                          Pct(c->share), Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
-      if (!c->example.empty()) out += ". Example: `" + ValidUtf8(c->example) + "`";
+      if (!c->example.empty()) out += ". Example: " + MarkdownCode(c->example);
       out += ".\n\n";
       if (c->findings.empty()) {
         out += "No attribute value is over-represented (adjusted p < 0.05).\n";

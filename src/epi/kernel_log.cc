@@ -1,5 +1,6 @@
 #include "epi/kernel_log.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -10,6 +11,7 @@ namespace {
 
 constexpr size_t kMaxLine = 64 * 1024;
 constexpr uint64_t kMaxFile = 1ull << 30;
+constexpr size_t kMaxEvents = 200000;  // kept per log; the rest are counted
 
 // The kind of hardware report a kernel message is, or nullptr.
 const char* HardwareKind(std::string_view msg) {
@@ -101,33 +103,62 @@ Parsed ParseLine(std::string_view line, int year) {
 
 }  // namespace
 
-KernelLog ParseKernelLog(const std::string& text, const std::string& default_host, int year) {
-  KernelLog log;
-  size_t untimed = 0;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + at, std::min(end - at, kMaxLine));
-    at = end + 1;
-    ++log.lines;
+namespace {
+
+// Parses a log one line at a time, keeping only the hardware events (at
+// most kMaxEvents), so that memory follows the events, not the log's size.
+class KernelLogParser {
+ public:
+  KernelLogParser(std::string default_host, int year) : default_host_(std::move(default_host)), year_(year) {}
+
+  void Line(std::string_view line) {
+    if (line.size() > kMaxLine) line = line.substr(0, kMaxLine);
+    ++log_.lines;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    Parsed p = ParseLine(line, year);
+    Parsed p = ParseLine(line, year_);
     const char* kind = HardwareKind(p.message);
-    if (!kind) continue;
+    if (!kind) return;
+    if (log_.events.size() >= kMaxEvents) {
+      ++dropped_;
+      return;
+    }
     HardwareEvent e;
-    e.host = p.host.empty() ? default_host : p.host;
+    e.host = p.host.empty() ? default_host_ : p.host;
     e.time = p.time;
     e.kind = kind;
     e.line = std::string(line.substr(0, 300));
-    if (!e.time) ++untimed;
-    log.events.push_back(std::move(e));
+    if (!e.time) ++untimed_;
+    log_.events.push_back(std::move(e));
   }
-  if (untimed)
-    log.warnings.push_back(std::to_string(untimed) +
-                           " hardware events have no wall-clock time (raw dmesg); they count for every crash on their "
-                           "host");
-  return log;
+
+  KernelLog Finish() {
+    if (untimed_)
+      log_.warnings.push_back(std::to_string(untimed_) +
+                              " hardware events have no wall-clock time (raw dmesg); they count for every crash on "
+                              "their host");
+    if (dropped_)
+      log_.warnings.push_back(std::to_string(dropped_) + " hardware events past the first " +
+                              std::to_string(kMaxEvents) + " were not kept");
+    return std::move(log_);
+  }
+
+ private:
+  std::string default_host_;
+  int year_;
+  KernelLog log_;
+  size_t untimed_ = 0, dropped_ = 0;
+};
+
+}  // namespace
+
+KernelLog ParseKernelLog(const std::string& text, const std::string& default_host, int year) {
+  KernelLogParser parser(default_host, year);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = std::min(text.find('\n', at), text.size());
+    parser.Line(std::string_view(text.data() + at, end - at));
+    at = end + 1;
+  }
+  return parser.Finish();
 }
 
 Expected<KernelLog> LoadKernelLog(const std::string& spec, int year) {
@@ -144,17 +175,34 @@ Expected<KernelLog> LoadKernelLog(const std::string& spec, int year) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return MakeError(ErrorKind::kIo, "--kernel-log: cannot open " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buf[1 << 16];
+  // Read in blocks and parsed line by line: only a partial line is carried
+  // from one block to the next (a line is cut at kMaxLine anyway).
+  KernelLogParser parser(host, year);
+  std::string pending;
+  std::vector<char> buf(1 << 16);
+  uint64_t total = 0;
   bool cut = false;
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() >= kMaxFile) {
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    std::string_view block(buf.data(), static_cast<size_t>(in.gcount()));
+    total += block.size();
+    for (size_t nl; (nl = block.find('\n')) != std::string_view::npos;) {
+      if (pending.empty()) {
+        parser.Line(block.substr(0, nl));
+      } else {
+        pending.append(block.substr(0, std::min(nl, kMaxLine)));
+        parser.Line(pending);
+        pending.clear();
+      }
+      block.remove_prefix(nl + 1);
+    }
+    if (pending.size() < kMaxLine) pending.append(block.substr(0, kMaxLine - pending.size()));
+    if (total >= kMaxFile) {
       cut = true;
       break;
     }
   }
-  KernelLog log = ParseKernelLog(text, host, year);
+  if (!pending.empty()) parser.Line(pending);
+  KernelLog log = parser.Finish();
   if (forced)
     for (auto& e : log.events) e.host = host;
   if (cut) log.warnings.push_back(path + ": only the first 1 GiB was read");

@@ -13,7 +13,20 @@ bool IsFile(const std::string& path) {
   return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+// True when a path from DWARF, put under a directory the user named, stays
+// there: it has no ".." component. The path is the module's, so hostile.
+bool StaysInside(const std::string& rest) {
+  for (size_t from = 0; from <= rest.size();) {
+    size_t slash = std::min(rest.find('/', from), rest.size());
+    if (rest.compare(from, slash - from, "..") == 0) return false;
+    from = slash + 1;
+  }
+  return true;
+}
+
+// `rest` under `dir`; empty (no file) when `rest` would leave it.
 std::string Join(const std::string& dir, const std::string& rest) {
+  if (!StaysInside(rest)) return std::string();
   if (rest.empty()) return dir;
   if (!dir.empty() && dir.back() == '/') return dir + rest;
   return dir + "/" + rest;
@@ -103,7 +116,7 @@ ResolvedSource SourceMap::Resolve(const std::string& dwarf_path) const {
   if (starts.size() > 32) starts.erase(starts.begin(), starts.end() - 32);
   for (size_t s : starts) {
     std::string tail = dwarf_path.substr(s);
-    if (tail.rfind("../", 0) == 0 || tail.rfind("./", 0) == 0) continue;
+    if (tail.rfind("./", 0) == 0) continue;
     for (const auto& root : roots_) {
       std::string candidate = Join(root, tail);
       if (IsFile(candidate)) {
@@ -113,10 +126,9 @@ ResolvedSource SourceMap::Resolve(const std::string& dwarf_path) const {
       }
     }
   }
-  if (dwarf_path[0] == '/' && IsFile(dwarf_path)) {
-    r.local = dwarf_path;
-    r.how = "as is";
-  }
+  // A DWARF path is never read as it stands: the module names it, so a
+  // program built with `#line 1 "/etc/shadow"` would otherwise put a local
+  // file into the report. Only the directories the user named are read.
   return r;
 }
 

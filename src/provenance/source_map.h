@@ -7,7 +7,9 @@
 // after which the next component names the repository, looked for as a
 // source root of that name or inside a source root; then the path's
 // trailing components under each source root, longest first. Only files
-// that exist are returned; nothing is read but directory entries.
+// that exist under a root or a rule's NEW are returned, never a DWARF path as
+// it stands nor one that climbs out with ".."; nothing is read but
+// directory entries.
 #pragma once
 
 #include <string>
@@ -22,7 +24,7 @@ struct ResolvedSource {
   std::string local;       // the file on this machine; empty when not found
   std::string repository;  // the checkout's directory name from the packaging prefix, when known
   std::string in_repository;  // the path inside that repository, when known
-  std::string how;         // "source map", "packaging prefix", "source root", "as is"
+  std::string how;         // "source map", "packaging prefix", "source root"
 };
 
 class SourceMap {

@@ -13,38 +13,6 @@ namespace coroner {
 
 using Json = nlohmann::ordered_json;
 
-namespace {
-// Printable ASCII or tab, as most text is: valid as it is.
-bool IsPlainText(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\t'; });
-}
-}  // namespace
-
-std::string ValidUtf8(std::string&& s) { return IsPlainText(s) ? std::move(s) : ValidUtf8(std::as_const(s)); }
-
-// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
-// are replaced so the JSON stays valid.
-std::string ValidUtf8(const std::string& s) {
-  if (IsPlainText(s)) return s;
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) valid = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-    if (valid && len == 1 && c < 0x20 && c != '\t') valid = false;
-    if (valid) {
-      out.append(s, i, len);
-      i += len;
-    } else {
-      out += "\xef\xbf\xbd";  // U+FFFD
-      ++i;
-    }
-  }
-  return out;
-}
-
 Json RegistersJson(const Registers& r) {
   Json j = Json::object();
   for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
@@ -189,12 +157,12 @@ Json DiagnosisJson(const Diagnosis& d) {
   return j;
 }
 
+// The module map's entry for `m`, by address (both are sorted by base): a
+// core may list 100,000 mappings, and a search per module must not be linear.
 const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
   if (!map) return nullptr;
-  for (const auto& mm : map->modules()) {
-    if (mm.module == &m) return &mm;
-  }
-  return nullptr;
+  const MappedModule* mm = map->Find(m.base);
+  return mm && mm->module == &m ? mm : nullptr;
 }
 
 }  // namespace
@@ -362,7 +330,24 @@ void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemor
                     const UnwindOptions& options) {
   const Core& core = *analysis.core;
   analysis.modules = &modules;
-  for (const auto& t : core.threads()) analysis.backtraces.push_back(BuildBacktrace(t, modules, stack, options));
+  // All the threads' frames together are bounded too: a hostile core of
+  // 65,536 threads whose stacks each unwind to the frame limit would
+  // otherwise take minutes and gigabytes. The crashing thread goes first, with
+  // the full limit; the others share what is left, and a thread cut by the
+  // budget says so in its stop reason.
+  size_t budget = kMaxFramesPerCore;
+  analysis.backtraces.resize(core.threads().size());
+  for (size_t k = 0; k < core.threads().size(); ++k) {
+    size_t i = k == 0 ? core.crashing_thread() : k == core.crashing_thread() ? 0 : k;
+    UnwindOptions o = options;
+    o.max_frames = std::max<size_t>(1, std::min(options.max_frames, budget));
+    Backtrace& bt = analysis.backtraces[i];
+    bt = BuildBacktrace(core.threads()[i], modules, stack, o);
+    budget -= std::min(budget, bt.frames.size());
+    if (o.max_frames < options.max_frames && bt.frames.size() >= o.max_frames) {
+      bt.stop_reason = "the core's budget of " + std::to_string(kMaxFramesPerCore) + " frames for all threads is spent";
+    }
+  }
   if (analysis.backtraces.empty()) return;
   const Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
   analysis.fault_context = RecoverFaultContext(core, crashing, stack);

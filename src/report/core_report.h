@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/core.h"
+#include "text/text.h"
 #include "diagnose/diagnosis.h"
 #include "provenance/source_report.h"
 #include "symbolize/disassembler.h"
@@ -39,6 +40,9 @@ struct CoreAnalysis {
 };
 
 constexpr size_t kDisassembledFrames = 64;
+// Frames unwound for all the threads of one core together (each thread is
+// also bounded by UnwindOptions::max_frames): 1,000 threads of 60 frames fit.
+constexpr size_t kMaxFramesPerCore = 65536;
 
 // The instructions around the fault: the real fault's when a handler
 // re-raised it, else frame 0's. Empty when there are none.
@@ -55,13 +59,6 @@ nlohmann::ordered_json CoreToJson(const CoreAnalysis& analysis);
 nlohmann::ordered_json ErrorToJson(const std::string& path, const Error& error);
 
 std::string CoreToText(const CoreAnalysis& analysis);
-
-// Strings from a core are bytes, not necessarily UTF-8: invalid sequences
-// (and control characters other than tab) become U+FFFD, so that JSON and
-// the dataset stay valid text.
-std::string ValidUtf8(const std::string& s);
-// The same, keeping the string itself when it is plain text already.
-std::string ValidUtf8(std::string&& s);
 
 // {"rip": "0x...", ...} in gdb's register order.
 nlohmann::ordered_json RegistersJson(const Registers& r);

@@ -8,13 +8,6 @@
 namespace coroner {
 namespace {
 
-// Inside a fenced block only a fence can break out: keep untrusted text from
-// closing it.
-std::string Fenced(std::string s) {
-  for (size_t at; (at = s.find("```")) != std::string::npos;) s.replace(at, 3, "'''");
-  return s;
-}
-
 std::string ModulePath(const Frame& f) { return f.module ? f.module->module->path : std::string("?"); }
 
 // The executable's module path (AT_EXECFN may be a relative path).
@@ -24,24 +17,6 @@ std::string ExecutablePath(const Core& core) {
 }
 
 }  // namespace
-
-std::string MarkdownEscape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '#':
-        out += '\\';
-        out += c;
-        break;
-      case '\n': case '\r': out += ' '; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-        else out += c;
-    }
-  }
-  return out;
-}
 
 std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components) {
   const Core& core = *a.core;
@@ -134,7 +109,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   if (!row.empty()) add(row);
   add("");
   const std::vector<Instruction>& ins = CrashingInstructions(a);
-  for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, Fenced(i.text)));
+  for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, MarkdownFenced(i.text)));
   if (ins.empty()) add("(no code bytes at pc " + Hex(regs.pc()) + ")");
   add("```");
   if (d) {
@@ -181,7 +156,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   add("");
   if (d) {
     for (const auto& e : d->evidence) add("- " + esc(e));
-    if (d->abort_message) add("- Abort message, verbatim: `" + Fenced(*d->abort_message) + "`");
+    if (d->abort_message) add("- Abort message, verbatim: " + MarkdownCode(*d->abort_message));
     if (d->unwinder) add("- Unwinder in use: " + esc(*d->unwinder));
     for (const auto& g : d->thread_groups) {
       add(fmt::format("- {} threads in {}{}", g.tids.size(), esc(g.function),
@@ -199,7 +174,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
                       f.resolved.how));
       add("");
       add("```");
-      for (const auto& l : f.lines) add(fmt::format("{} {:>5}  {}", l.current ? "=>" : "  ", l.number, Fenced(l.text)));
+      for (const auto& l : f.lines) add(fmt::format("{} {:>5}  {}", l.current ? "=>" : "  ", l.number, MarkdownFenced(l.text)));
       add("```");
     }
     if (bt) {
@@ -211,7 +186,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
         add(fmt::format("Arguments and locals of frame #{} ({}):", f.index, esc(f.function)));
         add("");
         add("```");
-        for (const auto& line : VariableLines(f)) add(Fenced(line));
+        for (const auto& line : VariableLines(f)) add(MarkdownFenced(line));
         add("```");
       }
     }
@@ -220,7 +195,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
       add("Red zone (the 128 bytes below rsp, which survive signal delivery):");
       add("");
       add("```");
-      for (const auto& w : d->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, Fenced(w.meaning)));
+      for (const auto& w : d->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, MarkdownFenced(w.meaning)));
       add("```");
     }
   }

@@ -9,13 +9,10 @@
 
 #include "diagnose/components.h"
 #include "report/core_report.h"
+#include "text/text.h"
 
 namespace coroner {
 
 std::string CoreToMarkdown(const CoreAnalysis& analysis, const ComponentMap& components);
-
-// Escapes text for Markdown prose and table cells: the characters that
-// start markup (\ ` * _ [ ] < > | #) get a backslash; newlines become spaces.
-std::string MarkdownEscape(const std::string& text);
 
 }  // namespace coroner

@@ -29,6 +29,7 @@ class HeadCachedSource final : public ByteSource {
   std::optional<uint64_t> Size() const override { return inner_->Size(); }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
   std::string Kind() const override { return inner_->Kind(); }
+  std::vector<SourceProblem> Problems() const override { return inner_->Problems(); }
 
   static constexpr size_t kHeadSize = 64;  // an Elf64_Ehdr
 
@@ -48,6 +49,19 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kTruncated: return "truncated";
   }
   return "unknown";
+}
+
+void ProblemLog::Add(SourceProblem::Kind kind, std::string what) {
+  if (problems_.size() >= 16) return;
+  for (const auto& p : problems_)
+    if (p.kind == kind && p.what == what) return;
+  problems_.push_back({kind, std::move(what)});
+}
+
+std::vector<SourceProblem> ProblemLog::After(const std::vector<SourceProblem>& inner) const {
+  std::vector<SourceProblem> all = inner;
+  all.insert(all.end(), problems_.begin(), problems_.end());
+  return all;
 }
 
 Expected<bool> ByteSource::ReadExact(uint64_t offset, std::span<std::byte> out) {

@@ -25,6 +25,35 @@
 
 namespace coroner {
 
+// Something a read met below the interface that its caller may have taken
+// for "no bytes there": a storage read that failed (a remote server that
+// stopped serving ranges, an I/O error), a compressed stream that ends inside
+// a frame (a cut file), reads refused because the decode budget was spent.
+// Analysis reports these as missing data, so a partial answer never passes
+// for a complete one.
+struct SourceProblem {
+  enum class Kind {
+    kFailed,  // the storage failed: the same read may succeed another time
+    kCut,     // the data ends before its own structure says it does
+    kBudget,  // a bound on the work for one core was reached
+  };
+  Kind kind;
+  std::string what;  // one line
+};
+
+// The problems one source met, each kept once (a failing read is often
+// asked again), at most 16.
+class ProblemLog {
+ public:
+  void Add(SourceProblem::Kind kind, std::string what);
+  const std::vector<SourceProblem>& problems() const { return problems_; }
+  // These problems after `inner`'s, for a source that reads through another.
+  std::vector<SourceProblem> After(const std::vector<SourceProblem>& inner) const;
+
+ private:
+  std::vector<SourceProblem> problems_;
+};
+
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -44,6 +73,9 @@ class ByteSource {
 
   // A short description for messages, e.g. "zstd stream".
   virtual std::string Kind() const = 0;
+  // The problems met so far, this source's and those of the sources it reads
+  // through; each is recorded once.
+  virtual std::vector<SourceProblem> Problems() const { return {}; }
 
   // Reads exactly out.size() bytes or reports kTruncated.
   Expected<bool> ReadExact(uint64_t offset, std::span<std::byte> out);
@@ -93,6 +125,10 @@ struct HttpOptions {
   int connect_timeout_ms = 10000;
   int stall_seconds = 20;     // a transfer under 1 byte/s for this long fails the attempt
   uint64_t first_fetch = 64 * 1024;  // bytes fetched on open (at least 1)
+  // All requests for one core together, retries and backoff included: a
+  // server that trickles bytes (never stalling outright) cannot keep one
+  // core's analysis busy for longer.
+  int total_seconds = 120;
 };
 
 // True for http:// and https:// inputs.

@@ -3,9 +3,10 @@
 //
 // Decoded bytes are kept in a bounded cache of fixed-size blocks. Reads that go
 // forward decode on; a read of a block that has left the cache restarts the
-// decoder from the beginning (the formats give no random access). Input that
-// ends before the stream does (a prefix, a cut download) is treated as the end
-// of the data, like a truncated core; corrupt input is an Error.
+// decoder from the beginning (the formats give no random access), within a
+// budget of decoding per source. Input that ends inside a frame (a prefix, a
+// cut download) is the end of the data, like a truncated core, and is
+// recorded as a problem of the source; corrupt input is an Error.
 #include <lz4frame.h>
 #include <lzma.h>
 #include <zstd.h>
@@ -24,15 +25,25 @@ namespace {
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
 constexpr size_t kInputChunk = 64 * 1024;
+// Reads behind the cached window restart decoding from the start. All the
+// decoding for one core together stops at three passes over the furthest
+// point read plus 4 GiB (a small core's analysis restarts often, each restart
+// cheap): a hostile order of reads (far-apart segments read back to front)
+// would otherwise decode a small file's huge stream once per read. Reads past
+// the budget get no bytes, and the source says so in its problems.
+constexpr uint64_t kDecodePasses = 3;
+constexpr uint64_t kDecodeSlack = 4ull << 30;
 
 // One step of a streaming decoder. Step() consumes from `in` and produces into
-// `out`; it reports the end of the stream by setting `ended`.
+// `out`; it reports the end of the stream by setting `ended`, and whether the
+// decoder stands between frames (all it was given decoded and flushed) by
+// `boundary`: input that runs out anywhere else was cut.
 class StreamDecoder {
  public:
   virtual ~StreamDecoder() = default;
   virtual Expected<bool> Reset() = 0;
   virtual Expected<bool> Step(std::span<const std::byte> in, size_t& consumed,
-                              std::span<std::byte> out, size_t& produced, bool& ended) = 0;
+                              std::span<std::byte> out, size_t& produced, bool& ended, bool& boundary) = 0;
 };
 
 class ZstdDecoder final : public StreamDecoder {
@@ -47,13 +58,14 @@ class ZstdDecoder final : public StreamDecoder {
     return true;
   }
   Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
-                      size_t& produced, bool& ended) override {
+                      size_t& produced, bool& ended, bool& boundary) override {
     ZSTD_inBuffer ib{in.data(), in.size(), 0};
     ZSTD_outBuffer ob{out.data(), out.size(), 0};
     size_t r = ZSTD_decompressStream(ctx_, &ob, &ib);
     if (ZSTD_isError(r)) return MakeError(ErrorKind::kIo, std::string("zstd: ") + ZSTD_getErrorName(r));
     consumed = ib.pos;
     produced = ob.pos;
+    boundary = r == 0;  // a frame decoded and flushed whole
     // A frame may be followed by another (concatenated frames): the stream
     // ends only with the input.
     ended = false;
@@ -74,12 +86,13 @@ class Lz4Decoder final : public StreamDecoder {
     return true;
   }
   Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
-                      size_t& produced, bool& ended) override {
+                      size_t& produced, bool& ended, bool& boundary) override {
     size_t src = in.size(), dst = out.size();
     size_t r = LZ4F_decompress(ctx_, out.data(), &dst, in.data(), &src, nullptr);
     if (LZ4F_isError(r)) return MakeError(ErrorKind::kIo, std::string("lz4: ") + LZ4F_getErrorName(r));
     consumed = src;
     produced = dst;
+    boundary = r == 0;  // the frame is complete
     ended = false;  // as for zstd, frames may be concatenated
     return true;
   }
@@ -101,7 +114,7 @@ class XzDecoder final : public StreamDecoder {
     return true;
   }
   Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
-                      size_t& produced, bool& ended) override {
+                      size_t& produced, bool& ended, bool& boundary) override {
     strm_.next_in = reinterpret_cast<const uint8_t*>(in.data());
     strm_.avail_in = in.size();
     strm_.next_out = reinterpret_cast<uint8_t*>(out.data());
@@ -111,6 +124,7 @@ class XzDecoder final : public StreamDecoder {
     consumed = in.size() - strm_.avail_in;
     produced = out.size() - strm_.avail_out;
     ended = (r == LZMA_STREAM_END);
+    boundary = ended;
     if (r != LZMA_OK && r != LZMA_STREAM_END && r != LZMA_BUF_ERROR) {
       return MakeError(ErrorKind::kIo, "xz: corrupt data (lzma error " + std::to_string(r) + ")");
     }
@@ -134,6 +148,7 @@ class CompressedSource final : public ByteSource {
     input_eof_ = false;
     decoded_ = 0;
     ended_ = false;
+    boundary_ = false;
     current_.clear();
     return true;
   }
@@ -161,6 +176,7 @@ class CompressedSource final : public ByteSource {
   }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
   std::string Kind() const override { return std::string(CompressionName(compression_)) + " stream"; }
+  std::vector<SourceProblem> Problems() const override { return problems_.After(inner_->Problems()); }
 
  private:
   // The decoded block `index`, or nullptr when the stream ends before it.
@@ -170,6 +186,13 @@ class CompressedSource final : public ByteSource {
       return &it->second.data;
     }
     if (index < decoded_ / kBlockSize) {  // evicted: decode again from the start
+      if (total_decoded_ > kDecodePasses * high_water_ + kDecodeSlack) {
+        problems_.Add(SourceProblem::Kind::kBudget,
+                      std::string(CompressionName(compression_)) + " stream: reads behind the decoded window were not served (decoding " +
+                          std::to_string(total_decoded_) + " bytes for reads up to " + std::to_string(high_water_) +
+                          " spent the budget of " + std::to_string(kDecodePasses) + " passes)");
+        return static_cast<const std::vector<std::byte>*>(nullptr);
+      }
       auto r = Start();
       if (!r.ok()) return r.error();
     }
@@ -197,15 +220,27 @@ class CompressedSource final : public ByteSource {
     size_t old = current_.size();
     current_.resize(kBlockSize);
     size_t consumed = 0, produced = 0;
-    bool ended = false;
+    bool ended = false, boundary = false;
     auto r = decoder_->Step(std::span(in_buf_).subspan(in_pos_, in_len_ - in_pos_), consumed,
-                            std::span(current_).subspan(old, room), produced, ended);
+                            std::span(current_).subspan(old, room), produced, ended, boundary);
     current_.resize(old + (r.ok() ? produced : 0));
     if (!r.ok()) return r.error();
     in_pos_ += consumed;
     decoded_ += produced;
-    // Input exhausted and the decoder makes no progress: the stream was cut.
-    if (input_eof_ && in_pos_ == in_len_ && produced == 0) ended = true;
+    total_decoded_ += produced;
+    high_water_ = std::max(high_water_, decoded_);
+    // A step that did nothing tells nothing of where the decoder stands.
+    if (consumed != 0 || produced != 0 || ended) boundary_ = boundary;
+    // Input exhausted and the decoder makes no progress: the data ends here,
+    // and it was cut unless the decoder stands between frames.
+    if (input_eof_ && in_pos_ == in_len_ && produced == 0 && !ended) {
+      ended = true;
+      if (!boundary_) {
+        problems_.Add(SourceProblem::Kind::kCut,
+                      std::string(CompressionName(compression_)) + " stream cut: the compressed data ends inside a frame after " +
+                          std::to_string(in_offset_) + " bytes (" + std::to_string(decoded_) + " bytes decoded)");
+      }
+    }
     if (consumed == 0 && produced == 0 && in_pos_ < in_len_ && ++stalls_ > 4) {
       return MakeError(ErrorKind::kIo, std::string(CompressionName(compression_)) +
                                            ": decoder makes no progress at compressed offset " +
@@ -243,7 +278,11 @@ class CompressedSource final : public ByteSource {
   size_t in_pos_ = 0, in_len_ = 0;
   bool input_eof_ = false;
   uint64_t decoded_ = 0;  // bytes of output produced since the last Start()
+  uint64_t total_decoded_ = 0;  // since the source was made, restarts included
+  uint64_t high_water_ = 0;     // the furthest decoded_ reached
   bool ended_ = false;
+  bool boundary_ = false;  // the last step that did something ended between frames
+  ProblemLog problems_;
   int stalls_ = 0;
   std::vector<std::byte> current_;  // the block being filled
   std::unordered_map<uint64_t, Entry> cache_;

@@ -27,9 +27,15 @@ class FileSource final : public ByteSource {
       ssize_t n = ::pread(fd_, out.data() + done, want - done, static_cast<off_t>(offset + done));
       if (n < 0) {
         if (errno == EINTR) continue;
-        return MakeError(ErrorKind::kIo, std::string("read failed: ") + std::strerror(errno));
+        std::string what = std::string("read failed: ") + std::strerror(errno);
+        problems_.Add(SourceProblem::Kind::kFailed, what + " at offset " + std::to_string(offset + done));
+        return MakeError(ErrorKind::kIo, what);
       }
-      if (n == 0) break;  // the file shrank under us: report what is there
+      if (n == 0) {  // the file shrank under us: report what is there
+        problems_.Add(SourceProblem::Kind::kCut, "the file shrank while it was read (ends before offset " +
+                                                     std::to_string(offset + done) + ")");
+        break;
+      }
       done += static_cast<size_t>(n);
     }
     bytes_read_ += done;
@@ -38,8 +44,10 @@ class FileSource final : public ByteSource {
   std::optional<uint64_t> Size() const override { return size_; }
   uint64_t BytesRead() const override { return bytes_read_; }
   std::string Kind() const override { return "file"; }
+  std::vector<SourceProblem> Problems() const override { return problems_.problems(); }
 
  private:
+  ProblemLog problems_;
   int fd_;
   uint64_t size_;
   uint64_t bytes_read_ = 0;
@@ -48,7 +56,9 @@ class FileSource final : public ByteSource {
 }  // namespace
 
 Expected<std::unique_ptr<ByteSource>> OpenFileSource(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO given as a core (or a sidecar) must not block the
+  // open; it is refused below as not a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return MakeError(ErrorKind::kIo, "cannot open: " + std::string(std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

@@ -88,7 +88,10 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
 
 class HttpSource final : public ByteSource {
  public:
-  HttpSource(std::string url, HttpOptions options) : url_(std::move(url)), options_(options) {}
+  HttpSource(std::string url, HttpOptions options)
+      : url_(std::move(url)),
+        options_(options),
+        deadline_(std::chrono::steady_clock::now() + std::chrono::seconds(options.total_seconds)) {}
 
   // Fetches the head, which also tells the size and the modification time.
   Expected<bool> Start() {
@@ -110,7 +113,12 @@ class HttpSource final : public ByteSource {
         // The run is smaller than the cache, so it stays cached until copied.
         uint64_t e = b;
         while (e + 1 <= last && !blocks_.count(e + 1) && (e + 2 - b) * kBlock <= kMaxFetch) ++e;
-        if (auto r = Fetch(b * kBlock, (e - b + 1) * kBlock); !r.ok()) return r.error();
+        if (auto r = Fetch(b * kBlock, (e - b + 1) * kBlock); !r.ok()) {
+          // The caller may take an error for absent bytes: it is recorded
+          // so that the analysis says what it could not read.
+          problems_.Add(SourceProblem::Kind::kFailed, "HTTP read failed: " + r.error().message);
+          return r.error();
+        }
         it = blocks_.find(b);
         if (it == blocks_.end()) break;  // the server says the file ends before
       }
@@ -128,6 +136,7 @@ class HttpSource final : public ByteSource {
   std::optional<uint64_t> Size() const override { return size_; }
   uint64_t BytesRead() const override { return bytes_read_; }
   std::string Kind() const override { return "http"; }
+  std::vector<SourceProblem> Problems() const override { return problems_.problems(); }
   RemoteFileInfo Info() const { return info_; }
 
  private:
@@ -145,6 +154,12 @@ class HttpSource final : public ByteSource {
     for (int attempt = 0; attempt < options_.attempts; ++attempt) {
       if (attempt > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(options_.backoff_ms << (attempt - 1)));
+      }
+      if (std::chrono::steady_clock::now() >= deadline_) {
+        return MakeError(ErrorKind::kIo, "the time for this core's HTTP reads (" +
+                                             std::to_string(options_.total_seconds) + " s) is spent" +
+                                             (last_error.empty() ? "" : " (last: " + last_error + ")") + " at " +
+                                             RangeText(start, len));
       }
       Response r;
       r.cap = static_cast<size_t>(len);
@@ -201,6 +216,8 @@ class HttpSource final : public ByteSource {
     // A stalled connection (under 1 byte/s for this long) is a failed attempt.
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, std::max<long>(1, static_cast<long>(left.count())));
     curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
@@ -241,6 +258,8 @@ class HttpSource final : public ByteSource {
 
   std::string url_;
   HttpOptions options_;
+  std::chrono::steady_clock::time_point deadline_;
+  ProblemLog problems_;
   uint64_t size_ = UINT64_MAX;  // until the first response says
   bool size_known_ = false;
   uint64_t bytes_read_ = 0;

@@ -24,6 +24,7 @@ class PrefixSource final : public ByteSource {
   }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
   std::string Kind() const override { return inner_->Kind() + " prefix"; }
+  std::vector<SourceProblem> Problems() const override { return inner_->Problems(); }
 
  private:
   std::unique_ptr<ByteSource> inner_;

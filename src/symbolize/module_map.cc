@@ -63,10 +63,12 @@ size_t ModuleMap::ReadCode(uint64_t pc, std::span<std::byte> out) const {
 
 std::optional<std::string> ModuleMap::ReadString(uint64_t addr, size_t limit) const {
   if (auto s = core_.memory().ReadCString(addr, limit)) return s;
+  // Never more than `limit` bytes: callers size buffers by it.
   std::string out;
   char chunk[64];
   while (out.size() < limit) {
-    size_t n = ReadCode(addr + out.size(), std::as_writable_bytes(std::span(chunk)));
+    size_t want = std::min(sizeof chunk, limit - out.size());
+    size_t n = ReadCode(addr + out.size(), std::as_writable_bytes(std::span(chunk, want)));
     if (n == 0) return std::nullopt;
     for (size_t i = 0; i < n; ++i) {
       if (chunk[i] == '\0') return out;

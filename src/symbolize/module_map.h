@@ -53,7 +53,8 @@ class ModuleMap {
   // from the core (vDSO, JIT code).
   size_t ReadCode(uint64_t pc, std::span<std::byte> out) const;
   // A NUL-terminated string at a runtime address, from the core when dumped,
-  // else from the module file (read-only data is usually not dumped).
+  // else from the module file (read-only data is usually not dumped);
+  // nullopt when it does not end within `limit` bytes, never longer.
   std::optional<std::string> ReadString(uint64_t addr, size_t limit) const;
   // True when pc lies in executable memory (the core's segment flags, or the
   // module file's executable segments).

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "core/module_files.h"
+
 namespace coroner {
 namespace {
 
@@ -82,7 +84,7 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   if (auto it = extra_by_build_id_.find(id); !id.empty() && it != extra_by_build_id_.end()) {
     try_binary(it->second, "exe");
   }
-  try_binary(options_.sysroot + module.path, "path");
+  try_binary(InSysroot(options_.sysroot, module.path), "path");
   for (const auto& dir : options_.debug_dirs) try_binary(BuildIdPath(dir, id, ""), "debug-dir");
   if (!binary) try_binary(Debuginfod(id, true), "debuginfod");
 

@@ -20,6 +20,13 @@ constexpr size_t kRepeatThreshold = 10;  // gdb's `print repeats`: longer runs a
 constexpr int kMaxDepth = 20;          // nested structs and arrays (gdb's `print max-depth`)
 constexpr size_t kMaxVariables = 256;  // per frame
 constexpr size_t kMaxFrames = 64;      // physical frames whose variables are read
+// Values (members, elements, pointers) printed for one variable, and for all
+// the variables of one physical frame. Depth alone does not bound the work:
+// a struct whose members are the struct itself, 20 levels deep, is 2^20
+// values and more, so hostile DWARF could otherwise keep analyze busy for
+// hours.
+constexpr size_t kMaxValuesPerVariable = 4096;
+constexpr size_t kMaxValuesPerFrame = 32768;
 
 std::optional<Dwarf_Die> TypeOf(Dwarf_Die* die) {
   Dwarf_Attribute attr;
@@ -189,10 +196,22 @@ class Printer {
   Printer(const ModuleMap& modules, StackMemory& memory, bool cplus)
       : modules_(modules), memory_(memory), cplus_(cplus) {}
 
-  // The value of an object of type `type` held in `bytes`; nullopt (with
-  // `why`) when it cannot be shown.
+  // The value of a variable of type `type` held in `bytes`; nullopt (with
+  // `why`) when it cannot be shown, or when showing it would print more
+  // values than one variable, or what is left of the frame's share, may.
+  std::optional<std::string> PrintVariable(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes,
+                                           std::string& why) {
+    variable_budget_ = std::min(kMaxValuesPerVariable, frame_budget_);
+    size_t before = variable_budget_;
+    auto v = Print(type, bytes, 0, why);
+    frame_budget_ -= before - variable_budget_;
+    return v;
+  }
+
+ private:
   std::optional<std::string> Print(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes, int depth,
                                    std::string& why) {
+    if (!Spend(why)) return std::nullopt;
     auto t = Strip(type);
     if (!t) {
       why = "its type is not described";
@@ -221,7 +240,18 @@ class Printer {
     return std::nullopt;
   }
 
- private:
+  // Takes one value from the budget; false (with `why`) when none is left.
+  bool Spend(std::string& why) {
+    if (variable_budget_ == 0) {
+      why = frame_budget_ < kMaxValuesPerVariable
+                ? fmt::format("the frame's variables hold more than {} values", kMaxValuesPerFrame)
+                : fmt::format("it holds more than {} values", kMaxValuesPerVariable);
+      return false;
+    }
+    --variable_budget_;
+    return true;
+  }
+
   std::optional<std::string> Base(Dwarf_Die* d, std::span<const std::byte> bytes, std::string& why) {
     auto enc = Unsigned(d, DW_AT_encoding);
     size_t size = bytes.size();
@@ -273,11 +303,10 @@ class Printer {
       out += sym.symbol_offset == 0 ? " <" + sym.symbol + ">" : fmt::format(" <{}+{}>", sym.symbol, sym.symbol_offset);
     }
     if (!IsCharType(pointee)) return out;
-    unsigned char buf[kMaxString];
     if (auto s = modules_.ReadString(addr, kMaxString)) {
-      std::memcpy(buf, s->data(), s->size());
-      return out + " " + CharSequence(std::span(buf, s->size()), false);
+      return out + " " + CharSequence(std::span(reinterpret_cast<const unsigned char*>(s->data()), s->size()), false);
     }
+    unsigned char buf[kMaxString];
     size_t got = memory_.Read(addr, std::as_writable_bytes(std::span(buf)));
     if (got == kMaxString) return out + " " + CharSequence(std::span(buf, got), true);
     return out + fmt::format(" <error: Cannot access memory at address 0x{:x}>", addr);
@@ -315,6 +344,7 @@ class Printer {
         std::string value;
         if (auto bits = Unsigned(&child, DW_AT_bit_size)) {
           // A bit-field: DWARF 4+ gives its first bit from the struct's start.
+          if (!Spend(why)) return std::nullopt;
           auto first = Unsigned(&child, DW_AT_data_bit_offset);
           if (!first || *bits == 0 || *bits > 56 || *first / 8 >= bytes.size()) return Fail(why, "a bit-field");
           uint64_t word = 0;
@@ -328,7 +358,9 @@ class Printer {
         } else {
           auto st = Strip(type);
           Dwarf_Word size = 0;
-          if (!st || dwarf_aggregate_size(&*st, &size) != 0 || offset + size > bytes.size()) {
+          // Checked without adding: a hostile offset near 2^64 would wrap.
+          if (!st || dwarf_aggregate_size(&*st, &size) != 0 || offset > bytes.size() ||
+              size > bytes.size() - offset) {
             return Fail(why, "a member outside the object");
           }
           auto v = Print(type, bytes.subspan(offset, size), depth + 1, why);
@@ -396,6 +428,8 @@ class Printer {
   const ModuleMap& modules_;
   StackMemory& memory_;
   bool cplus_;
+  size_t frame_budget_ = kMaxValuesPerFrame;
+  size_t variable_budget_ = 0;
 };
 
 struct Scope {
@@ -500,7 +534,7 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context,
     return v;
   }
   std::string why;
-  v.value = printer.Print(type, bytes, 0, why);
+  v.value = printer.PrintVariable(type, bytes, why);
   if (!v.value) v.unavailable = why;
   return v;
 }

@@ -14,7 +14,9 @@
 // overwritten with: 128 bytes of stack between the catch and the throw put it
 // under the XSAVE area's AVX state (zeros) on AVX-512 machines, where without
 // them it falls in a gap of the XSAVE layout that is never written.
-// Usage: unwind_race [timer period ns = 100000] [pad bytes = 128].
+// Usage: unwind_race [timer period ns = 100000] [pad bytes = 128] [throws = 0].
+// With a number of throws, it exits 0 after catching that many (a test that
+// only needs the bindings); 0 means until it crashes.
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -50,9 +52,10 @@ __attribute__((noinline)) void buffered_apply(int pad) {
 }
 
 static int g_pad;
+static unsigned long g_throws;
 
 __attribute__((noinline)) void ingest() {
-  for (;;) {
+  while (g_throws == 0 || caught < g_throws) {
     try {
       if (g_pad > 0) buffered_apply(g_pad);
       else apply_backpressure(0);
@@ -67,6 +70,7 @@ int main(int argc, char** argv) {
   // machines this was tuned on (20 us starves the thread there).
   long period = argc > 1 ? std::atol(argv[1]) : 100000;
   g_pad = argc > 2 ? std::atoi(argv[2]) : 128;
+  g_throws = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 0;
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_timer;

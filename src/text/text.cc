@@ -1,0 +1,122 @@
+#include "text/text.h"
+
+#include <algorithm>
+
+namespace coroner {
+namespace {
+
+constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+
+// The length of the well-formed UTF-8 sequence at s[i], or 0. The ranges are
+// RFC 3629's table: the second byte's range depends on the first, which
+// excludes overlong forms (C0, C1, E0 80-9F, F0 80-8F), surrogates
+// (ED A0-BF) and code points past U+10FFFF (F4 90-BF, F5-FF).
+size_t SequenceLength(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return (c >= 0x20 && c != 0x7f) || c == '\t' ? 1 : 0;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) len = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k)
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  return len;
+}
+
+bool IsValid(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t len = SequenceLength(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t len = SequenceLength(s, i);
+    if (len) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += kReplacement;
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string ValidUtf8(std::string&& s) { return IsValid(s) ? std::move(s) : ValidUtf8(std::string_view(s)); }
+
+// Line breaks and other control characters as spaces: Markdown prose, a
+// table cell and a code span are each one line.
+static std::string OneLine(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return ValidUtf8(std::move(out));
+}
+
+std::string MarkdownEscape(std::string_view text) {
+  std::string line = OneLine(text);
+  std::string out;
+  out.reserve(line.size());
+  for (char c : line) {
+    switch (c) {
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '<': case '>': case '|': case '#':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string MarkdownCode(std::string_view text) {
+  std::string body = OneLine(text);
+  size_t longest = 0, run = 0;
+  for (char c : body) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(longest + 1, '`');
+  // A span that begins or ends with a backtick needs a space between it
+  // and the fence; CommonMark strips one such space on each side.
+  bool pad = !body.empty() && (body.front() == '`' || body.back() == '`' || body.front() == ' ');
+  std::string sp = pad ? " " : "";
+  return fence + sp + body + sp + fence;
+}
+
+std::string MarkdownFenced(std::string_view text) {
+  // Line by line, keeping the line breaks that ValidUtf8 would replace.
+  std::string s;
+  for (size_t from = 0; from <= text.size();) {
+    size_t nl = std::min(text.find('\n', from), text.size());
+    s += ValidUtf8(text.substr(from, nl - from));
+    if (nl < text.size()) s += '\n';
+    from = nl + 1;
+  }
+  for (size_t at; (at = s.find("```")) != std::string::npos;) s.replace(at, 3, "'''");
+  for (size_t at; (at = s.find("~~~")) != std::string::npos;) s.replace(at, 3, "'''");
+  return s;
+}
+
+}  // namespace coroner

@@ -1,0 +1,44 @@
+// Text that leaves coroner: JSON, Markdown, the dataset. Strings taken from
+// a core, a module or a metadata file are bytes in no promised encoding and
+// may be written by an attacker; these helpers make them safe to emit.
+// Every layer may use them (they depend on nothing but nlohmann::json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+namespace coroner {
+
+// `s` as valid UTF-8: every byte that does not begin a well-formed sequence
+// (RFC 3629: no overlong forms, no UTF-16 surrogates, nothing past U+10FFFF)
+// and every control character other than tab becomes U+FFFD.
+std::string ValidUtf8(std::string_view s);
+// The same, keeping the string itself when it is valid already.
+std::string ValidUtf8(std::string&& s);
+inline std::string ValidUtf8(const std::string& s) { return ValidUtf8(std::string_view(s)); }
+inline std::string ValidUtf8(const char* s) { return ValidUtf8(std::string_view(s)); }
+
+// JSON text of `j` (compact when indent < 0). A string that is not valid
+// UTF-8 is written with U+FFFD instead of throwing, so that one bad value
+// never takes the rest of the output down.
+template <class Json>
+std::string JsonText(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+// Escapes text for Markdown prose and table cells: the characters that
+// start markup (\ ` * _ [ ] < > | #) get a backslash; newlines and other
+// control characters become spaces. The text is made valid UTF-8 first.
+std::string MarkdownEscape(std::string_view text);
+
+// `text` as one Markdown code span: fenced by a run of backticks longer than
+// any run inside it, so nothing in it can close the span; line breaks become
+// spaces (a span is one line) and the text is made valid UTF-8.
+std::string MarkdownCode(std::string_view text);
+
+// Inside a fenced code block (``` lines) only a line that opens with a fence
+// can break out: such runs are replaced, and the text made valid UTF-8.
+std::string MarkdownFenced(std::string_view text);
+
+}  // namespace coroner
