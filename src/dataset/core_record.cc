@@ -151,7 +151,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
 InputStamp StampInput(const std::string& input) {
   InputStamp s;
   if (IsUrl(input)) {
-    HttpOptions o;
+    HttpOptions o = DefaultHttpOptions();
     o.first_fetch = 1;
     RemoteFileInfo info;
     auto src = OpenHttpSource(input, o, &info);

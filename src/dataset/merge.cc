@@ -1,5 +1,7 @@
 #include "dataset/merge.h"
 
+#include <algorithm>
+
 #include "dataset/dataset.h"
 
 namespace coroner {
@@ -27,12 +29,52 @@ Expected<std::string> Columns(Dataset& ds, const std::string& table, bool skip_i
   return cols;
 }
 
+// The schema objects of a dataset (tables, indexes, triggers, views), each
+// as "type name: SQL", in name order.
+Expected<std::vector<std::string>> SchemaObjects(Dataset& ds) {
+  auto q = ds.Query("SELECT type, name, coalesce(sql, '') FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name");
+  if (!q.ok()) return q.error();
+  std::vector<std::string> out;
+  for (const auto& row : q->rows) out.push_back(row[0].text + " " + row[1].text + ": " + row[2].text);
+  return out;
+}
+
+// A shard is a file from elsewhere, and merging copies its schema and runs
+// SQL over it: a trigger or view in it would run inside the merge (a trigger
+// that deletes the next shard's rows). Only a schema object for object like
+// a fresh dataset's is merged.
+Expected<bool> CheckShardSchema(const std::string& path, Dataset& shard, const std::vector<std::string>& expected) {
+  auto objects = SchemaObjects(shard);
+  if (!objects.ok()) return objects.error();
+  for (const auto& o : *objects) {
+    if (!std::binary_search(expected.begin(), expected.end(), o)) {
+      return MakeError(ErrorKind::kMalformed,
+                       path + ": not merged: its schema has an object a coroner dataset does not (" + o.substr(0, 120) + ")");
+    }
+  }
+  if (objects->size() != expected.size()) {
+    return MakeError(ErrorKind::kMalformed, path + ": not merged: its schema lacks objects of a coroner dataset");
+  }
+  return true;
+}
+
 }  // namespace
 
 Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<std::string>& shards) {
+  // The schema of a dataset as this version creates it, to hold shards to.
+  std::vector<std::string> expected;
+  {
+    auto reference = Dataset::Open(":memory:", true);
+    if (!reference.ok()) return reference.error();
+    auto objects = SchemaObjects(*reference);
+    if (!objects.ok()) return objects.error();
+    expected = std::move(*objects);
+    std::sort(expected.begin(), expected.end());
+  }
   for (const auto& s : shards) {  // every shard is checked before anything is written
     auto ds = Dataset::OpenReadOnly(s);
     if (!ds.ok()) return ds.error();
+    if (auto r = CheckShardSchema(s, *ds, expected); !r.ok()) return r.error();
   }
   auto ds = Dataset::Open(out, true);
   if (!ds.ok()) return ds.error();

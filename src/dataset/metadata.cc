@@ -100,7 +100,7 @@ Expected<std::optional<std::string>> ReadSmall(const std::string& core, const st
     if (!refusal) return std::optional<std::string>();
     if (!refusal->empty()) return MakeError(ErrorKind::kIo, *refusal);
   }
-  auto src = IsUrl(path) ? OpenHttpSource(path, HttpOptions{}) : OpenFileSource(path);
+  auto src = IsUrl(path) ? OpenHttpSource(path, DefaultHttpOptions()) : OpenFileSource(path);
   if (!src.ok()) {
     if (src.error().message.rfind("HTTP 404", 0) == 0) return std::optional<std::string>();
     return src.error();

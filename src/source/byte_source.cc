@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -17,6 +18,7 @@ class HeadCachedSource final : public ByteSource {
 
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
     size_t done = 0;
+    if (out.empty()) return done;  // an empty span's data() may be null: no memcpy from it
     if (offset < head_.size()) {
       done = std::min(out.size(), head_.size() - static_cast<size_t>(offset));
       std::memcpy(out.data(), head_.data() + offset, done);
@@ -99,10 +101,19 @@ Compression DetectCompression(std::span<const std::byte> head) {
   return Compression::kNone;
 }
 
+HttpOptions DefaultHttpOptions() {
+  HttpOptions o;
+  if (const char* s = std::getenv("CORONER_HTTP_SECONDS")) {
+    int seconds = std::atoi(s);
+    if (seconds > 0) o.total_seconds = seconds;
+  }
+  return o;
+}
+
 Expected<std::unique_ptr<ByteSource>> OpenCoreSource(const std::string& path,
                                                      std::optional<uint64_t> max_bytes,
                                                      RemoteFileInfo* remote) {
-  auto file = IsUrl(path) ? OpenHttpSource(path, HttpOptions{}, remote) : OpenFileSource(path);
+  auto file = IsUrl(path) ? OpenHttpSource(path, DefaultHttpOptions(), remote) : OpenFileSource(path);
   if (!file.ok()) return file.error();
   std::unique_ptr<ByteSource> source = std::move(*file);
   if (max_bytes) source = MakePrefixSource(std::move(source), *max_bytes);

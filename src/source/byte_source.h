@@ -131,6 +131,10 @@ struct HttpOptions {
   int total_seconds = 120;
 };
 
+// The options every remote read uses: the defaults, with total_seconds from
+// CORONER_HTTP_SECONDS when it is set to a positive number.
+HttpOptions DefaultHttpOptions();
+
 // True for http:// and https:// inputs.
 bool IsUrl(const std::string& input);
 

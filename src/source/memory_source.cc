@@ -11,7 +11,7 @@ class MemorySource final : public ByteSource {
  public:
   explicit MemorySource(std::vector<std::byte> bytes) : bytes_(std::move(bytes)) {}
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
-    if (offset >= bytes_.size()) return size_t{0};
+    if (offset >= bytes_.size() || out.empty()) return size_t{0};
     size_t n = std::min(out.size(), bytes_.size() - static_cast<size_t>(offset));
     std::memcpy(out.data(), bytes_.data() + offset, n);
     read_ += n;
