@@ -166,6 +166,11 @@ class HttpSource final : public ByteSource {
       CURLcode rc = Perform(start, len, r);
       bytes_read_ += r.body.size();
       bool whole_file = r.status == 200 && start == 0;  // a server that ignores Range: keep the head only
+      if (r.status == 200 && start != 0) {
+        // Whole files where a range was asked for: no retry will help, and
+        // reading on would download the core.
+        return MakeError(ErrorKind::kIo, "the server ignored the Range request (HTTP 200) for " + RangeText(start, len));
+      }
       if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r.overflow && whole_file)) {
         if (r.status == 416) {  // beyond the end
           if (r.total) SetSize(*r.total);

@@ -124,7 +124,12 @@ class Nginx {
 // half-way for another third; a repeated request passes.
 class FaultyProxy {
  public:
-  explicit FaultyProxy(int upstream) : upstream_(upstream) {
+  // kFlaky: as above. kRangeOnce: the first request for a path passes as
+  // it is, later ones lose their Range header (the server then answers 200
+  // with the whole file). kTrickle: every answer is a 206 whose body comes
+  // one byte every 0.6 s, never stalling outright.
+  enum class Mode { kFlaky, kRangeOnce, kTrickle };
+  explicit FaultyProxy(int upstream, Mode mode = Mode::kFlaky) : upstream_(upstream), mode_(mode) {
     listen_ = Listen(&port_);
     thread_ = std::thread([this] { Accept(); });
   }
@@ -173,9 +178,39 @@ class FaultyProxy {
       if (lower.rfind("connection:", 0) != 0 && !line.empty()) out_head += line + "\r\n";
       at = next;
     }
+    if (mode_ == Mode::kTrickle) {
+      SendAll(client, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-65535/1048576\r\n"
+                      "Content-Length: 65536\r\nConnection: close\r\n\r\n");
+      for (int i = 0; i < 65536 && !stop_; ++i) {
+        if (!SendAll(client, "\x7f")) break;
+        for (int k = 0; k < 6 && !stop_; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      close(client);
+      return;
+    }
+    if (mode_ == Mode::kRangeOnce) {
+      std::string path = key.substr(0, key.find(' ', key.find(' ') + 1));
+      bool first;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        first = seen_[path]++ == 0;
+      }
+      if (!first) {  // the same head without its Range line
+        std::string stripped;
+        for (size_t from = 0; from < out_head.size();) {
+          size_t eol = out_head.find("\r\n", from);
+          std::string line = out_head.substr(from, eol - from);
+          std::string lower = line;
+          for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+          if (lower.rfind("range:", 0) != 0) stripped += line + "\r\n";
+          from = eol + 2;
+        }
+        out_head = stripped;
+      }
+    }
     out_head += "Connection: close\r\n\r\n";
-    int action;
-    {
+    int action = 2;  // pass
+    if (mode_ == Mode::kFlaky) {
       std::lock_guard<std::mutex> lock(mu_);
       action = seen_[key]++ == 0 ? static_cast<int>(std::hash<std::string>()(key) % 3) : 2;
     }
@@ -204,7 +239,9 @@ class FaultyProxy {
     close(client);
   }
 
-  int upstream_, listen_ = -1, port_ = 0;
+  int upstream_;
+  Mode mode_;
+  int listen_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> refused_{0}, cut_{0};
   std::thread thread_;
@@ -296,6 +333,48 @@ TEST_F(HttpScanTest, RetriesThroughFailuresAndRecordsWhatKeepsFailing) {
   });
   ASSERT_GT(local.size(), 60u);
   ExpectSameRows(rows, local);
+}
+
+// A server that honours Range once and then answers every read with the
+// whole file: the later reads fail, and neither `analyze` nor `scan` passes
+// the partial analysis off as complete. The failed row is retried.
+TEST_F(HttpScanTest, AServerThatStopsServingRangesLeavesNoCompleteAnswer) {
+  FaultyProxy proxy(nginx_->port(), FaultyProxy::Mode::kRangeOnce);
+  std::string rel;
+  for (const auto& c : fleet_.cores)
+    if (c.path.find("/c0-null_deref-O0.core") != std::string::npos) rel = c.path.substr(fleet_.dir.size());
+  ASSERT_FALSE(rel.empty());
+  std::string url = "http://127.0.0.1:" + std::to_string(proxy.port()) + rel;
+  auto a = Coroner("analyze --json " + url);
+  ASSERT_EQ(a.status, 0) << a.err;
+  auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["core"]["truncated"], true);
+  EXPECT_NE(j["core"]["missing"].dump().find("HTTP read failed: the server ignored the Range request (HTTP 200)"), std::string::npos) << j["core"].dump();
+  std::string db = work_ + "/range-once.db";
+  auto first = Coroner("scan " + url + " --db " + db);
+  ASSERT_EQ(first.status, 0) << first.err;
+  auto rows = LoadRows(db, "http://127.0.0.1:" + std::to_string(proxy.port()));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows.begin()->second.at("status"), "error");
+  EXPECT_EQ(rows.begin()->second.at("error").rfind("io: HTTP read failed", 0), 0u) << rows.begin()->second.at("error");
+  auto again = Coroner("scan " + url + " --db " + db);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_NE(again.out.find("1 analyzed"), std::string::npos) << again.out;  // not "unchanged"
+}
+
+// A server that trickles a byte every 0.6 s never trips the stall limit;
+// the time for one core's reads ends it (CORONER_HTTP_SECONDS, 2 s here:
+// the trickle could not finish in hours).
+TEST_F(HttpScanTest, ATricklingServerIsBoundedByTheTimeForOneCore) {
+  FaultyProxy proxy(nginx_->port(), FaultyProxy::Mode::kTrickle);
+  setenv("CORONER_HTTP_SECONDS", "2", 1);
+  auto a = Coroner("analyze --json http://127.0.0.1:" + std::to_string(proxy.port()) + "/slow.core");
+  unsetenv("CORONER_HTTP_SECONDS");
+  EXPECT_EQ(a.status, 1) << a.out;
+  auto j = nlohmann::json::parse(a.out);
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("the time for this core's HTTP reads (2 s) is spent"),
+            std::string::npos)
+      << a.out;
 }
 
 }  // namespace
