@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run_fuzzers.sh FUZZ_BUILD ZOO SECONDS
 # Runs each fuzzer for SECONDS, seeded with the first 64 KiB of the zoo's
-# kernel cores (and the compressed ones for the stream fuzzer). Fails on any
+# kernel cores (and the compressed ones for the stream fuzzer); the two
+# whole-analysis fuzzers patch one zoo core and one zoo executable. Fails on any
 # crash, leak, sanitizer report or timeout the fuzzer finds.
 set -euo pipefail
 build=$1 zoo=$2 seconds=$3
@@ -24,11 +25,23 @@ printf '\x03{"path":"a","bytes_read":1,"warnings":[],"truncated":false,"analysis
 printf '\x04pod-1 coroner-crash: v=1 pid=7 tid=7 time=1.000000000 host=h comm=c sig=11 code=1 addr=0x0 regs=rax:0x0,rbx:0x0,rcx:0x0,rdx:0x0,rsi:0x0,rdi:0x0,rbp:0x1000,rsp:0x2000,r8:0x0,r9:0x0,r10:0x0,r11:0x0,r12:0x0,r13:0x0,r14:0x0,r15:0x0,rip:0x0,eflags:0x0,csgsfs:0x0,err:0x0,trapno:0x0,oldmask:0x0,cr2:0x0 stack=0x1f80:0x0,-,0x1 bt=0x0,ab+0x10 fps=0x1000 stackmap=0x1000-0x3000 mods=ab@0x0@/bin/x segs=0:0x400000-0x401000:0x0:rx\n' > "$corpus/metadata/crash_line"
 printf '\x002026-10-14T03:12:00+0000 h kernel: mce: x\nOct 14 03:12:00 h kernel: EDAC\n[Wed Oct 14 03:12:00 2026] NVRM: Xid\n[1.5] amdgpu fault\n' > "$corpus/epi/kernel_log"
 printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere = "syndrome = '"'"'x'"'"'"\n' > "$corpus/epi/rules"
+# The whole-analysis fuzzers patch a real core (its notes and stack) and a
+# real executable with DWARF (through --sysroot); a seed patches one byte.
+mkdir -p "$corpus/analysis" "$corpus/module"
+printf '\x00\x10\x00\x00\x00\x01\x00' > "$corpus/analysis/seed"
+printf '\x02\x20\x00\x00\x00\x01\xff' > "$corpus/module/seed"
+export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
+rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-for f in core source metadata epi; do
+for f in core source metadata epi analysis module; do
+  case $f in
+    analysis) export CORONER_FUZZ_CORE="$zoo/cores/locals-O0.core" ;;
+    module) export CORONER_FUZZ_CORE="$zoo/cores/inlined-O2g.core" CORONER_FUZZ_MODULE="$zoo/bin/inlined-O2g" ;;
+  esac
   echo "fuzz: ${f}_fuzzer for ${seconds}s"
   "$build/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
     "$corpus/$f" 2>"$build/${f}_fuzzer.log" || { tail -50 "$build/${f}_fuzzer.log"; exit 1; }
   grep -E '^stat::number_of_executed_units' "$build/${f}_fuzzer.log" || true
 done
+rm -rf "$CORONER_FUZZ_SYSROOT"
