@@ -174,6 +174,23 @@ TEST(HostileInput, ADwarfPathIsNeverReadAsItStands) {
   EXPECT_NE(found.out.find("TOPSECRET-1"), std::string::npos) << found.out;
 }
 
+// --- Hostile DWARF ---------------------------------------------------------
+
+// A member whose offset wraps past the object's end once printed coroner's
+// own heap; a struct made of itself took exponential time. Each is now
+// shown as unavailable, with the reason.
+TEST(HostileInput, HostileDwarfTypesAreBoundedAndChecked) {
+  Scratch s("dwarf-types");
+  std::string src = std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/unit/hostile_dwarf.s";
+  WriteText(s / "main.c", "void crash_here(void);\nint main(void) { crash_here(); return 0; }\n");
+  ASSERT_EQ(std::system(("cc -O0 -g -fno-omit-frame-pointer -o '" + s / "prog" + "' '" + s / "main.c" + "' '" + src + "'").c_str()), 0);
+  MakeCore(s / "prog", s / "prog.core");
+  auto r = Coroner("analyze " + s / "prog.core");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\n        w = <unavailable: a member outside the object is not shown>\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n        l = <unavailable: it holds more than 4096 values>\n"), std::string::npos) << r.out;
+}
+
 // --- --sysroot ----------------------------------------------------------
 
 TEST(HostileInput, SysrootPathsResolveInsideTheSysroot) {
