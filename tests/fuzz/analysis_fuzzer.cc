@@ -43,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Base base = Load();
   std::vector<std::byte> bytes = base.bytes;
   coroner::fuzz::ApplyPatches(data, size, base.regions, bytes);
-  coroner::fuzz::AnalyzeEverything(coroner::MakeMemorySource(std::move(bytes)), "");
+  // The module files do not change: their symbols are opened once.
+  static coroner::FileSymbolProvider provider(coroner::fuzz::FuzzSymbolOptions(""));
+  coroner::fuzz::AnalyzeEverything(coroner::MakeMemorySource(std::move(bytes)), "", provider);
   return 0;
 }

@@ -68,16 +68,20 @@ inline void ApplyPatches(const uint8_t* data, size_t size, const std::vector<Reg
   }
 }
 
+inline SymbolOptions FuzzSymbolOptions(const std::string& sysroot) {
+  SymbolOptions o;
+  o.sysroot = sysroot;
+  o.use_debuginfod = false;
+  return o;
+}
+
 // Everything `coroner analyze` does to one core, in each output format.
-inline void AnalyzeEverything(std::unique_ptr<ByteSource> source, const std::string& sysroot) {
+inline void AnalyzeEverything(std::unique_ptr<ByteSource> source, const std::string& sysroot,
+                              SymbolProvider& provider) {
   CoreOptions core_options;
   core_options.sysroot = sysroot;
   auto core = Core::Open(std::move(source), core_options);
   if (!core.ok()) return;
-  SymbolOptions symbol_options;
-  symbol_options.sysroot = sysroot;
-  symbol_options.use_debuginfod = false;
-  FileSymbolProvider provider(symbol_options);
   ModuleMap modules(**core, provider);
   StackMemory stack((*core)->memory());
   CoreAnalysis analysis;

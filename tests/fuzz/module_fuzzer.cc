@@ -61,6 +61,22 @@ Base Load() {
   return b;
 }
 
+// The patched executable from a provider of its own (the file changed); the
+// other modules (libc and its debug file among them) from one opened once.
+class FreshExecutable final : public coroner::SymbolProvider {
+ public:
+  FreshExecutable(coroner::SymbolProvider& shared, const std::string& sysroot, std::string exe)
+      : shared_(shared), fresh_(coroner::fuzz::FuzzSymbolOptions(sysroot)), exe_(std::move(exe)) {}
+  coroner::ModuleLookup Find(const coroner::Module& m) override {
+    return m.path == exe_ ? fresh_.Find(m) : shared_.Find(m);
+  }
+
+ private:
+  coroner::SymbolProvider& shared_;
+  coroner::FileSymbolProvider fresh_;
+  std::string exe_;
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -71,6 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::ofstream out(base.module_path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(module.data()), static_cast<std::streamsize>(module.size()));
   }
-  coroner::fuzz::AnalyzeEverything(coroner::MakeMemorySource(base.core), base.sysroot);
+  static coroner::FileSymbolProvider shared(coroner::fuzz::FuzzSymbolOptions(base.sysroot));
+  FreshExecutable provider(shared, base.sysroot, base.module_path.substr(base.sysroot.size()));
+  coroner::fuzz::AnalyzeEverything(coroner::MakeMemorySource(base.core), base.sysroot, provider);
   return 0;
 }

@@ -31,12 +31,16 @@ mkdir -p "$corpus/analysis" "$corpus/module"
 printf '\x00\x10\x00\x00\x00\x01\x00' > "$corpus/analysis/seed"
 printf '\x02\x20\x00\x00\x00\x01\xff' > "$corpus/module/seed"
 export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
+export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
 for f in core source metadata epi analysis module; do
   case $f in
     analysis) export CORONER_FUZZ_CORE="$zoo/cores/locals-O0.core" ;;
-    module) export CORONER_FUZZ_CORE="$zoo/cores/inlined-O2g.core" CORONER_FUZZ_MODULE="$zoo/bin/inlined-O2g" ;;
+    # Full stacks for allocations, so that the suppression of libdw's own
+    # leak (lsan.supp) matches by function.
+    module) export CORONER_FUZZ_CORE="$zoo/cores/inlined-O2g.core" CORONER_FUZZ_MODULE="$zoo/bin/inlined-O2g" \
+              ASAN_OPTIONS="fast_unwind_on_malloc=0" ;;
   esac
   echo "fuzz: ${f}_fuzzer for ${seconds}s"
   "$build/tests/fuzz/${f}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
