@@ -372,6 +372,47 @@ TEST(HostileInput, AnInventoryTooLargeIsRefusedUnread) {
   EXPECT_NE(inv.error().message.find("larger than 256 MiB"), std::string::npos) << inv.error().message;
 }
 
+// 100 threads whose frame-pointer chains each go on past the 1,024-frame
+// limit: the first 64 threads unwind in full, and the frames of all threads
+// stop at 65,536; the threads cut by that budget say so.
+TEST(HostileInput, AllThreadsTogetherHaveAFrameBudget) {
+  Scratch s("frames");
+  const uint64_t code = 0x400000, stack = 0x7ff000000000;
+  const size_t links = 2000;
+  std::vector<std::byte> chain(16 * (links + 1));
+  for (size_t i = 0; i < links; ++i) {
+    testing::Put64(chain, 16 * i, stack + 16 * (i + 1));  // the caller's rbp
+    testing::Put64(chain, 16 * i + 8, code + 0x100);      // a return address into code
+  }
+  testing::SynthCore synth;
+  for (int t = 0; t < 100; ++t) {
+    auto prstatus = testing::SynthCore::Prstatus(1000 + t, t == 0 ? 11 : 0, code + 0x100, stack);
+    testing::Put64(prstatus, 112 + 4 * 8, stack);  // rbp
+    synth.AddNote("CORE", 1, prstatus);
+  }
+  synth.AddLoad(code, 0x1000, std::vector<std::byte>(0x1000, std::byte{0x90}), 5);  // r-x: nops
+  synth.AddLoad(stack, chain.size(), chain, 6);                                       // rw-
+  auto bytes = synth.Build();
+  WriteText(s / "frames.core", std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  auto r = Coroner("analyze --json " + s / "frames.core");
+  ASSERT_EQ(r.status, 0) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_EQ(j["threads"].size(), 100u);
+  size_t total = 0;
+  for (size_t t = 0; t < 100; ++t) {
+    const Json& thread = j["threads"][t];
+    total += thread["frames"].size();
+    if (t < 64) {
+      EXPECT_EQ(thread["frames"].size(), 1024u) << t;
+    } else {
+      EXPECT_EQ(thread["frames"].size(), 1u) << t;
+      EXPECT_NE(thread["stop_reason"].get<std::string>().find("budget of 65536 frames"), std::string::npos)
+          << thread["stop_reason"];
+    }
+  }
+  EXPECT_EQ(total, 64u * 1024 + 36);
+}
+
 // --- Merge ---------------------------------------------------------------
 
 TEST(HostileInput, AShardWithATriggerIsNotMerged) {
