@@ -48,6 +48,7 @@ bool IsValid(std::string_view s) {
 }  // namespace
 
 std::string ValidUtf8(std::string_view s) {
+  if (IsValid(s)) return std::string(s);  // most text: one check and one copy
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {

@@ -410,7 +410,9 @@ TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
     _exit(127);
   }
   int64_t committed = 0;
-  for (int i = 0; i < 4000 && committed == 0; ++i) {
+  // Polled until the first commit, for as long as a busy machine needs (a
+  // cap against a hang only).
+  for (int i = 0; i < 150000 && committed == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (auto ds = Dataset::OpenReadOnly(killed); ds.ok())
       if (auto q = ds->Query("SELECT count(*) FROM cores"); q.ok()) committed = q->rows[0][0].integer;

@@ -144,6 +144,27 @@ TEST(HostileInput, ACoreWhoseNameIsNotUtf8DoesNotStopTheOthers) {
   }
 }
 
+// A crash line whose host is not UTF-8 once made `epi --json` abort for the
+// whole dataset.
+TEST(HostileInput, ACrashLineWithABadHostLeavesEpiJsonValid) {
+  Scratch s("crash-line");
+  std::string line =
+      "pod-1 coroner-crash: v=1 pid=7 tid=7 time=1791947520.000000000 host=h%c1%81st comm=c sig=11 code=1 addr=0x0 "
+      "regs=rax:0x0,rbx:0x0,rcx:0x0,rdx:0x0,rsi:0x0,rdi:0x0,rbp:0x1000,rsp:0x2000,r8:0x0,r9:0x0,r10:0x0,r11:0x0,"
+      "r12:0x0,r13:0x0,r14:0x0,r15:0x0,rip:0x0,eflags:0x0,csgsfs:0x0,err:0x0,trapno:0x0,oldmask:0x0,cr2:0x0 "
+      "stack=0x1f80:0x0,-,0x1 bt=0x0,ab+0x10 fps=0x1000 stackmap=0x1000-0x3000 mods=ab@0x0@/bin/x "
+      "segs=0:0x400000-0x401000:0x0:rx\n";
+  WriteText(s / "crash.log", line + line);
+  auto scan = Coroner("scan --log " + s / "crash.log" + " --db " + s / "d.db");
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto host = Coroner("query --db " + s / "d.db" + " --json \"SELECT value FROM attributes WHERE key = 'host'\"");
+  ASSERT_EQ(host.status, 0) << host.err;
+  EXPECT_EQ(Json::parse(host.out)[0]["value"], "h\xef\xbf\xbd\xef\xbf\xbdst");
+  auto epi = Coroner("epi --db " + s / "d.db" + " --json");
+  ASSERT_EQ(epi.status, 0) << epi.err;
+  EXPECT_EQ(Json::parse(epi.out)["cores"], 2);
+}
+
 // --- Source files named by DWARF ------------------------------------------
 
 // A program built with `#line 1 "<a local file>"`: its DWARF names a file the

@@ -217,7 +217,9 @@ TEST_F(ScanTest, KillNineThenResumeLeavesEveryCoreOnce) {
   setpgid(pid, pid);
   // Kill the scan and its workers once some cores are committed, most not.
   size_t committed = 0;
-  for (int i = 0; i < 2000 && committed == 0; ++i) {
+  // Polled until the first commit, for as long as a busy machine needs (a
+  // cap against a hang only).
+  for (int i = 0; i < 60000 && committed == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (auto ds = Dataset::OpenReadOnly(db); ds.ok()) {
       if (auto q = ds->Query("SELECT count(*) FROM cores"); q.ok()) committed = static_cast<size_t>(q->rows[0][0].integer);
