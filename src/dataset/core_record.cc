@@ -54,9 +54,6 @@ std::string GetStr(const Json& j, const char* key) {
 }
 
 void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
-  r.truncated = core.truncated();
-  for (const auto& m : core.missing()) r.warnings.push_back(ValidUtf8(m));
-  for (const auto& m : core.soft_errors()) r.warnings.push_back(ValidUtf8(m));
   if (const auto& p = core.process()) {
     r.pid = p->pid;
     r.comm = ValidUtf8(p->comm);
@@ -144,6 +141,11 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     }
   }
   r.signature = MakeSignature(r.syndrome, sig_frames);
+  // Last: what is missing includes what the analysis's own reads met (a
+  // stream cut, a remote read that failed).
+  r.truncated = core.truncated();
+  for (const auto& m : core.missing()) r.warnings.push_back(ValidUtf8(m));
+  for (const auto& m : core.soft_errors()) r.warnings.push_back(ValidUtf8(m));
 }
 
 }  // namespace
