@@ -29,23 +29,34 @@ double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, ui
   uint64_t hi = std::min(in_cluster, with_value);
   if (both <= lo) return 1.0;
   if (both > hi) return 0.0;
-  // Sum the upper tail from `both` in log space relative to its first term;
-  // the terms fall monotonically past the mode, so stop once they no longer
-  // change the sum.
-  double first = LogPmf(both, in_cluster, with_value, total);
-  double sum = 0, term = 1;
-  for (uint64_t x = both; x <= hi; ++x) {
-    if (x > both) {
-      double ratio = static_cast<double>(with_value - x + 1) * static_cast<double>(in_cluster - x + 1) /
-                     (static_cast<double>(x) * static_cast<double>(total - with_value - in_cluster + x));
-      term *= ratio;
+  // The terms rise up to the mode and fall past it. Each tail is summed from
+  // the end nearer the mode outwards, in log space relative to its first
+  // term, so every later term is at most 1 and the sum stays finite: above
+  // the mode, the upper tail itself; at or below it, 1 minus the lower tail
+  // P(X < both) (summing upwards from far below the mode would pass terms
+  // 10^300 times the first and lose the tail).
+  uint64_t mode = static_cast<uint64_t>((static_cast<unsigned __int128>(in_cluster) + 1) * (with_value + 1) / (total + 2));
+  auto ratio_up = [&](uint64_t x) {  // P(X = x) / P(X = x - 1)
+    return static_cast<double>(with_value - x + 1) * static_cast<double>(in_cluster - x + 1) /
+           (static_cast<double>(x) * static_cast<double>(total - with_value - in_cluster + x));
+  };
+  if (both > mode) {
+    double sum = 0, term = 1;
+    for (uint64_t x = both; x <= hi; ++x) {
+      if (x > both) term *= ratio_up(x);
+      sum += term;
+      if (term < sum * 1e-17 && x > both) break;
     }
-    sum += term;
-    if (term < sum * 1e-17 && x > both) break;
-    if (sum > 1e300) break;  // cannot happen for a proper tail; guards the loop
+    return std::min(1.0, std::exp(LogPmf(both, in_cluster, with_value, total) + std::log(sum)));
   }
-  double p = std::exp(first + std::log(sum));
-  return std::min(1.0, p);
+  double sum = 0, term = 1;
+  for (uint64_t x = both - 1;; --x) {
+    if (x < both - 1) term /= ratio_up(x + 1);
+    sum += term;
+    if ((term < sum * 1e-17 && x < both - 1) || x == lo) break;
+  }
+  double lower = std::exp(LogPmf(both - 1, in_cluster, with_value, total) + std::log(sum));
+  return std::clamp(1.0 - lower, 0.0, 1.0);
 }
 
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
