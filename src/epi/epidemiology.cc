@@ -245,7 +245,16 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     int64_t window = options.hardware_window_days * kDay;
     for (size_t i = 0; i < crashes.size(); ++i) {
       flat.insert(flat.end(), derived[i].begin(), derived[i].end());
-      flat.insert(flat.end(), attrs[i].begin(), attrs[i].end());
+      // One value per core per attribute: a sidecar or systemd-coredump's
+      // xattrs may name `exe` or `build_id` too, which the core's row gives
+      // already (and the core's own value wins).
+      for (uint32_t f : attrs[i]) {
+        uint32_t key = features.features[f].first;
+        bool from_core = (key == k_exe || key == k_build) &&
+                         std::any_of(derived[i].begin(), derived[i].end(),
+                                     [&](uint32_t d) { return features.features[d].first == key; });
+        if (!from_core) flat.push_back(f);
+      }
       if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
         const std::string& host = features.features[crashes[i].host].second;
         bool hit = untimed.count(host) > 0;

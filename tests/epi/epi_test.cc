@@ -221,6 +221,54 @@ TEST(Epi, ReportsEscapeWhatCoresAndMetadataSay) {
   EXPECT_EQ(md.find("h|`"), std::string::npos);  // the pipe would split a table cell
 }
 
+// A sidecar naming `exe` and `build_id` as the core does: each is still one
+// value per core (the findings once said "exe: 8 of cluster (200.0%)").
+TEST(Epi, ExeAndBuildIdAreCountedOncePerCore) {
+  std::string dir = Work() + "/exe-twice";
+  fs::create_directories(dir);
+  auto j = json::parse(Coroner("analyze --json " + ZooDir() + "/cores/null_deref-O0.core").out);
+  std::string exe = j["process"]["exe"], build_id;
+  for (const auto& m : j["modules"])
+    if (m["path"] == exe) build_id = m["build_id"];
+  ASSERT_FALSE(build_id.empty());
+  for (int i = 0; i < 8; ++i) {
+    std::string core = dir + "/null_deref-" + std::to_string(i) + ".core";
+    fs::create_hard_link(ZooDir() + "/cores/null_deref-O0.core", core);
+    std::ofstream(core + ".json") << json{{"host", "h" + std::to_string(i % 2)}, {"exe", exe}, {"build_id", build_id},
+                                          {"time", "2026-10-0" + std::to_string(1 + i % 5) + "T10:00:00Z"}}
+                                         .dump();
+  }
+  // Another population, so that the executable is a finding of the first.
+  for (int i = 0; i < 8; ++i) {
+    std::string core = dir + "/abort_assert-" + std::to_string(i) + ".core";
+    fs::create_hard_link(ZooDir() + "/cores/abort_assert-O0.core", core);
+    std::ofstream(core + ".json") << json{{"host", "h" + std::to_string(i % 2)},
+                                          {"time", "2026-10-0" + std::to_string(1 + i % 5) + "T10:00:00Z"}}
+                                         .dump();
+  }
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
+  auto r = Coroner("epi --db " + db + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto e = json::parse(r.out);
+  ASSERT_EQ(e["clusters"].size(), 2u);
+  // Counted once, the executable and its build-id are exactly the first
+  // cluster's cores: what the cluster is, not a finding (counted twice, they
+  // were "build_id: 16 of 8").
+  for (const auto& c : e["clusters"]) {
+    EXPECT_EQ(c["count"], 8);
+    for (const auto& f : c["findings"]) {
+      EXPECT_LE(f["count"].get<int>(), 8) << f.dump();
+      EXPECT_LE(f["share"].get<double>(), 1.0) << f.dump();
+      EXPECT_NE(f["attribute"], "exe") << f.dump();
+      EXPECT_NE(f["attribute"], "build_id") << f.dump();
+    }
+  }
+  // The text report's shares too.
+  auto text = Coroner("epi --db " + db);
+  EXPECT_EQ(text.out.find("200.0%"), std::string::npos) << text.out;
+}
+
 class Cleanup : public ::testing::Environment {
  public:
   void TearDown() override { RemoveAll(Work()); }
