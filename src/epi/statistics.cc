@@ -91,7 +91,7 @@ std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_lo
     double ll = PoissonFit(before, static_cast<double>(d)) + PoissonFit(after, static_cast<double>(n - d)) - constant;
     if (!best || ll > best->log_likelihood) best = Onset{d, rb, ra, ll};
   }
-  if (!best || best->log_likelihood < min_log_likelihood) return std::nullopt;
+  if (!best || best->log_likelihood <= min_log_likelihood) return std::nullopt;
   // The split lands on the first day of the higher rate; when the rate
   // before is zero, that is the first crash.
   return best;

@@ -30,8 +30,10 @@ struct Onset {
 // The first day the counts depart from their rate before it: the split that
 // maximizes the likelihood of a rate before and a higher rate after, kept
 // when it beats a constant rate by more than `min_log_likelihood` (natural
-// log; 6.9 is a likelihood ratio of 1000). nullopt when the counts do not
-// change, or there is nothing before the first crash.
-std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_log_likelihood = 6.9);
+// log; the default, ln 1000, is a likelihood ratio of more than 1,000, as
+// docs/epi-json.md says). nullopt when the counts do not change, or there is
+// nothing before the first crash.
+inline constexpr double kOnsetLogLikelihood = 6.907755278982137;  // ln 1000
+std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_log_likelihood = kOnsetLogLikelihood);
 
 }  // namespace coroner

@@ -82,6 +82,16 @@ TEST(Fisher, TailsOnBothSidesOfTheModeAreExact) {
   }
 }
 
+// The onset needs a likelihood ratio over 1,000 (docs/epi-json.md): 0, 8, 8,
+// 8 has 996.6 (ln 6.9044) and was once kept; 0, 9, 9, 9 has 2,366.
+TEST(Onset, NeedsALikelihoodRatioOverAThousand) {
+  EXPECT_FALSE(FindOnset({0, 8, 8, 8}).has_value());
+  auto strong = FindOnset({0, 9, 9, 9});
+  ASSERT_TRUE(strong.has_value());
+  EXPECT_EQ(strong->day, 1u);
+  EXPECT_NEAR(strong->log_likelihood, 27 * std::log(9.0) - 27 * std::log(27.0 / 4), 1e-12);
+}
+
 TEST(BenjaminiHochberg, WorkedExample) {
   // Sorted: 0.005 -> 0.02, 0.01 -> 0.02, 0.03 -> 0.04, 0.04 -> 0.04.
   auto q = BenjaminiHochberg({0.01, 0.04, 0.03, 0.005});
