@@ -38,6 +38,12 @@ size_t SequenceLength(std::string_view s, size_t i) {
 
 bool IsValid(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
+    // Printable ASCII, most of any text, one comparison a byte.
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      ++i;
+      continue;
+    }
     size_t len = SequenceLength(s, i);
     if (len == 0) return false;
     i += len;
