@@ -225,7 +225,9 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
       if ((*core)->read_failed()) {
         r.status = "error";
         for (const auto& p : owned->Problems()) {
-          if (p.kind == SourceProblem::Kind::kFailed) r.error = ValidUtf8("io: " + p.what);
+          if (p.kind != SourceProblem::Kind::kFailed) continue;
+          r.error = ValidUtf8("io: " + p.what);
+          break;
         }
       }
     }
