@@ -115,7 +115,16 @@ std::string EpiToText(const EpiResult& r) {
                          Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
-      for (size_t i = 0; i < c->findings.size() && i < kShown; ++i) out += "      " + FindingLine(c->findings[i]) + "\n";
+      // The findings that stand on their own; those the strongest explains
+      // are counted after them.
+      size_t listed = 0, explained = 0;
+      for (const auto& f : c->findings) {
+        if (!f.explained_by_attribute.empty()) ++explained;
+        else if (listed++ < kShown) out += "      " + FindingLine(f) + "\n";
+      }
+      if (explained)
+        out += fmt::format("      ({} more explained by {} = {})\n", explained,
+                           ValidUtf8(c->findings[0].attribute), ValidUtf8(c->findings[0].value));
     }
   }
   return out;
@@ -130,7 +139,11 @@ std::string EpiToJson(const EpiResult& r) {
       findings.push_back({{"attribute", ValidUtf8(f.attribute)}, {"value", ValidUtf8(f.value)}, {"count", f.count},
                           {"share", f.share}, {"baseline_share", f.baseline_share}, {"lift", f.lift},
                           {"p_value", f.p_value}, {"p_adjusted", f.p_adjusted},
-                          {"flag", f.flag.empty() ? json(nullptr) : json(ValidUtf8(f.flag))}});
+                          {"flag", f.flag.empty() ? json(nullptr) : json(ValidUtf8(f.flag))},
+                          {"explained_by", f.explained_by_attribute.empty()
+                                               ? json(nullptr)
+                                               : json{{"attribute", ValidUtf8(f.explained_by_attribute)},
+                                                      {"value", ValidUtf8(f.explained_by_value)}}}});
     json daily = json::object();
     for (const auto& [d, n] : c.daily) daily[d] = n;
     json hosts = json::object();
@@ -296,7 +309,7 @@ h3{font-size:15px;margin:18px 0 6px}code{font:12.5px ui-monospace,"DejaVu Sans M
 table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card{border:1px solid #dde2e8;border-radius:8px;padding:10px 14px;margin:10px 0;background:#fff}
-.flag{color:#a3261b;font-weight:600}.charts{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-end}
+.flag{color:#a3261b;font-weight:600}tr.explained td{color:#777}.charts{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-end}
 svg text{font-size:10px;fill:#4a5560}svg .axis{stroke:#9aa4ae}svg.daily rect{fill:#3a6ea5}svg.daily rect.onset{fill:#d9822b}
 svg.uptime rect{fill:#5b8c5a}.tag{display:inline-block;background:#eef2f6;border-radius:10px;padding:0 8px;margin-left:6px;font-size:12px}
 )css";
@@ -365,17 +378,19 @@ std::string EpiToHtml(const EpiResult& r) {
       if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
       out += ".</p>\n";
       for (const auto& f : c->findings)
-        if (!f.flag.empty() && f.p_adjusted < 0.01) out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";
+        if (!f.flag.empty() && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
+          out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";
       out += "<div class=\"charts\"><div>" + DailySvg(*c, days) + "</div><div>" + UptimeSvg(*c) + "</div></div>\n";
       if (!c->findings.empty()) {
         out += "<table class=\"sortable\"><thead><tr><th>attribute</th><th>value</th><th>cores</th><th>share</th>"
                "<th>fleet share</th><th>lift</th><th>p adjusted</th><th>reading</th></tr></thead><tbody>\n";
         for (const auto& f : c->findings)
           out += fmt::format(
-              "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>"
+              "<tr{}><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>"
               "<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1f}</td><td class=\"n\" data-v=\"{}\">{}</td>"
               "<td>{}</td></tr>\n",
-              HtmlEscape(f.attribute), HtmlEscape(f.value), f.count, f.share, Pct(f.share), f.baseline_share,
+              f.explained_by_attribute.empty() ? "" : " class=\"explained\"", HtmlEscape(f.attribute),
+              HtmlEscape(f.value), f.count, f.share, Pct(f.share), f.baseline_share,
               Pct(f.baseline_share), f.lift, f.p_adjusted, PValue(f.p_adjusted), HtmlEscape(f.flag));
         out += "</tbody></table>\n";
       } else {

@@ -414,11 +414,71 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       return a.count > b.count;
     });
     if (cl.findings.size() > options.max_findings) cl.findings.resize(options.max_findings);
+  }
+
+  // Findings the strongest one of their cluster explains: host => sku, a
+  // machine => its region. Each later finding is tested again in two strata,
+  // the cores with the strongest finding's value and those without; when
+  // that test is not significant at the level findings are kept at, the
+  // finding is marked as explained by it. Only the features the findings
+  // name are indexed, so the pass costs their cores, not the fleet's.
+  {
+    std::vector<int32_t> slot(features.features.size(), -1);
+    std::vector<uint32_t> needed;
+    auto feature_of = [&](const Finding& f) { return features.Feature(features.Key(f.attribute), f.value); };
+    for (const auto& cl : result.clusters)
+      if (cl.findings.size() > 1)
+        for (const auto& f : cl.findings) {
+          uint32_t id = feature_of(f);
+          if (id >= slot.size()) continue;
+          if (slot[id] < 0) slot[id] = static_cast<int32_t>(needed.size()), needed.push_back(id);
+        }
+    std::vector<std::vector<uint32_t>> cores_with(needed.size());  // crash indices, ascending
+    if (!needed.empty())
+      for (size_t i = 0; i < crashes.size(); ++i)
+        for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
+          if (slot[flat[j]] >= 0) cores_with[static_cast<size_t>(slot[flat[j]])].push_back(static_cast<uint32_t>(i));
+    for (size_t rank = 0; rank < result.clusters.size(); ++rank) {
+      Cluster& cl = result.clusters[rank];
+      if (cl.findings.size() < 2) continue;
+      uint32_t cluster_key = static_cast<uint32_t>(order[rank]);
+      const Finding& strongest = cl.findings[0];
+      const auto& with_s = cores_with[static_cast<size_t>(slot[feature_of(strongest)])];
+      for (size_t j = 1; j < cl.findings.size(); ++j) {
+        Finding& f = cl.findings[j];
+        const auto& with_f = cores_with[static_cast<size_t>(slot[feature_of(f)])];
+        // Cores with both values, and those of them in the cluster: the
+        // shorter list looked up in the longer.
+        const auto& small = with_s.size() < with_f.size() ? with_s : with_f;
+        const auto& large = with_s.size() < with_f.size() ? with_f : with_s;
+        uint64_t both_values = 0, both_in_cluster = 0;
+        for (uint32_t i : small) {
+          if (!std::binary_search(large.begin(), large.end(), i)) continue;
+          ++both_values;
+          both_in_cluster += crashes[i].cluster == cluster_key;
+        }
+        Stratum in{both_in_cluster, strongest.count, both_values, with_s.size()};
+        Stratum out{f.count - both_in_cluster, cl.count - strongest.count, with_f.size() - both_values,
+                    crashes.size() - with_s.size()};
+        f.p_stratified = MantelHaenszelGreater({in, out});
+        if (f.p_stratified > options.report_p_adjusted) {
+          f.explained_by_attribute = strongest.attribute;
+          f.explained_by_value = strongest.value;
+        }
+      }
+    }
+  }
+
+  for (auto& cl : result.clusters) {
     // Plain-English readings, strongest first; the uptime reading goes on
     // the tightest bound the whole cluster is under.
     bool uptime_flagged = false;
     std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
     for (auto& f : cl.findings) {
+      if (!f.explained_by_attribute.empty()) {
+        f.flag = "explained by " + f.explained_by_attribute + " = " + f.explained_by_value;
+        continue;
+      }
       if (!f.flag.empty() || f.p_adjusted > 0.01) continue;
       uint64_t with_uptime = 0;
       for (auto n : cl.uptime_histogram) with_uptime += n;

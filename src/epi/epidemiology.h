@@ -40,6 +40,11 @@ struct Finding {
   double lift = 0;             // share / baseline_share
   double p_value = 1, p_adjusted = 1;
   std::string flag;            // a plain-English reading, when there is one
+  // The cluster's strongest finding, when it accounts for this one: tested
+  // again within and outside that finding's value (Cochran-Mantel-Haenszel,
+  // one-sided), this one is no longer significant. Empty when not explained.
+  std::string explained_by_attribute, explained_by_value;
+  double p_stratified = 1;     // that test's p, when it was made
 };
 
 struct Cluster {

@@ -59,6 +59,21 @@ double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, ui
   return std::clamp(1.0 - lower, 0.0, 1.0);
 }
 
+double MantelHaenszelGreater(const std::vector<Stratum>& strata) {
+  double observed = 0, expected = 0, variance = 0;
+  for (const auto& s : strata) {
+    if (s.total < 2) continue;  // a single core tells nothing about association
+    double n = static_cast<double>(s.in_cluster), m = static_cast<double>(s.with_value);
+    double t = static_cast<double>(s.total);
+    observed += static_cast<double>(s.both);
+    expected += n * m / t;
+    variance += n * m * (t - n) * (t - m) / (t * t * (t - 1));
+  }
+  if (variance <= 0) return 1.0;
+  double z = (observed - expected - 0.5) / std::sqrt(variance);
+  return std::clamp(0.5 * std::erfc(z / std::sqrt(2.0)), 0.0, 1.0);
+}
+
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
   size_t m = p.size();
   std::vector<size_t> order(m);

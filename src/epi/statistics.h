@@ -18,6 +18,19 @@ namespace coroner {
 double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, uint64_t total);
 
 // Benjamini-Hochberg adjusted p-values, in the order given.
+// One stratum's 2x2 table for the Cochran-Mantel-Haenszel test: of `total`
+// cores, `in_cluster` are the cluster's, `with_value` have the value, `both`
+// are both.
+struct Stratum {
+  uint64_t both = 0, in_cluster = 0, with_value = 0, total = 0;
+};
+
+// The one-sided Cochran-Mantel-Haenszel test that the value is over-
+// represented in the cluster within every stratum together (normal
+// approximation with continuity correction): P(Z >= z). 1 when the strata
+// carry no information (zero variance).
+double MantelHaenszelGreater(const std::vector<Stratum>& strata);
+
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
 
 struct Onset {

@@ -98,6 +98,18 @@ void CheckPlantedCauses(const Scenario& scenario) {
       if (c["signature"] == signatures.at(p.name)) cluster = &c;
     ASSERT_NE(cluster, nullptr);
     EXPECT_EQ((*cluster)["count"], p.count);
+    // Only the strongest finding explains others, and it is never explained.
+    for (const auto& f : (*cluster)["findings"]) {
+      if (f["explained_by"].is_null()) continue;
+      const json& first = (*cluster)["findings"][0];
+      EXPECT_EQ(f["explained_by"]["attribute"], first["attribute"]) << f.dump();
+      EXPECT_EQ(f["explained_by"]["value"], first["value"]) << f.dump();
+      EXPECT_EQ(f["flag"], "explained by " + first["attribute"].get<std::string>() + " = " +
+                               first["value"].get<std::string>());
+    }
+    if (!(*cluster)["findings"].empty()) {
+      EXPECT_TRUE((*cluster)["findings"][0]["explained_by"].is_null());
+    }
     if (!p.cause_attribute.empty()) {
       ASSERT_FALSE((*cluster)["findings"].empty());
       const json& top = (*cluster)["findings"][0];
@@ -139,6 +151,17 @@ TEST(Epi, DemoFleetFindsTheBadMachineTheReleaseAndTheKernel) {
       fresh |= f["attribute"] == "uptime_bucket" && f["flag"] == "never on nodes up more than 2 days";
     EXPECT_TRUE(fresh);
     EXPECT_EQ(c["uptime"][">=7d"], 0);
+    // The machine's region and its hosts are what the machine implies: each
+    // is explained by it (within the machine's cores and outside them, they
+    // are no longer over-represented).
+    std::string machine = c["findings"][0]["value"];
+    size_t implied = 0;
+    for (const auto& f : c["findings"]) {
+      if (f["attribute"] != "region" && f["attribute"] != "host") continue;
+      ++implied;
+      EXPECT_EQ(f["explained_by"], (json{{"attribute", "machine"}, {"value", machine}})) << f.dump();
+    }
+    EXPECT_GT(implied, 0u);
   }
 }
 
