@@ -174,6 +174,7 @@ std::string EpiToJson(const EpiResult& r) {
               {"errors", r.errors},
               {"untimed", r.untimed},
               {"tests", r.tests},
+              {"untestable", r.untestable},
               {"first_day", r.first_day.empty() ? json(nullptr) : json(r.first_day)},
               {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
               {"warnings", warnings},

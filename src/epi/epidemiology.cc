@@ -380,12 +380,43 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     touched.clear();
     result.clusters.push_back(std::move(cl));
   }
-  result.tests = tests.size();
+  // Tarone: a test whose smallest attainable p (every core of the cluster
+  // with the value, or every core with the value in the cluster) is above
+  // alpha/K can never be significant in a family of K; counting it would only
+  // weaken the others. The family is the tests able to reach alpha/K for the
+  // smallest K at which at most K tests can; Benjamini-Hochberg runs over
+  // those alone.
+  const double alpha = options.report_p_adjusted;
+  std::vector<double> min_p(tests.size());
+  for (size_t i = 0; i < tests.size(); ++i) {
+    uint64_t n = members[order[tests[i].cluster]].size(), m = total[tests[i].feature];
+    min_p[i] = FisherGreater(std::min(n, m), n, m, crashes.size());
+  }
+  std::vector<double> sorted_min = min_p;
+  std::sort(sorted_min.begin(), sorted_min.end());
+  // able(K), the tests that can reach alpha/K, falls as K grows; the first
+  // K with able(K) <= K exists (K = the number of tests at the latest).
+  double cut = -1;
+  for (size_t k = 1; k <= sorted_min.size(); ++k) {
+    double level = alpha / static_cast<double>(k);
+    auto able = static_cast<size_t>(std::upper_bound(sorted_min.begin(), sorted_min.end(), level) - sorted_min.begin());
+    if (able <= k) {
+      cut = level;
+      break;
+    }
+  }
+  std::vector<size_t> family;
+  for (size_t i = 0; i < tests.size(); ++i)
+    if (min_p[i] <= cut) family.push_back(i);
+  result.tests = family.size();
+  result.untestable = tests.size() - family.size();
 
-  // Benjamini-Hochberg over every test, then the findings worth reporting.
-  std::vector<double> p(tests.size());
-  for (size_t i = 0; i < tests.size(); ++i) p[i] = tests[i].p;
-  std::vector<double> adjusted = BenjaminiHochberg(p);
+  // Benjamini-Hochberg over the family, then the findings worth reporting.
+  std::vector<double> p(family.size());
+  for (size_t i = 0; i < family.size(); ++i) p[i] = tests[family[i]].p;
+  std::vector<double> family_adjusted = BenjaminiHochberg(p);
+  std::vector<double> adjusted(tests.size(), 1.0);
+  for (size_t i = 0; i < family.size(); ++i) adjusted[family[i]] = family_adjusted[i];
   for (size_t i = 0; i < tests.size(); ++i) {
     if (adjusted[i] > options.report_p_adjusted) continue;
     const Test& t = tests[i];
@@ -473,6 +504,10 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     // Plain-English readings, strongest first; the uptime reading goes on
     // the tightest bound the whole cluster is under.
     bool uptime_flagged = false;
+    // "Suspect hardware" is a strong word: it needs at least 5 cores on at
+    // least 2 days (3 crashes of one afternoon on one host are not a bad
+    // machine). Below that, the plainer readings apply.
+    bool hardware_support = cl.count >= 5 && cl.daily.size() >= 2;
     std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
     for (auto& f : cl.findings) {
       if (!f.explained_by_attribute.empty()) {
@@ -488,10 +523,10 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
             if (f.value == t.name) f.flag = std::string("never on nodes up more than ") + t.words;
           uptime_flagged = true;
         }
-      } else if (f.attribute == hw && f.value == "yes") {
+      } else if (f.attribute == hw && f.value == "yes" && hardware_support) {
         f.flag = Percent(f.share) + " of this cluster on hosts with hardware errors in the " +
                  std::to_string(options.hardware_window_days) + " days before — suspect hardware";
-      } else if (MachineKey(f.attribute) && f.share >= 0.5) {
+      } else if (MachineKey(f.attribute) && f.share >= 0.5 && hardware_support) {
         f.flag = Percent(f.share) + " of this cluster on one " + f.attribute + " — suspect hardware";
       } else if (f.share >= 0.999) {
         f.flag = "only on " + f.attribute + " " + f.value;

@@ -66,7 +66,8 @@ struct EpiResult {
   uint64_t excluded = 0;       // removed by exclusion rules
   uint64_t errors = 0;         // rows that could not be analyzed (status 'error'), not in the population
   uint64_t untimed = 0;        // cores without a crash time
-  uint64_t tests = 0;          // Fisher tests made (the BH family)
+  uint64_t tests = 0;          // Fisher tests in the BH family
+  uint64_t untestable = 0;     // tests left out of it: they could never be significant (Tarone)
   std::string first_day, last_day;
   std::vector<Cluster> clusters;  // largest first
   std::vector<std::string> warnings;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,6 +17,7 @@
 #include "dataset/dataset.h"
 #include "dataset/timestamps.h"
 #include "epi/demo_fleet.h"
+#include "epi/statistics.h"
 #include "unit/run_coroner.h"
 #include "zoo/fleet.h"
 #include "zoo/zoo.h"
@@ -86,6 +88,15 @@ void CheckPlantedCauses(const Scenario& scenario) {
   std::set<std::string> distinct;
   for (const auto& [pop, sig] : signatures) distinct.insert(sig);
   ASSERT_EQ(distinct.size(), scenario.populations.size()) << "two populations share a signature";
+  // Tarone: tests that could never be significant are left out of the
+  // family, and every finding could have been significant in it.
+  EXPECT_GT(report["untestable"].get<uint64_t>(), 0u);
+  uint64_t family = report["tests"], cores = report["cores"];
+  for (const auto& c : report["clusters"])
+    for (const auto& f : c["findings"]) {
+      uint64_t n = c["count"], m = static_cast<uint64_t>(std::llround(f["baseline_share"].get<double>() * cores));
+      EXPECT_LE(FisherGreater(std::min(n, m), n, m, cores), 0.05 / static_cast<double>(family)) << f.dump();
+    }
   std::set<std::pair<std::string, std::string>> causes;
   for (const auto& p : scenario.populations)
     if (!p.cause_attribute.empty()) causes.insert({p.cause_attribute, p.cause_value});
@@ -290,6 +301,41 @@ TEST(Epi, ExeAndBuildIdAreCountedOncePerCore) {
   // The text report's shares too.
   auto text = Coroner("epi --db " + db);
   EXPECT_EQ(text.out.find("200.0%"), std::string::npos) << text.out;
+}
+
+// "Suspect hardware" needs at least 5 cores over at least 2 days: 3 crashes
+// of one afternoon, all on one host, read "only on host ...". The same
+// cluster with 6 cores over 3 days is suspect hardware.
+TEST(Epi, SuspectHardwareNeedsFiveCoresOverTwoDays) {
+  for (int cores : {3, 6}) {
+    std::string dir = Work() + "/support-" + std::to_string(cores);
+    fs::create_directories(dir);
+    auto add = [&](const std::string& variant, int i, const std::string& host, const std::string& time) {
+      std::string core = dir + "/" + variant + "-" + std::to_string(i) + ".core";
+      fs::create_hard_link(ZooDir() + "/cores/" + variant + ".core", core);
+      std::ofstream(core + ".json") << json{{"host", host}, {"time", time}}.dump();
+    };
+    for (int i = 0; i < cores; ++i)
+      add("bus_error-O0", i, "bad-host", cores == 3 ? "2026-10-01T1" + std::to_string(i) + ":00:00Z"
+                                                    : "2026-10-0" + std::to_string(1 + i / 2) + "T10:00:00Z");
+    for (int i = 0; i < 40; ++i)
+      add("abort_assert-O0", i, "host-" + std::to_string(i % 10), "2026-10-0" + std::to_string(1 + i % 5) + "T11:00:00Z");
+    std::string db = dir + "/d.db";
+    ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
+    auto r = Coroner("epi --db " + db + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto e = json::parse(r.out);
+    const json* bus = nullptr;
+    for (const auto& c : e["clusters"])
+      if (c["syndrome"] == "bus-error") bus = &c;
+    ASSERT_NE(bus, nullptr);
+    ASSERT_FALSE((*bus)["findings"].empty()) << r.out;
+    const json& top = (*bus)["findings"][0];
+    EXPECT_EQ(top["attribute"], "host");
+    EXPECT_EQ(top["value"], "bad-host");
+    EXPECT_EQ(top["flag"], cores == 3 ? "only on host bad-host" : "100% of this cluster on one host — suspect hardware")
+        << top.dump();
+  }
 }
 
 class Cleanup : public ::testing::Environment {
