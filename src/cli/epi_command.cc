@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "dataset/dataset.h"
+#include "dataset/metadata.h"
 #include "dataset/scanner.h"
 #include "dataset/timestamps.h"
 #include "epi/demo_fleet.h"
@@ -85,6 +86,13 @@ std::optional<EpiResult> Compute(const EpiCommandOptions& o, int* status) {
     options.hardware.insert(options.hardware.end(), log->events.begin(), log->events.end());
     for (const auto& w : log->warnings) warnings.push_back(spec + ": " + w);
   }
+  std::optional<Inventory> inventory;
+  if (!o.inventory.empty()) {
+    auto inv = Inventory::Load(o.inventory);
+    if (!inv.ok()) return fail(inv.error().message, 1);
+    inventory = std::move(*inv);
+    options.inventory = &*inventory;
+  }
   auto result = RunEpidemiology(*ds, options);
   // A --where or a rule that SQLite rejects is the user's to fix.
   if (!result.ok()) return fail(result.error().message, 2);
@@ -103,11 +111,14 @@ int RunEpiCommand(const EpiCommandOptions& o) {
 }
 
 int RunDemoCommand(const std::string& out_dir, const std::string& name) {
-  if (name != "demo" && name != "gpu" && name != "region") {
-    std::fprintf(stderr, "coroner: --scenario is demo, gpu or region, not %s\n", name.c_str());
+  if (name != "demo" && name != "gpu" && name != "region" && name != "exposure") {
+    std::fprintf(stderr, "coroner: --scenario is demo, gpu, region or exposure, not %s\n", name.c_str());
     return 2;
   }
-  Scenario scenario = name == "gpu" ? GpuScenario() : name == "region" ? RegionScenario() : DemoScenario();
+  Scenario scenario = name == "gpu"        ? GpuScenario()
+                      : name == "region"   ? RegionScenario()
+                      : name == "exposure" ? ExposureScenario()
+                                           : DemoScenario();
   std::string zoo = ZooCores();
   if (zoo.empty()) {
     std::fprintf(stderr, "coroner: no crash zoo: set CORONER_ZOO to a zoo directory (make zoo builds one)\n");
@@ -142,6 +153,7 @@ int RunDemoCommand(const std::string& out_dir, const std::string& name) {
   EpiCommandOptions epi;
   epi.db = db;
   epi.kernel_logs = fleet->kernel_logs;
+  epi.inventory = fleet->inventory;
   int status = 0;
   auto result = Compute(epi, &status);
   if (!result) return status;

@@ -13,6 +13,7 @@ struct EpiCommandOptions {
   std::string md, html;         // files to write
   std::string where, rules;
   std::vector<std::string> kernel_logs;
+  std::string inventory;        // hosts' placements: rates per host-day
 };
 
 // Exit status: 0 done, 1 the dataset could not be read, 2 bad arguments

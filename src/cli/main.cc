@@ -90,11 +90,13 @@ int main(int argc, char** argv) {
   epi_cmd->add_option("--rules", epi.rules, "a TOML file of labels and exclusions ([[label]], [[exclude]])");
   epi_cmd->add_option("--kernel-log", epi.kernel_logs, "kernel logs (dmesg or journal text): FILE or HOST=FILE")
       ->allow_extra_args(true);
+  epi_cmd->add_option("--inventory", epi.inventory,
+                      "the hosts' placements (the scan's CSV): values it gives are tested per host-day at risk");
 
   std::string demo_out = "coroner-demo", demo_scenario = "demo";
   auto* demo_cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
   demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
-  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu or region");
+  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu, region or exposure");
 
   coroner::SourcesCommandOptions sources;
   auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");

@@ -56,14 +56,16 @@ class Inventory {
   // without bounds always apply; the first matching row wins). Does nothing
   // without a host attribute.
   void Join(Metadata& metadata) const;
-  size_t rows() const { return rows_.size(); }
 
- private:
   struct Row {
     std::string host;
     std::optional<int64_t> valid_from, valid_to;
-    std::vector<std::pair<std::string, std::string>> columns;
+    std::vector<std::pair<std::string, std::string>> columns;  // all but host and the bounds
   };
+  // In file order; epi reads the placements as the population at risk.
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
   std::vector<Row> rows_;
 };
 

@@ -118,7 +118,10 @@ Scenario DemoScenario() {
   s.skus = {"Standard_E64s_v5", "Standard_D32s_v5", "Standard_L16s_v3"};
   s.services = {"ingest", "query", "index"};
   s.initial = {{"kernel", "6.1.0-25-cloud-amd64"}, {"release", "2026.10.1"}};
-  s.rollouts = {{"release", "2026.10.3", 14, 1.0}, {"kernel", "6.8.0-1021-azure", 5, 0.35}};
+  // The release goes to a fifth of the hosts first, to the rest a week later.
+  s.rollouts = {{"release", "2026.10.3", 14, 0.2},
+                {"release", "2026.10.3", 21, 1.0},
+                {"kernel", "6.8.0-1021-azure", 5, 0.35}};
   s.populations = {
       {"bad machine: register corruption on one physical host, fresh VMs only", "misaligned_stack-O0", 40, 9, -1,
        {{"machine", "phys-we-03"}}, 36 * 3600, "machine", "phys-we-03"},
@@ -178,6 +181,32 @@ Scenario RegionScenario() {
   return s;
 }
 
+Scenario ExposureScenario() {
+  Scenario s;
+  s.name = "exposure";
+  s.seed = 4242;
+  s.hosts = 64;
+  s.days = 28;
+  s.regions = {"eastus", "westeurope"};
+  s.region_weights = {3, 1};
+  s.skus = {"Standard_D32s_v5", "Standard_E32s_v5", "Standard_L8s_v3"};
+  s.services = {"web", "batch", "cache"};
+  s.affinities = {{"batch", "Standard_L8s_v3", 0.85},
+                  {"web", "Standard_D32s_v5", 0.8},
+                  {"cache", "Standard_E32s_v5", 0.8}};
+  s.initial = {{"kernel", "6.1.0-25-cloud-amd64"}, {"release", "v41"}};
+  s.rollouts = {{"release", "v42", 10, 1.0}};
+  s.populations = {
+      {"bus errors on one bad SKU (most batch hosts run on it)", "bus_error-O0", 60, 3, -1,
+       {{"sku", "Standard_L8s_v3"}}, 0, "sku", "Standard_L8s_v3"},
+      {"stack overflows only in the small region", "stack_overflow-O0", 90, 0, -1, {{"region", "westeurope"}}, 0,
+       "region", "westeurope"},
+      {"background: null dereferences everywhere", "null_deref-O0", 150, 0, -1, {}, 0, "", ""},
+      {"background: division by zero", "divide_by_zero-O0", 60, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
 Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo_cores_dir,
                                        const std::string& out_dir) {
   namespace fs = std::filesystem;
@@ -194,11 +223,17 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
   Rng rng{s.seed};
   int64_t begin = *start, end = *start + s.days * kDay;
 
+  // Regions in turn, each as often as its weight says.
+  std::vector<size_t> region_cycle;
+  for (size_t r = 0; r < s.regions.size(); ++r)
+    for (int w = 0; w < (r < s.region_weights.size() ? std::max(s.region_weights[r], 0) : 1); ++w)
+      region_cycle.push_back(r);
+  if (region_cycle.empty()) return MakeError(ErrorKind::kMalformed, "scenario " + s.name + " weighs every region 0");
   std::vector<Host> hosts;
   std::map<std::string, int> per_region;
   for (int i = 0; i < s.hosts; ++i) {
     Host h;
-    h.region = s.regions[static_cast<size_t>(i) % s.regions.size()];
+    h.region = s.regions[region_cycle[static_cast<size_t>(i) % region_cycle.size()]];
     char name[64];
     std::snprintf(name, sizeof name, "%s-node-%02d", Abbrev(h.region).c_str(), ++per_region[h.region]);
     h.name = name;
@@ -206,9 +241,13 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     h.base["region"] = h.region;
     h.base["sku"] = s.skus[rng.Below(s.skus.size())];
     h.base["service"] = s.services[rng.Below(s.services.size())];
+    for (const auto& a : s.affinities)
+      if (h.base["service"] == a.service && rng.Unit() < a.probability) h.base["sku"] = a.sku;
     for (const auto& r : s.rollouts)
       if (rng.Unit() < r.fraction)
-        h.changes.push_back({begin + r.day * kDay + static_cast<int64_t>(rng.Below(20 * 3600)), r.attribute, r.value});
+        h.changes.push_back({begin + r.day * kDay + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(
+                                                        std::max(r.spread_hours, 1)) * 3600)),
+                             r.attribute, r.value});
     std::sort(h.changes.begin(), h.changes.end(), [](const Change& a, const Change& b) { return a.time < b.time; });
     // VMs are re-created on another machine of their region every 1-8 days.
     int64_t t = begin - static_cast<int64_t>(rng.Below(5 * kDay));
@@ -272,11 +311,23 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     }
   }
 
-  // The inventory: which machine each VM ran on, and when.
-  std::string csv = "host,machine,valid_from,valid_to\n";
+  // The inventory: which machine each VM ran on and with what, and when; a
+  // placement is split where an attribute changed.
+  static const char* kColumns[] = {"region", "sku", "service", "kernel", "release"};
+  std::string csv = "host,machine,region,sku,service,kernel,release,valid_from,valid_to\n";
   for (const auto& h : hosts)
-    for (const auto& p : h.placements)
-      csv += h.name + "," + p.machine + "," + FormatIso8601(p.from) + "," + FormatIso8601(p.to) + "\n";
+    for (const auto& p : h.placements) {
+      std::vector<int64_t> cuts = {p.from};
+      for (const auto& c : h.changes)
+        if (p.from < c.time && c.time < p.to) cuts.push_back(c.time);
+      cuts.push_back(p.to);
+      for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+        if (cuts[i] == cuts[i + 1]) continue;
+        csv += h.name + "," + p.machine;
+        for (const char* key : kColumns) csv += "," + Attribute(h, key, cuts[i]);
+        csv += "," + FormatIso8601(cuts[i]) + "," + FormatIso8601(cuts[i + 1]) + "\n";
+      }
+    }
   fleet.inventory = out_dir + "/inventory.csv";
   if (auto w = WriteFile(fleet.inventory, csv); !w.ok()) return w.error();
 

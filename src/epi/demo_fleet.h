@@ -18,11 +18,20 @@
 namespace coroner {
 
 // A change of a host attribute on a day, for a fraction of the hosts (a
-// release to all of them, a kernel to some).
+// release to all of them, a kernel to some), each host at a random time in
+// the `spread_hours` from the start of the day.
 struct Rollout {
   std::string attribute, value;
   int day = 0;
   double fraction = 1.0;
+  int spread_hours = 20;
+};
+
+// Hosts of `service` get `sku` with this probability (else a random one):
+// a service that lives mostly on one SKU, the confounder of a bad SKU.
+struct Affinity {
+  std::string service, sku;
+  double probability = 1.0;
 };
 
 struct PlantedPopulation {
@@ -47,21 +56,29 @@ struct Scenario {
   int days = 28;
   int hosts = 60;
   std::vector<std::string> regions, skus, services;
+  std::vector<int> region_weights;             // hosts per region in this proportion; empty: as many each
   int machines_per_region = 6;
   std::map<std::string, std::string> initial;  // attribute values every host starts with
   std::vector<Rollout> rollouts;
+  std::vector<Affinity> affinities;
   int gpu_error_hosts = 0;                     // hosts whose kernel logs report GPU errors
   std::vector<PlantedPopulation> populations;
 };
 
-// The demo's fleet and two more with other planted causes.
+// The demo's fleet and three more with other planted causes.
 Scenario DemoScenario();
 Scenario GpuScenario();
 Scenario RegionScenario();
+// An exposure trap (one region has three times the hosts) and a confounder
+// (a service that lives mostly on the bad SKU).
+Scenario ExposureScenario();
 
 struct GeneratedFleet {
   std::string cores_dir;                 // cores with sidecars
-  std::string inventory;                 // CSV: host, machine, valid_from, valid_to
+  // CSV: host, machine, region, sku, service, kernel, release, valid_from,
+  // valid_to; a row per placement and attribute change, so the inventory
+  // gives the host-days of every value.
+  std::string inventory;
   std::vector<std::string> kernel_logs;  // one per host that has any
   size_t cores = 0;
   std::map<std::string, size_t> per_population;

@@ -50,10 +50,18 @@ std::string Span(const Cluster& c) {
 std::string Overview(const EpiResult& r) {
   std::string out = fmt::format("{} cores", r.cores);
   if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
-  out += fmt::format(" in {} clusters; {} Fisher tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
+  out += fmt::format(" in {} clusters; {} tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
   if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
   if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
   return out;
+}
+
+// Crashes per host-day with the value against without it; empty when the
+// finding was not tested against the population at risk.
+std::string RateRatio(const Finding& f) {
+  if (!f.rated) return "";
+  if (f.rate_without <= 0) return "∞";
+  return fmt::format("{:.1f}", f.rate / f.rate_without);
 }
 
 // How many findings a summary shows per cluster.
@@ -63,6 +71,7 @@ std::string FindingLine(const Finding& f) {
   std::string s = fmt::format("{} = {}: {} of cluster ({}, fleet {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
                               ValidUtf8(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift,
                               PValue(f.p_adjusted));
+  if (f.rated) s += ", rate ratio " + RateRatio(f);
   if (!f.flag.empty()) s += " — " + ValidUtf8(f.flag);
   return s;
 }
@@ -143,7 +152,14 @@ std::string EpiToJson(const EpiResult& r) {
                           {"explained_by", f.explained_by_attribute.empty()
                                                ? json(nullptr)
                                                : json{{"attribute", ValidUtf8(f.explained_by_attribute)},
-                                                      {"value", ValidUtf8(f.explained_by_value)}}}});
+                                                      {"value", ValidUtf8(f.explained_by_value)}}},
+                          {"window", f.window_from.empty() ? json(nullptr)
+                                                           : json{{"from", f.window_from}, {"to", f.window_to}}},
+                          {"host_days", f.rated ? json(f.host_days) : json(nullptr)},
+                          {"rate", f.rated ? json(f.rate) : json(nullptr)},
+                          {"rate_without", f.rated ? json(f.rate_without) : json(nullptr)},
+                          {"rate_ratio", f.rated && f.rate_without > 0 ? json(f.rate / f.rate_without) : json(nullptr)},
+                          {"p_rate", f.rated ? json(f.p_rate) : json(nullptr)}});
     json daily = json::object();
     for (const auto& [d, n] : c.daily) daily[d] = n;
     json hosts = json::object();
@@ -151,6 +167,12 @@ std::string EpiToJson(const EpiResult& r) {
     json uptime = json::object();
     for (size_t i = 0; i < c.uptime_histogram.size(); ++i) uptime[UptimeBucketNames()[i]] = c.uptime_histogram[i];
     auto day = [](const std::string& d) { return d.empty() ? json(nullptr) : json(d); };
+    json exposure = nullptr;
+    if (c.exposed) {
+      json per_host = json::object();
+      for (const auto& [h, d] : c.host_days_per_host) per_host[ValidUtf8(h)] = d;
+      exposure = {{"hosts", c.hosts_at_risk}, {"host_days", c.host_days}, {"per_host", per_host}};
+    }
     clusters.push_back({{"id", c.id},
                         {"syndrome", ValidUtf8(c.syndrome)},
                         {"signature", ValidUtf8(c.signature)},
@@ -164,6 +186,7 @@ std::string EpiToJson(const EpiResult& r) {
                         {"findings", findings},
                         {"hosts", hosts},
                         {"uptime", uptime},
+                        {"exposure", exposure},
                         {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
   }
   json warnings = json::array();
@@ -208,12 +231,12 @@ std::string EpiToMarkdown(const EpiResult& r) {
         out += "No attribute value is over-represented (adjusted p < 0.05).\n";
         continue;
       }
-      out += "| attribute | value | cores | share | fleet share | lift | p | p adjusted | reading |\n";
-      out += "|---|---|---:|---:|---:|---:|---:|---:|---|\n";
+      out += "| attribute | value | cores | share | fleet share | lift | rate ratio | p | p adjusted | reading |\n";
+      out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
       for (const auto& f : c->findings)
-        out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} |\n", md(f.attribute), md(f.value),
-                           f.count, Pct(f.share), Pct(f.baseline_share), f.lift, PValue(f.p_value),
-                           PValue(f.p_adjusted), md(f.flag));
+        out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} | {} |\n", md(f.attribute),
+                           md(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift, RateRatio(f),
+                           PValue(f.rated ? f.p_rate : f.p_value), PValue(f.p_adjusted), md(f.flag));
     }
   }
   return out;
@@ -302,6 +325,54 @@ std::string HeatmapSvg(const EpiResult& r) {
   return out + "</svg>";
 }
 
+std::string FindingsTable(const std::vector<const Finding*>& findings, const char* css_class) {
+  std::string out = fmt::format(
+      "<table class=\"{}\"><thead><tr><th>attribute</th><th>value</th><th>cores</th><th>share</th>"
+      "<th>fleet share</th><th>lift</th><th>rate ratio</th><th>host-days</th><th>p adjusted</th><th>reading</th>"
+      "</tr></thead><tbody>\n",
+      css_class);
+  for (const Finding* f : findings) {
+    std::string ratio = RateRatio(*f);
+    double sort_ratio = !f->rated ? 0 : f->rate_without > 0 ? f->rate / f->rate_without : 1e300;
+    out += fmt::format(
+        "<tr{}><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>"
+        "<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1f}</td><td class=\"n\" data-v=\"{}\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td><td>{}</td></tr>\n",
+        f->explained_by_attribute.empty() ? "" : " class=\"explained\"", HtmlEscape(f->attribute),
+        HtmlEscape(f->value), f->count, f->share, Pct(f->share), f->baseline_share, Pct(f->baseline_share), f->lift,
+        sort_ratio, HtmlEscape(ratio), f->rated ? fmt::format("{:.1f}", f->host_days) : "", f->p_adjusted,
+        PValue(f->p_adjusted), HtmlEscape(f->flag));
+  }
+  return out + "</tbody></table>\n";
+}
+
+// The cluster's crashes per host-day on each of its hosts (at most 10, the
+// highest rate first) against the rate over every host at risk.
+std::string HostRates(const Cluster& c) {
+  if (!c.exposed || c.host_days <= 0) return "";
+  std::vector<std::pair<double, std::string>> rates;
+  for (const auto& [h, n] : c.hosts) {
+    auto it = c.host_days_per_host.find(h);
+    if (it != c.host_days_per_host.end() && it->second > 0) rates.emplace_back(static_cast<double>(n) / it->second, h);
+  }
+  std::stable_sort(rates.begin(), rates.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = fmt::format(
+      "<p class=\"muted rates\">{} hosts at risk, {:.0f} host-days while the cluster was active: {:.4f} crashes per "
+      "host-day overall; {} of them crashed.</p>\n",
+      c.hosts_at_risk, c.host_days, static_cast<double>(c.count) / c.host_days, c.hosts.size());
+  if (rates.empty()) return out;
+  out += "<table class=\"sortable rates\"><thead><tr><th>host</th><th>crashes</th><th>host-days</th>"
+         "<th>crashes per host-day</th></tr></thead><tbody>\n";
+  for (size_t i = 0; i < rates.size() && i < 10; ++i) {
+    const auto& [rate, h] = rates[i];
+    out += fmt::format(
+        "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1f}</td><td class=\"n\" data-v=\"{}\">{:.3f}</td>"
+        "</tr>\n",
+        HtmlEscape(h), c.hosts.at(h), c.host_days_per_host.at(h), rate, rate);
+  }
+  return out + "</tbody></table>\n";
+}
+
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,-apple-system,"DejaVu Sans",sans-serif;margin:24px auto;max-width:1100px;color:#1d232a;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #dde2e8;padding-bottom:4px}
@@ -310,7 +381,7 @@ h3{font-size:15px;margin:18px 0 6px}code{font:12.5px ui-monospace,"DejaVu Sans M
 table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:13px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;cursor:pointer;user-select:none}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .card{border:1px solid #dde2e8;border-radius:8px;padding:10px 14px;margin:10px 0;background:#fff}
-.flag{color:#a3261b;font-weight:600}tr.explained td{color:#777}.charts{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-end}
+.flag{color:#a3261b;font-weight:600}tr.explained td{color:#777}details.explained{margin:0 0 10px}details.explained summary{color:#68737f;cursor:pointer}.charts{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-end}
 svg text{font-size:10px;fill:#4a5560}svg .axis{stroke:#9aa4ae}svg.daily rect{fill:#3a6ea5}svg.daily rect.onset{fill:#d9822b}
 svg.uptime rect{fill:#5b8c5a}.tag{display:inline-block;background:#eef2f6;border-radius:10px;padding:0 8px;margin-left:6px;font-size:12px}
 )css";
@@ -383,20 +454,19 @@ std::string EpiToHtml(const EpiResult& r) {
           out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";
       out += "<div class=\"charts\"><div>" + DailySvg(*c, days) + "</div><div>" + UptimeSvg(*c) + "</div></div>\n";
       if (!c->findings.empty()) {
-        out += "<table class=\"sortable\"><thead><tr><th>attribute</th><th>value</th><th>cores</th><th>share</th>"
-               "<th>fleet share</th><th>lift</th><th>p adjusted</th><th>reading</th></tr></thead><tbody>\n";
-        for (const auto& f : c->findings)
-          out += fmt::format(
-              "<tr{}><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\" data-v=\"{}\">{}</td>"
-              "<td class=\"n\" data-v=\"{}\">{}</td><td class=\"n\">{:.1f}</td><td class=\"n\" data-v=\"{}\">{}</td>"
-              "<td>{}</td></tr>\n",
-              f.explained_by_attribute.empty() ? "" : " class=\"explained\"", HtmlEscape(f.attribute),
-              HtmlEscape(f.value), f.count, f.share, Pct(f.share), f.baseline_share,
-              Pct(f.baseline_share), f.lift, f.p_adjusted, PValue(f.p_adjusted), HtmlEscape(f.flag));
-        out += "</tbody></table>\n";
+        // The findings that stand on their own; those the strongest one
+        // explains are folded under it.
+        std::vector<const Finding*> own, explained;
+        for (const auto& f : c->findings) (f.explained_by_attribute.empty() ? own : explained).push_back(&f);
+        out += FindingsTable(own, "sortable");
+        if (!explained.empty())
+          out += fmt::format("<details class=\"explained\"><summary>{} more explained by {} = {}</summary>\n{}</details>\n",
+                             explained.size(), HtmlEscape(c->findings[0].attribute),
+                             HtmlEscape(c->findings[0].value), FindingsTable(explained, "sortable explained"));
       } else {
         out += "<p class=\"muted\">No attribute value is over-represented (adjusted p &lt; 0.05).</p>\n";
       }
+      out += HostRates(*c);
       out += "</div>\n";
     }
   }

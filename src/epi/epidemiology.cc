@@ -7,6 +7,7 @@
 
 #include "dataset/signature.h"
 #include "dataset/timestamps.h"
+#include "epi/exposure.h"
 #include "epi/statistics.h"
 
 namespace coroner {
@@ -31,6 +32,16 @@ bool MachineKey(const std::string& key) {
 
 bool ReleaseKey(const std::string& key) {
   for (const char* k : {"release", "version", "build", "build_id", "image", "commit"})
+    if (key == k) return true;
+  return false;
+}
+
+// Values that change with the calendar (a rollout reaches every host in
+// turn): tested within the cluster's active window, where a cause still
+// stands out and a crash that merely began after the rollout does not.
+bool WindowKey(const std::string& key) {
+  if (ReleaseKey(key)) return true;
+  for (const char* k : {"kernel", "kernel_version", "os", "os_version", "driver", "firmware"})
     if (key == k) return true;
   return false;
 }
@@ -294,6 +305,41 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   if (timed) result.first_day = Day(min_day), result.last_day = Day(max_day);
   size_t days = timed ? static_cast<size_t>(max_day - min_day + 1) : 0;
 
+  // The population at risk: host-days from the inventory over the days the
+  // dataset covers, and which crashes fall in a placement of their host.
+  std::optional<Exposure> exposure;
+  std::vector<uint8_t> placed(crashes.size(), 0);
+  if (options.inventory && timed) {
+    exposure.emplace(*options.inventory, min_day * kDay, (max_day + 1) * kDay);
+    for (size_t i = 0; i < crashes.size(); ++i)
+      if (crashes[i].time && crashes[i].host != UINT32_MAX)
+        placed[i] = exposure->Placed(features.features[crashes[i].host].second, *crashes[i].time);
+  }
+  std::vector<uint8_t> rated_feature(features.features.size(), 0), windowed_feature(features.features.size(), 0);
+  for (size_t f = 0; f < features.features.size(); ++f) {
+    const std::string& key = features.keys[features.features[f].first];
+    rated_feature[f] = exposure && exposure->Describes(key);
+    windowed_feature[f] = WindowKey(key);
+  }
+  // Crash days, all and per windowed value, sorted: crashes in a window by
+  // two binary searches.
+  std::vector<int64_t> all_days;
+  std::unordered_map<uint32_t, std::vector<int64_t>> days_with;
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    if (!crashes[i].time) continue;
+    int64_t d = std::max(DayOf(*crashes[i].time), min_day);
+    all_days.push_back(d);
+    for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
+      if (windowed_feature[flat[j]]) days_with[flat[j]].push_back(d);
+  }
+  std::sort(all_days.begin(), all_days.end());
+  for (auto& [f, d] : days_with) std::sort(d.begin(), d.end());
+  auto in_window = [](const std::vector<int64_t>& sorted, int64_t first, int64_t last) {
+    return static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), last) -
+                                 std::lower_bound(sorted.begin(), sorted.end(), first));
+  };
+  std::map<std::pair<int64_t, int64_t>, double> window_days;  // total host-days per window, computed once
+
   // Feature totals over the population, and when each value first appeared.
   std::vector<uint64_t> total(features.features.size(), 0);
   std::vector<int64_t> first_time(features.features.size(), INT64_MAX);
@@ -318,10 +364,18 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     size_t cluster;
     uint32_t feature;
     uint64_t both;
-    double p;
+    double p;        // the one the family adjusts: p_rate when rated, else fisher
+    double fisher;
+    double min_p;    // the smallest p this test could give (Tarone)
+    uint64_t n = 0, with = 0, all = 0;  // Fisher's table: cluster, value, population
+    int64_t window_first = INT64_MIN, window_last = INT64_MIN;  // days, when restricted
+    bool rated = false;
+    double host_days = 0, rate = 0, rate_without = 0, p_rate = 1;
   };
   std::vector<Test> tests;
+  std::vector<uint64_t> counter_all;  // per test: every core of the cluster with the value
   std::vector<uint64_t> counter(features.features.size(), 0);
+  std::vector<uint64_t> timed_counter(features.features.size(), 0), placed_counter(features.features.size(), 0);
   std::vector<uint32_t> touched;
   std::vector<int64_t> onset_day(n_clusters, INT64_MIN);
   for (size_t rank = 0; rank < n_clusters; ++rank) {
@@ -337,8 +391,11 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
     std::vector<uint64_t> daily(days, 0);
     int64_t first = INT64_MAX, last = INT64_MIN;
+    uint64_t n_timed = 0, n_placed = 0;
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
+      n_timed += c.time.has_value();
+      n_placed += placed[i];
       if (c.time) {
         int64_t d = std::max(DayOf(*c.time), min_day);
         ++daily[static_cast<size_t>(d - min_day)];
@@ -351,8 +408,11 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
         ++cl.uptime_histogram[b];
       }
       if (c.host != UINT32_MAX) ++cl.hosts[features.features[c.host].second];
-      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
+      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
         if (counter[flat[j]]++ == 0) touched.push_back(flat[j]);
+        if (c.time) ++timed_counter[flat[j]];
+        if (placed[i]) ++placed_counter[flat[j]];
+      }
     }
     if (first <= last) {
       cl.first_seen = Day(first);
@@ -367,16 +427,57 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       cl.onset = Day(od);
     }
     if (m.size() >= options.min_cluster_for_tests) {
+      bool active = first <= last;
+      if (exposure && active) {
+        int64_t from = first * kDay, to = (last + 1) * kDay;
+        auto [it, added] = window_days.try_emplace({first, last}, 0.0);
+        if (added) it->second = exposure->Days(from, to);
+        cl.exposed = true;
+        cl.host_days = it->second;
+        cl.hosts_at_risk = exposure->Hosts(from, to);
+        for (const auto& [h, n] : cl.hosts) cl.host_days_per_host[h] = exposure->HostDays(h, from, to);
+      }
       for (uint32_t f : touched) {
         // A program (or build) whose cores are exactly this cluster's is
         // what the cluster is, not something it correlates with: the
         // signature's frames are that program's code.
         uint32_t key = features.features[f].first;
         if ((key == k_exe || key == k_build) && counter[f] == m.size() && total[f] == m.size()) continue;
-        tests.push_back({rank, f, counter[f], FisherGreater(counter[f], m.size(), total[f], crashes.size())});
+        Test t{rank, f, counter[f], 1, 1, 1};
+        uint64_t n = m.size(), with = total[f], all = crashes.size();
+        if (windowed_feature[f] && active) {
+          t.both = timed_counter[f];
+          n = n_timed;
+          with = in_window(days_with[f], first, last);
+          all = in_window(all_days, first, last);
+          t.window_first = first, t.window_last = last;
+        }
+        t.n = n, t.with = with, t.all = all;
+        t.fisher = t.p = FisherGreater(t.both, n, with, all);
+        t.min_p = FisherGreater(std::min(n, with), n, with, all);
+        if (rated_feature[f] && active && n_placed > 0) {
+          int64_t from = first * kDay, to = (last + 1) * kDay;
+          double at_risk = window_days[{first, last}];
+          double with_days = exposure->Days(features.keys[key], features.features[f].second, from, to);
+          // A value the inventory never gives in the window (the sidecar
+          // says otherwise) has no exposure to compare with: Fisher decides.
+          if (with_days > 0 && at_risk > 0) {
+            uint64_t a = placed_counter[f];
+            double q = std::min(1.0, with_days / at_risk);
+            t.rated = true;
+            t.host_days = with_days;
+            t.rate = static_cast<double>(a) / with_days;
+            t.rate_without = at_risk > with_days ? static_cast<double>(n_placed - a) / (at_risk - with_days) : 0;
+            t.p = t.p_rate = BinomialGreater(a, n_placed, q);
+            t.min_p = BinomialGreater(n_placed, n_placed, q);
+            t.window_first = first, t.window_last = last;
+          }
+        }
+        tests.push_back(t);
+        counter_all.push_back(counter[f]);
       }
     }
-    for (uint32_t f : touched) counter[f] = 0;
+    for (uint32_t f : touched) counter[f] = timed_counter[f] = placed_counter[f] = 0;
     touched.clear();
     result.clusters.push_back(std::move(cl));
   }
@@ -388,10 +489,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   // those alone.
   const double alpha = options.report_p_adjusted;
   std::vector<double> min_p(tests.size());
-  for (size_t i = 0; i < tests.size(); ++i) {
-    uint64_t n = members[order[tests[i].cluster]].size(), m = total[tests[i].feature];
-    min_p[i] = FisherGreater(std::min(n, m), n, m, crashes.size());
-  }
+  for (size_t i = 0; i < tests.size(); ++i) min_p[i] = tests[i].min_p;
   std::vector<double> sorted_min = min_p;
   std::sort(sorted_min.begin(), sorted_min.end());
   // able(K), the tests that can reach alpha/K, falls as K grows; the first
@@ -425,11 +523,18 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     f.attribute = features.keys[features.features[t.feature].first];
     f.value = features.features[t.feature].second;
     f.count = t.both;
-    f.share = static_cast<double>(t.both) / static_cast<double>(cl.count);
-    f.baseline_share = static_cast<double>(total[t.feature]) / static_cast<double>(crashes.size());
+    f.in_cluster = counter_all[i];
+    f.share = t.n ? static_cast<double>(t.both) / static_cast<double>(t.n) : 0;
+    f.baseline_share = t.all ? static_cast<double>(t.with) / static_cast<double>(t.all) : 0;
     f.lift = f.baseline_share > 0 ? f.share / f.baseline_share : 0;
-    f.p_value = t.p;
+    f.p_value = t.fisher;
     f.p_adjusted = adjusted[i];
+    f.rated = t.rated;
+    f.host_days = t.host_days;
+    f.rate = t.rate;
+    f.rate_without = t.rate_without;
+    f.p_rate = t.p_rate;
+    if (t.window_first != INT64_MIN) f.window_from = Day(t.window_first), f.window_to = Day(t.window_last);
     // The first appearance of the value, for "began with".
     f.flag = "";
     if (first_time[t.feature] != INT64_MAX && onset_day[t.cluster] != INT64_MIN) {
@@ -475,9 +580,11 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       uint32_t cluster_key = static_cast<uint32_t>(order[rank]);
       const Finding& strongest = cl.findings[0];
       const auto& with_s = cores_with[static_cast<size_t>(slot[feature_of(strongest)])];
+      uint64_t cluster_with_s = strongest.in_cluster;
       for (size_t j = 1; j < cl.findings.size(); ++j) {
         Finding& f = cl.findings[j];
         const auto& with_f = cores_with[static_cast<size_t>(slot[feature_of(f)])];
+        uint64_t cluster_with_f = f.in_cluster;
         // Cores with both values, and those of them in the cluster: the
         // shorter list looked up in the longer.
         const auto& small = with_s.size() < with_f.size() ? with_s : with_f;
@@ -488,11 +595,16 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
           ++both_values;
           both_in_cluster += crashes[i].cluster == cluster_key;
         }
-        Stratum in{both_in_cluster, strongest.count, both_values, with_s.size()};
-        Stratum out{f.count - both_in_cluster, cl.count - strongest.count, with_f.size() - both_values,
+        Stratum in{both_in_cluster, cluster_with_s, both_values, with_s.size()};
+        Stratum out{cluster_with_f - both_in_cluster, cl.count - cluster_with_s, with_f.size() - both_values,
                     crashes.size() - with_s.size()};
         f.p_stratified = MantelHaenszelGreater({in, out});
-        if (f.p_stratified > options.report_p_adjusted) {
+        // Judged at the finding's own rank in the family: scaled by the
+        // factor Benjamini-Hochberg gave its p (one host of the 20 a bad SKU
+        // spans is not a second cause because its stratified p is 0.01).
+        double own_p = f.rated ? f.p_rate : f.p_value;
+        double factor = own_p > 0 ? std::max(1.0, f.p_adjusted / own_p) : 1.0;
+        if (f.p_stratified * factor > options.report_p_adjusted) {
           f.explained_by_attribute = strongest.attribute;
           f.explained_by_value = strongest.value;
         }
@@ -533,6 +645,11 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       } else if (f.share >= 0.5 && f.lift >= 1.5) {
         f.flag = Percent(f.share) + " of this cluster on " + f.attribute + " " + f.value + " (fleet: " +
                  Percent(f.baseline_share) + ")";
+        if (f.rated && f.rate_without > 0) {
+          char ratio[64];
+          std::snprintf(ratio, sizeof ratio, "; %.1f times the crashes per host-day elsewhere", f.rate / f.rate_without);
+          f.flag += ratio;
+        }
       }
     }
   }

@@ -4,8 +4,14 @@
 // Fisher's exact test and Benjamini-Hochberg over every test made).
 //
 // The input is a dataset `coroner scan` wrote; rules, a row filter and
-// hardware events from kernel logs refine it. Everything is computed in
-// memory from two streamed queries, so a million cores take seconds.
+// hardware events from kernel logs refine it. With an inventory of the
+// hosts' placements, a value the inventory gives is tested against the
+// population at risk (crashes per host-day with it vs without, an exact
+// Poisson rate test) instead of the other crashes. Release, kernel and
+// build values are tested within the cluster's active window: a crash that
+// began after a fleet-wide rollout is on the new release by the calendar.
+// Everything is computed in memory from two streamed queries, so a million
+// cores take seconds.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +20,7 @@
 #include <vector>
 
 #include "dataset/dataset.h"
+#include "dataset/metadata.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
 #include "source/expected.h"
@@ -26,6 +33,7 @@ struct EpiOptions {
   std::string where;                     // an SQL condition over `cores`; empty for all
   Rules rules;                           // labels and exclusions, applied before clustering
   std::vector<HardwareEvent> hardware;   // from --kernel-log
+  const Inventory* inventory = nullptr;  // --inventory: the population at risk
   int hardware_window_days = 7;          // "host had hardware errors in the N days before"
   size_t min_cluster_for_tests = 3;      // smaller clusters get no findings
   double report_p_adjusted = 0.05;       // findings kept in the result
@@ -34,11 +42,21 @@ struct EpiOptions {
 
 struct Finding {
   std::string attribute, value;
-  uint64_t count = 0;          // cores of the cluster with the value
+  uint64_t count = 0;          // cores of the cluster with the value (in the window, when there is one)
+  uint64_t in_cluster = 0;     // every core of the cluster with the value
   double share = 0;            // count / cluster cores
   double baseline_share = 0;   // share of all cores with the value
   double lift = 0;             // share / baseline_share
-  double p_value = 1, p_adjusted = 1;
+  double p_value = 1;          // Fisher: the cluster against the other crashes (within `window_*` when set)
+  double p_adjusted = 1;       // Benjamini-Hochberg, of p_rate when there is one, else of p_value
+  // Against the population at risk, when the inventory gives the attribute:
+  // the cluster's crashes per host-day with the value and without it, over
+  // the cluster's active window, and the exact one-sided Poisson test.
+  bool rated = false;
+  double host_days = 0;        // with the value
+  double rate = 0, rate_without = 0;
+  double p_rate = 1;
+  std::string window_from, window_to;  // days the test was restricted to, when it was
   std::string flag;            // a plain-English reading, when there is one
   // The cluster's strongest finding, when it accounts for this one: tested
   // again within and outside that finding's value (Cochran-Mantel-Haenszel,
@@ -59,6 +77,12 @@ struct Cluster {
   std::vector<uint64_t> uptime_histogram;    // over UptimeBucketNames(); cores with an uptime
   std::map<std::string, uint64_t> hosts;     // cores per host
   std::string example;                       // one core's path
+  // With an inventory, over the cluster's active window: the hosts at risk,
+  // their host-days, and those of each host the cluster crashed on.
+  bool exposed = false;
+  uint64_t hosts_at_risk = 0;
+  double host_days = 0;
+  std::map<std::string, double> host_days_per_host;
 };
 
 struct EpiResult {
@@ -66,7 +90,7 @@ struct EpiResult {
   uint64_t excluded = 0;       // removed by exclusion rules
   uint64_t errors = 0;         // rows that could not be analyzed (status 'error'), not in the population
   uint64_t untimed = 0;        // cores without a crash time
-  uint64_t tests = 0;          // Fisher tests in the BH family
+  uint64_t tests = 0;          // tests in the BH family (Fisher, or Poisson per host-day)
   uint64_t untestable = 0;     // tests left out of it: they could never be significant (Tarone)
   std::string first_day, last_day;
   std::vector<Cluster> clusters;  // largest first

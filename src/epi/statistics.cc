@@ -59,6 +59,38 @@ double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, ui
   return std::clamp(1.0 - lower, 0.0, 1.0);
 }
 
+double BinomialGreater(uint64_t successes, uint64_t trials, double q) {
+  if (successes == 0 || !(q > 0)) return successes == 0 ? 1.0 : 0.0;
+  if (successes > trials) return 0.0;
+  if (q >= 1) return 1.0;
+  // As in FisherGreater: each tail summed outwards from the end nearer the
+  // mode, relative to its first term, so no term overflows.
+  double n = static_cast<double>(trials), odds = q / (1 - q);
+  auto log_pmf = [&](uint64_t x) {
+    double k = static_cast<double>(x);
+    return std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1) + k * std::log(q) +
+           (n - k) * std::log1p(-q);
+  };
+  auto ratio_up = [&](uint64_t x) { return (n - static_cast<double>(x) + 1) / static_cast<double>(x) * odds; };
+  auto mode = static_cast<uint64_t>(std::floor((n + 1) * q));
+  if (successes > mode) {
+    double sum = 0, term = 1;
+    for (uint64_t x = successes; x <= trials; ++x) {
+      if (x > successes) term *= ratio_up(x);
+      sum += term;
+      if (term < sum * 1e-17 && x > successes) break;
+    }
+    return std::min(1.0, std::exp(log_pmf(successes) + std::log(sum)));
+  }
+  double sum = 0, term = 1;
+  for (uint64_t x = successes - 1;; --x) {
+    if (x < successes - 1) term /= ratio_up(x + 1);
+    sum += term;
+    if ((term < sum * 1e-17 && x < successes - 1) || x == 0) break;
+  }
+  return std::clamp(1.0 - std::exp(log_pmf(successes - 1) + std::log(sum)), 0.0, 1.0);
+}
+
 double MantelHaenszelGreater(const std::vector<Stratum>& strata) {
   double observed = 0, expected = 0, variance = 0;
   for (const auto& s : strata) {

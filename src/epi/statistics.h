@@ -17,7 +17,6 @@ namespace coroner {
 // come back as 0.
 double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, uint64_t total);
 
-// Benjamini-Hochberg adjusted p-values, in the order given.
 // One stratum's 2x2 table for the Cochran-Mantel-Haenszel test: of `total`
 // cores, `in_cluster` are the cluster's, `with_value` have the value, `both`
 // are both.
@@ -31,6 +30,14 @@ struct Stratum {
 // carry no information (zero variance).
 double MantelHaenszelGreater(const std::vector<Stratum>& strata);
 
+// P(X >= successes) for X ~ Binomial(trials, q): the exact conditional test
+// that two Poisson rates are equal, one-sided. Of `trials` crashes over an
+// exposure (host-days), `successes` fell on a part of it that is a share `q`
+// of the whole; with one rate everywhere, each crash lands there with
+// probability q. Exact to double precision, like FisherGreater.
+double BinomialGreater(uint64_t successes, uint64_t trials, double q);
+
+// Benjamini-Hochberg adjusted p-values, in the order given.
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
 
 struct Onset {

@@ -83,6 +83,54 @@ TEST(Fisher, TailsOnBothSidesOfTheModeAreExact) {
   }
 }
 
+// P(X >= a), X ~ Binomial(n, r/s), as an exact ratio of integers.
+double ExactBinomialTail(unsigned a, unsigned n, unsigned r, unsigned s) {
+  unsigned __int128 num = 0, den = 1;
+  for (unsigned i = 0; i < n; ++i) den *= s;
+  for (unsigned k = a; k <= n; ++k) {
+    unsigned __int128 term = Choose(n, k);
+    for (unsigned i = 0; i < k; ++i) term *= r;
+    for (unsigned i = 0; i < n - k; ++i) term *= s - r;
+    num += term;
+  }
+  return static_cast<double>(static_cast<long double>(num) / static_cast<long double>(den));
+}
+
+// The exact Poisson rate test: on every table small enough for exact
+// integers, and far from the mode on both sides against exact rational sums
+// (Python's fractions and math.comb), to 1e-10 relative.
+TEST(BinomialRateTest, MatchesExactSums) {
+  size_t checked = 0;
+  for (unsigned s : {2u, 3u, 4u, 7u, 8u})
+    for (unsigned r = 1; r < s; ++r)
+      for (unsigned n = 0; n <= 30; n += 3)
+        for (unsigned a = 0; a <= n; ++a) {
+          double want = ExactBinomialTail(a, n, r, s), got = BinomialGreater(a, n, double(r) / double(s));
+          ASSERT_NEAR(got, want, 1e-10 * std::max(want, 1e-300)) << a << " " << n << " " << r << "/" << s;
+          ++checked;
+        }
+  EXPECT_GT(checked, 2000u);
+  struct Case {
+    uint64_t a, n;
+    double q, want;
+  };
+  for (Case c : {Case{60, 60, 1.0 / 3, 2.3589824875925728e-29}, Case{45, 200, 0.25, 0.8147615148693078},
+                 Case{80, 200, 0.25, 2.2251883747785036e-06}, Case{20, 200, 0.25, 0.999999977278721},
+                 Case{3, 1000, 0.01, 0.9973205680062085}, Case{560, 1000, 0.5, 8.252493527522651e-05},
+                 Case{1, 5, 0.001, 0.004990009995001}})
+    EXPECT_NEAR(BinomialGreater(c.a, c.n, c.q), c.want, 1e-10 * c.want) << c.a << " " << c.n << " " << c.q;
+  // The edges: nothing observed, no exposure with the value, all of it.
+  EXPECT_EQ(BinomialGreater(0, 10, 0.3), 1.0);
+  EXPECT_EQ(BinomialGreater(1, 10, 0.0), 0.0);
+  EXPECT_EQ(BinomialGreater(11, 10, 0.3), 0.0);
+  EXPECT_EQ(BinomialGreater(10, 10, 1.0), 1.0);
+  // A million crashes: finite and positive far out.
+  double p = BinomialGreater(22000, 1000000, 0.02);
+  EXPECT_GT(p, 0);
+  EXPECT_LT(p, 1e-30);
+  EXPECT_LT(BinomialGreater(22001, 1000000, 0.02), p);
+}
+
 // The onset needs a likelihood ratio over 1,000 (docs/epi-json.md): 0, 8, 8,
 // 8 has 996.6 (ln 6.9044) and was once kept; 0, 9, 9, 9 has 2,366.
 TEST(Onset, NeedsALikelihoodRatioOverAThousand) {
