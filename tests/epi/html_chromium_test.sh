@@ -59,4 +59,9 @@ done
 grep -q '&lt;script&gt;document.title=' "$work/hostile.dom" || fail "the hostile host name is not shown as text"
 grep -q '<title>owned' "$work/hostile.dom" && fail "the hostile host name ran as a script"
 grep -q 'phys-we-03' "$work/demo.dom" || fail "the demo report does not name the bad machine"
+# Findings the bad machine explains are folded under it; with the inventory,
+# each cluster lists its hosts by crashes per host-day.
+grep -q '<details class="explained"><summary>[0-9]* more explained by machine = phys-we-03' "$work/demo.dom" ||
+  fail "the demo report does not fold what the bad machine explains"
+grep -q '<table class="sortable rates">' "$work/demo.dom" || fail "the demo report has no crashes per host-day"
 echo "PASS: both reports render with no console output; screenshots in $out_dir"
