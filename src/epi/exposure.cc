@@ -35,8 +35,12 @@ Exposure::Exposure(const Inventory& inventory, int64_t begin, int64_t end) {
       auto id = static_cast<uint32_t>(spans_.size());
       spans_.push_back(s);
       by_host_[host].push_back(id);
+      // One value per key and row, the first, as the scan's join takes it
+      // (a column named `host` or a repeated column adds nothing).
+      std::unordered_set<std::string> seen = {"host"};
       by_feature_[FeatureKey("host", host)].push_back(id);
-      for (const auto& [k, v] : row->columns) by_feature_[FeatureKey(k, v)].push_back(id);
+      for (const auto& [k, v] : row->columns)
+        if (seen.insert(k).second) by_feature_[FeatureKey(k, v)].push_back(id);
     }
   }
 }

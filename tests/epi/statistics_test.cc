@@ -7,6 +7,9 @@
 #include <cmath>
 #include <tuple>
 
+#include "dataset/metadata.h"
+#include "dataset/timestamps.h"
+#include "epi/exposure.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
 
@@ -129,6 +132,44 @@ TEST(BinomialRateTest, MatchesExactSums) {
   EXPECT_GT(p, 0);
   EXPECT_LT(p, 1e-30);
   EXPECT_LT(BinomialGreater(22001, 1000000, 0.02), p);
+}
+
+// Host-days from an inventory: rows clipped to the window, a row without a
+// bound reaching its edge, overlapping rows of a host counted once, a row
+// that ends before it starts ignored, and a repeated column taking its first
+// value, as the scan's join does.
+TEST(Exposure, HostDaysFromPlacements) {
+  auto inv = Inventory::Parse(
+      "host,machine,region,region,valid_from,valid_to\n"
+      "a,m1,eu,us,2026-09-25T00:00:00Z,2026-10-05T00:00:00Z\n"   // 4 days in the window
+      "a,m2,eu,us,2026-10-03T00:00:00Z,2026-10-08T00:00:00Z\n"   // overlaps: 3 more days
+      "b,m1,us,eu,2026-10-02T12:00:00Z,\n"                       // to the window's end: 8.5 days
+      "c,m3,us,us,2026-10-09T00:00:00Z,2026-10-02T00:00:00Z\n"); // ends before it starts
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  auto begin = ParseIso8601("2026-10-01T00:00:00Z"), end = ParseIso8601("2026-10-11T00:00:00Z");
+  ASSERT_TRUE(begin && end);
+  Exposure e(*inv, *begin, *end);
+  EXPECT_DOUBLE_EQ(e.HostDays("a", *begin, *end), 7.0);
+  EXPECT_DOUBLE_EQ(e.HostDays("b", *begin, *end), 8.5);
+  EXPECT_DOUBLE_EQ(e.HostDays("c", *begin, *end), 0.0);
+  EXPECT_DOUBLE_EQ(e.Days(*begin, *end), 15.5);
+  EXPECT_DOUBLE_EQ(e.Days("region", "eu", *begin, *end), 7.0);
+  EXPECT_DOUBLE_EQ(e.Days("region", "us", *begin, *end), 8.5);
+  // The overlap went to the row that started first (m1), the rest to m2.
+  EXPECT_DOUBLE_EQ(e.Days("machine", "m1", *begin, *end), 4.0 + 8.5);
+  EXPECT_DOUBLE_EQ(e.Days("machine", "m2", *begin, *end), 3.0);
+  EXPECT_DOUBLE_EQ(e.Days("host", "a", *begin + 86400, *begin + 3 * 86400), 2.0);
+  EXPECT_EQ(e.Hosts(*begin, *end), 2u);
+  EXPECT_EQ(e.Hosts(*begin, *begin + 86400), 1u);
+  EXPECT_TRUE(e.Describes("machine"));
+  EXPECT_TRUE(e.Describes("host"));
+  EXPECT_FALSE(e.Describes("kernel"));
+  EXPECT_TRUE(e.Placed("a", *begin + 6 * 86400));
+  EXPECT_FALSE(e.Placed("a", *begin + 7 * 86400));
+  EXPECT_FALSE(e.Placed("b", *begin + 86400));
+  EXPECT_TRUE(e.Placed("b", *begin + 2 * 86400 + 43200));
+  EXPECT_FALSE(e.Placed("c", *begin + 5 * 86400));
+  EXPECT_FALSE(e.Placed("nobody", *begin));
 }
 
 // The onset needs a likelihood ratio over 1,000 (docs/epi-json.md): 0, 8, 8,

@@ -25,6 +25,7 @@ printf '\x03{"path":"a","bytes_read":1,"warnings":[],"truncated":false,"analysis
 printf '\x04pod-1 coroner-crash: v=1 pid=7 tid=7 time=1.000000000 host=h comm=c sig=11 code=1 addr=0x0 regs=rax:0x0,rbx:0x0,rcx:0x0,rdx:0x0,rsi:0x0,rdi:0x0,rbp:0x1000,rsp:0x2000,r8:0x0,r9:0x0,r10:0x0,r11:0x0,r12:0x0,r13:0x0,r14:0x0,r15:0x0,rip:0x0,eflags:0x0,csgsfs:0x0,err:0x0,trapno:0x0,oldmask:0x0,cr2:0x0 stack=0x1f80:0x0,-,0x1 bt=0x0,ab+0x10 fps=0x1000 stackmap=0x1000-0x3000 mods=ab@0x0@/bin/x segs=0:0x400000-0x401000:0x0:rx\n' > "$corpus/metadata/crash_line"
 printf '\x002026-10-14T03:12:00+0000 h kernel: mce: x\nOct 14 03:12:00 h kernel: EDAC\n[Wed Oct 14 03:12:00 2026] NVRM: Xid\n[1.5] amdgpu fault\n' > "$corpus/epi/kernel_log"
 printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere = "syndrome = '"'"'x'"'"'"\n' > "$corpus/epi/rules"
+printf '\x02host,machine,region,valid_from,valid_to\nh1,m1,r1,2026-09-20T00:00:00Z,2026-10-10T00:00:00Z\nh1,m2,r1,2026-10-01T00:00:00Z,\nh2,m1,r2,,\nh3,"m,3",r1,2026-11-01T00:00:00Z,2026-10-01T00:00:00Z\n' > "$corpus/epi/inventory"
 # The whole-analysis fuzzers patch a real core (its notes and stack) and a
 # real executable with DWARF (through --sysroot); a seed patches one byte.
 mkdir -p "$corpus/analysis" "$corpus/module"
