@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/core.h"
+#include "processor/processor.h"
 #include "report/core_report.h"
 #include "report/markdown_report.h"
 #include "source/byte_source.h"
@@ -22,8 +23,9 @@ int RunAnalyze(const AnalyzeOptions& options) {
   symbol_options.extra_files = options.exe_files;
   // One provider for the whole batch: module files are opened once per build-id.
   FileSymbolProvider provider(symbol_options);
-  UnwindOptions unwind_options;
-  unwind_options.max_frames = options.max_frames;
+  ProcessOptions process;
+  process.depth = options.registers_only ? AnalysisDepth::kRegisters : AnalysisDepth::kFull;
+  process.unwind.max_frames = options.max_frames;
   bool json = options.format == "json";
   SourceFlags flags = options.source_flags;
   flags.components_file = options.components_file;
@@ -44,20 +46,14 @@ int RunAnalyze(const AnalyzeOptions& options) {
       if (!json) continue;
       out = JsonText(ErrorToJson(path, core.error()));
     } else {
-      CoreAnalysis analysis;
-      analysis.core = core->get();
+      CrashAnalysis analysis = ProcessCore(**core, provider, process);
       analysis.path = path;
-      std::optional<ModuleMap> modules;
-      if (!options.registers_only) {
-        modules.emplace(**core, provider);
-        StackMemory stack((*core)->memory());
-        AnalyzeThreads(analysis, *modules, stack, unwind_options);
-      }
-      if (options.format == "md" && !analysis.backtraces.empty()) {
-        analysis.sources = BuildSourceReport(**core, analysis.backtraces[(*core)->crashing_thread()], *sources);
+      std::optional<SourceReport> source_report;
+      if (options.format == "md" && analysis.crashing_backtrace()) {
+        source_report = BuildSourceReport(**core, *analysis.crashing_backtrace(), *sources);
       }
       if (json) out = JsonText(CoreToJson(analysis));
-      else if (options.format == "md") out = CoreToMarkdown(analysis, components);
+      else if (options.format == "md") out = CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr);
       else out = CoreToText(analysis);
     }
     out += '\n';

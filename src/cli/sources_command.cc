@@ -7,7 +7,7 @@
 #include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
 #include "text/text.h"
-#include "unwind/backtrace.h"
+#include "processor/processor.h"
 
 namespace coroner {
 
@@ -37,10 +37,10 @@ int RunSourcesCommand(const SourcesCommandOptions& o) {
   symbol_options.debug_dirs = o.debug_dirs;
   symbol_options.extra_files = o.exe_files;
   FileSymbolProvider provider(symbol_options);
-  ModuleMap modules(**core, provider);
-  StackMemory stack((*core)->memory());
-  Backtrace bt = BuildBacktrace((*core)->threads()[(*core)->crashing_thread()], modules, stack);
-  SourceReport report = BuildSourceReport(**core, bt, so);
+  ProcessOptions process;
+  process.depth = AnalysisDepth::kLabels;
+  CrashAnalysis analysis = ProcessCore(**core, provider, process);
+  SourceReport report = BuildSourceReport(**core, *analysis.crashing_backtrace(), so);
   std::string out = o.json ? JsonText(SourceReportToJson(report)) + "\n" : SourceReportToText(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -150,6 +150,9 @@ class Core {
   // The process's main program: the module AT_PHDR points into; nullptr
   // when the auxiliary vector or the module is missing.
   const Module* executable() const;
+  // As the process named it (AT_EXECFN), else the executable's module path;
+  // empty when neither is known.
+  std::string exe_path() const;
   Memory& memory() { return *memory_; }
   const Memory& memory() const { return *memory_; }
 

@@ -563,6 +563,12 @@ std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
   return out;
 }
 
+std::string Core::exe_path() const {
+  if (auxv_.execfn) return *auxv_.execfn;
+  const Module* exe = executable();
+  return exe ? exe->path : std::string();
+}
+
 const Module* Core::executable() const {
   if (!auxv_.phdr) return nullptr;
   for (const auto& m : modules_) {

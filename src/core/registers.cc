@@ -1,5 +1,7 @@
 #include "core/registers.h"
 
+#include "core/byte_view.h"
+
 namespace coroner {
 namespace {
 constexpr std::array<std::string_view, kRegCount> kNames = {
@@ -20,6 +22,22 @@ std::optional<Reg> RegFromName(std::string_view name) {
     if (kNames[i] == name) return static_cast<Reg>(i);
   }
   return std::nullopt;
+}
+
+std::string RegistersJsonText(const Registers& r) {
+  std::string out;
+  out.reserve(std::size(kRegDisplayOrder) * 32);  // "name":"0x" and 16 digits each
+  out += '{';
+  for (Reg reg : kRegDisplayOrder) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    out += RegName(reg);  // plain identifiers: nothing to escape
+    out += "\":\"";
+    out += Hex(r[reg]);
+    out += '"';
+  }
+  out += '}';
+  return out;
 }
 
 }  // namespace coroner

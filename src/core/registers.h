@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace coroner {
@@ -32,5 +33,9 @@ struct Registers {
   uint64_t pc() const { return (*this)[Reg::rip]; }
   uint64_t sp() const { return (*this)[Reg::rsp]; }
 };
+
+// {"rip":"0x...",...}: every register in display order, as compact JSON
+// text built directly (a scan stores one per thread).
+std::string RegistersJsonText(const Registers& r);
 
 }  // namespace coroner

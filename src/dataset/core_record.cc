@@ -11,11 +11,8 @@
 
 #include "core/core.h"
 #include "dataset/signature.h"
-#include "diagnose/diagnosis.h"
-#include "report/core_report.h"
-#include "unwind/backtrace.h"
-#include "unwind/signal_context.h"
-#include "unwind/stack_memory.h"
+#include "processor/processor.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
@@ -63,7 +60,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     r.si_code = s->code;
     r.fault_address = s->fault_address;
   }
-  r.exe = ValidUtf8(ExePath(core));
+  r.exe = ValidUtf8(core.exe_path());
   if (const Module* exe = core.executable()) r.build_id = exe->build_id;
   double cpu = 0;
   r.threads.reserve(core.threads().size());
@@ -89,33 +86,31 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     r.modules.push_back({ValidUtf8(m.path), m.base, m.end, m.build_id, ModuleFileStatusName(m.file_status)});
   }
 
-  // The crashing thread only: the diagnosis and the signature need no more,
-  // and the other threads' stacks would multiply the bytes read.
-  ModuleMap modules(core, symbols);
-  StackMemory stack(core.memory());
-  std::vector<Backtrace> backtraces;
-  std::optional<FaultContext> fault;
-  if (!core.threads().empty()) {
-    UnwindOptions unwind;
-    unwind.max_frames = static_cast<size_t>(options.max_frames);
-    backtraces.push_back(BuildBacktrace(core.threads()[core.crashing_thread()], modules, stack, unwind));
-    fault = RecoverFaultContext(core, backtraces[0], stack);
+  // The labels' depth: the crashing thread alone (the diagnosis and the
+  // signature need no more, and the other threads' stacks would multiply the
+  // bytes read).
+  ProcessOptions process;
+  process.depth = AnalysisDepth::kLabels;
+  process.unwind.max_frames = static_cast<size_t>(std::max(options.max_frames, 1));
+  CrashAnalysis analysis = ProcessCore(core, symbols, process);
+  const std::optional<FaultContext>& fault = analysis.fault_context;
+  if (analysis.diagnosis) {
+    r.syndrome = analysis.diagnosis->syndrome;
+    r.context = analysis.diagnosis->context;
   }
-  Diagnosis d = Diagnose(core, modules, backtraces, fault, stack, DiagnosisDepth::kLabels);
-  r.syndrome = d.syndrome;
-  r.context = d.context;
   if (fault) {
     r.real_signal = fault->signal.signo;
     r.real_si_code = fault->signal.code;
     r.real_fault_address = fault->signal.fault_address;
   }
   std::vector<SignatureFrame> sig_frames;
-  if (!backtraces.empty()) {
+  if (analysis.crashing_backtrace()) {
+    Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
     const size_t base = r.frames.size();
-    r.frames.reserve(base + backtraces[0].frames.size());
-    sig_frames.reserve(backtraces[0].frames.size());
+    r.frames.reserve(base + crashing.frames.size());
+    sig_frames.reserve(crashing.frames.size());
     // The frames' names move to the rows: nothing reads them after.
-    for (auto& f : backtraces[0].frames) {
+    for (auto& f : crashing.frames) {
       FrameRow row;
       row.thread = static_cast<int>(core.crashing_thread());
       row.index = static_cast<int>(f.index);
@@ -128,13 +123,13 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
       row.function = ValidUtf8(std::move(f.function));
       row.file = ValidUtf8(std::move(f.file));
       row.line = f.line;
-      row.trust = f.signal_trampoline ? "signal" : FrameTrustName(f.trust);
+      row.trust = FrameTrustName(f.trust);  // how the frame was found, as analyze says it
       row.inlined = f.inlined;
       r.frames.push_back(std::move(row));
     }
     // The rows hold the frames' names made valid UTF-8 already.
-    const Frame* first = backtraces[0].frames.data();
-    for (const Frame* f : EffectiveFrames(&backtraces[0], fault)) {
+    const Frame* first = crashing.frames.data();
+    for (const Frame* f : EffectiveFrames(&crashing, fault)) {
       if (f->signal_trampoline) continue;
       const FrameRow& row = r.frames[base + static_cast<size_t>(f - first)];
       sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan});

@@ -6,8 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "dataset/timestamps.h"
-#include "report/core_report.h"
-#include "report/markdown_report.h"
 #include "text/text.h"
 
 namespace coroner {

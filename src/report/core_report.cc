@@ -19,29 +19,6 @@ Json RegistersJson(const Registers& r) {
   return j;
 }
 
-std::string RegistersJsonText(const Registers& r) {
-  std::string out;
-  out.reserve(std::size(kRegDisplayOrder) * 32);  // "name":"0x" and 16 digits each
-  out += '{';
-  for (Reg reg : kRegDisplayOrder) {
-    if (out.size() > 1) out += ',';
-    out += '"';
-    out += RegName(reg);  // plain identifiers: nothing to escape
-    out += "\":\"";
-    out += Hex(r[reg]);
-    out += '"';
-  }
-  out += '}';
-  return out;
-}
-
-// As the process named it (AT_EXECFN), else the executable's module path.
-std::string ExePath(const Core& core) {
-  if (core.auxv().execfn) return *core.auxv().execfn;
-  const Module* exe = core.executable();
-  return exe ? exe->path : std::string();
-}
-
 namespace {
 
 std::string Text(const std::string& s) { return ValidUtf8(s); }
@@ -198,7 +175,7 @@ std::string FrameLine(const Frame& f) {
   return s;
 }
 
-Json CoreToJson(const CoreAnalysis& analysis) {
+Json CoreToJson(const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
   const std::string& path = analysis.path;
   Json j;
@@ -228,7 +205,7 @@ Json CoreToJson(const CoreAnalysis& analysis) {
     p["comm"] = nullptr;
     p["args"] = nullptr;
   }
-  std::string exe = ExePath(core);
+  std::string exe = core.exe_path();
   p["exe"] = exe.empty() ? Json(nullptr) : Json(Text(exe));
   j["process"] = std::move(p);
   j["signal"] = SignalJson(core.signal());
@@ -282,7 +259,7 @@ Json CoreToJson(const CoreAnalysis& analysis) {
                    : m.file_status == ModuleFileStatus::kUnchecked
                        ? Json(nullptr)
                        : Json(ModuleFileStatusName(m.file_status));
-    if (const MappedModule* mm = FindMapped(analysis.modules, m)) {
+    if (const MappedModule* mm = FindMapped(analysis.modules.get(), m)) {
       if (mm->path_mismatched) mj["status"] = "mismatched";
       Json sym;
       auto or_null = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(Text(v)); };
@@ -321,51 +298,6 @@ Json CoreToJson(const CoreAnalysis& analysis) {
   return j;
 }
 
-const std::vector<Instruction>& CrashingInstructions(const CoreAnalysis& a) {
-  if (a.fault_context || a.crashing_disassembly.empty()) return a.fault_disassembly;
-  return a.crashing_disassembly[0];
-}
-
-void AnalyzeThreads(CoreAnalysis& analysis, const ModuleMap& modules, StackMemory& stack,
-                    const UnwindOptions& options) {
-  const Core& core = *analysis.core;
-  analysis.modules = &modules;
-  // All the threads' frames together are bounded too: a hostile core of
-  // 65,536 threads whose stacks each unwind to the frame limit would
-  // otherwise take minutes and gigabytes. The crashing thread goes first, with
-  // the full limit; the others share what is left, and a thread cut by the
-  // budget says so in its stop reason.
-  size_t budget = kMaxFramesPerCore;
-  analysis.backtraces.resize(core.threads().size());
-  for (size_t k = 0; k < core.threads().size(); ++k) {
-    size_t i = k == 0 ? core.crashing_thread() : k == core.crashing_thread() ? 0 : k;
-    UnwindOptions o = options;
-    o.max_frames = std::max<size_t>(1, std::min(options.max_frames, budget));
-    Backtrace& bt = analysis.backtraces[i];
-    bt = BuildBacktrace(core.threads()[i], modules, stack, o);
-    budget -= std::min(budget, bt.frames.size());
-    if (o.max_frames < options.max_frames && bt.frames.size() >= o.max_frames) {
-      bt.stop_reason = "the core's budget of " + std::to_string(kMaxFramesPerCore) + " frames for all threads is spent";
-    }
-  }
-  if (analysis.backtraces.empty()) return;
-  const Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
-  analysis.fault_context = RecoverFaultContext(core, crashing, stack);
-  // The crashing thread's arguments and locals (gdb's `bt full`).
-  ReadFrameVariables(analysis.backtraces[core.crashing_thread()], modules, stack);
-  // One disassembly per unwound frame (inlined frames share their pc).
-  size_t last = SIZE_MAX;
-  for (const auto& f : crashing.frames) {
-    if (f.physical == last) continue;
-    if (analysis.crashing_disassembly.size() >= kDisassembledFrames) break;
-    last = f.physical;
-    bool exact = f.physical == 0 || f.trust == FrameTrust::kSignal;
-    analysis.crashing_disassembly.push_back(Disassemble(modules, f.pc, exact));
-  }
-  if (analysis.fault_context) analysis.fault_disassembly = Disassemble(modules, analysis.fault_context->registers.pc(), true);
-  analysis.diagnosis = Diagnose(core, modules, analysis.backtraces, analysis.fault_context, stack);
-}
-
 Json ErrorToJson(const std::string& path, const Error& error) {
   Json j;
   j["version"] = kAnalyzeJsonVersion;
@@ -374,7 +306,7 @@ Json ErrorToJson(const std::string& path, const Error& error) {
   return j;
 }
 
-std::string CoreToText(const CoreAnalysis& analysis) {
+std::string CoreToText(const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
   const std::string& path = analysis.path;
   std::string out;
@@ -391,7 +323,7 @@ std::string CoreToText(const CoreAnalysis& analysis) {
   if (const auto& p = core.process()) {
     add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, Text(p->comm), p->uid, Text(p->args)));
   }
-  std::string exe = ExePath(core);
+  std::string exe = core.exe_path();
   if (!exe.empty()) add("executable: " + Text(exe));
   if (const auto& s = core.signal()) {
     auto code = SignalCodeName(s->signo, s->code);

@@ -18,7 +18,7 @@ std::string ExecutablePath(const Core& core) {
 
 }  // namespace
 
-std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components) {
+std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& components, const SourceReport* sources) {
   const Core& core = *a.core;
   std::string md;
   auto add = [&md](const std::string& s) {
@@ -126,7 +126,7 @@ std::string CoreToMarkdown(const CoreAnalysis& a, const ComponentMap& components
   add("| Component | Module | Build-id | Version | Git Hash |");
   add("|-----------|--------|----------|---------|----------|");
   std::string exe = ExecutablePath(core);
-  const SourceReport* src = a.sources ? &*a.sources : nullptr;
+  const SourceReport* src = sources;
   for (const auto& m : core.modules()) {
     std::string version = "unknown", commit = "unknown";
     if (src) {

@@ -8,11 +8,14 @@
 #include <string>
 
 #include "diagnose/components.h"
+#include "provenance/source_report.h"
 #include "report/core_report.h"
 #include "text/text.h"
 
 namespace coroner {
 
-std::string CoreToMarkdown(const CoreAnalysis& analysis, const ComponentMap& components);
+// `sources`, when given, is the source side (files, versions, fix status).
+std::string CoreToMarkdown(const CrashAnalysis& analysis, const ComponentMap& components,
+                           const SourceReport* sources = nullptr);
 
 }  // namespace coroner

@@ -82,20 +82,19 @@ inline void AnalyzeEverything(std::unique_ptr<ByteSource> source, const std::str
   core_options.sysroot = sysroot;
   auto core = Core::Open(std::move(source), core_options);
   if (!core.ok()) return;
-  ModuleMap modules(**core, provider);
-  StackMemory stack((*core)->memory());
-  CoreAnalysis analysis;
-  analysis.core = core->get();
+  CrashAnalysis analysis = ProcessCore(**core, provider, ProcessOptions{});
   analysis.path = "fuzz.core";
-  AnalyzeThreads(analysis, modules, stack, UnwindOptions{});
   static const auto sources = MakeSourceOptions(SourceFlags{});
-  if (!analysis.backtraces.empty() && sources.ok()) {
-    analysis.sources = BuildSourceReport(**core, analysis.backtraces[(*core)->crashing_thread()], *sources);
+  std::optional<SourceReport> source_report;
+  if (analysis.crashing_backtrace() && sources.ok()) {
+    source_report = BuildSourceReport(**core, *analysis.crashing_backtrace(), *sources);
   }
   volatile size_t sink = 0;
   sink = sink + JsonText(CoreToJson(analysis)).size();
   sink = sink + CoreToText(analysis).size();
-  if (sources.ok()) sink = sink + CoreToMarkdown(analysis, sources->components).size();
+  if (sources.ok()) {
+    sink = sink + CoreToMarkdown(analysis, sources->components, source_report ? &*source_report : nullptr).size();
+  }
 }
 
 }  // namespace coroner::fuzz

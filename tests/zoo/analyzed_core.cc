@@ -17,11 +17,8 @@ std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path) {
   auto core = Core::Open(std::move(*source));
   if (!core.ok()) throw std::runtime_error(path + ": " + core.error().message);
   a->core = std::move(*core);
-  a->modules = std::make_unique<ModuleMap>(*a->core, ZooSymbols());
-  a->analysis.core = a->core.get();
+  a->analysis = ProcessCore(*a->core, ZooSymbols(), {});
   a->analysis.path = path;
-  StackMemory stack(a->core->memory());
-  AnalyzeThreads(a->analysis, *a->modules, stack, {});
   return a;
 }
 

@@ -15,8 +15,7 @@ namespace coroner::testing {
 
 struct AnalyzedCore {
   std::unique_ptr<Core> core;
-  std::unique_ptr<ModuleMap> modules;
-  CoreAnalysis analysis;
+  CrashAnalysis analysis;
   const std::vector<Backtrace>& backtraces() const { return analysis.backtraces; }
 };
 

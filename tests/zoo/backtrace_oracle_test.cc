@@ -70,7 +70,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
   const auto& gframes = gdb.frames.at(crashed.tid);
   const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
   ASSERT_FALSE(gframes.empty());
-  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread", *a->modules), 1u);
+  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread", *a->analysis.modules), 1u);
   // file:line of frame 0 where gdb has it.
   if (gframes[0].file != "-") {
     EXPECT_EQ(Basename(bt.frames[0].file), Basename(gframes[0].file));
@@ -82,7 +82,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
     if (i == a->core->crashing_thread()) continue;
     int tid = a->core->threads()[i].tid;
     ASSERT_TRUE(gdb.frames.count(tid));
-    ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->modules);
+    ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->analysis.modules);
     ++others;
   }
   EXPECT_EQ(others + 1, a->core->threads().size());
@@ -198,7 +198,7 @@ TEST_P(BacktraceTest, CrashingInstructionMatchesGdb) {
   auto gdb = testing::ParseGdbOracle(z.oracle);
   auto a = Analyze(z.core);
   const Thread& t = a->core->threads()[a->core->crashing_thread()];
-  auto ins = Disassemble(*a->modules, t.registers.pc(), true);
+  auto ins = Disassemble(*a->analysis.modules, t.registers.pc(), true);
   if (gdb.instructions.empty()) {
     // gdb could not read code at pc (pc 0): neither is there any to show.
     EXPECT_TRUE(ins.empty());

@@ -121,6 +121,52 @@ TEST_F(ScanTest, OneRowPerInputWithTheCrashersLabels) {
   }
 }
 
+// analyze and scan are one processor at two depths: on every zoo core they
+// agree on the syndrome, the context and the crashing thread's frames (as
+// far as the scan's 256 frames go).
+TEST_F(ScanTest, AnalyzeAndScanAgreeOnEveryZooCore) {
+  auto ds = Dataset::OpenReadOnly(Db("ref"));
+  ASSERT_TRUE(ds.ok()) << ds.error().message;
+  std::set<std::string> seen;
+  size_t frames_compared = 0;
+  for (const auto& c : fleet_->cores) {
+    if (!seen.insert(c.zoo.variant).second) continue;
+    SCOPED_TRACE(c.path);
+    auto r = Coroner("analyze --json " + c.path);
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    std::string quoted;
+    for (char ch : c.path) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
+    auto row = ds->Query("SELECT id, syndrome, context FROM cores WHERE path = '" + quoted + "'");
+    ASSERT_TRUE(row.ok() && row->rows.size() == 1u);
+    EXPECT_EQ(row->rows[0][1].text, j["diagnosis"]["syndrome"]);
+    EXPECT_EQ(row->rows[0][2].text, j["diagnosis"]["context"]);
+    auto frames = ds->Query("SELECT \"index\", pc, function, trust, inlined FROM frames WHERE core = " +
+                            std::to_string(row->rows[0][0].integer) + " ORDER BY \"index\"");
+    ASSERT_TRUE(frames.ok());
+    const auto& want = j["threads"][j["crashing_thread"].get<size_t>()]["frames"];
+    ASSERT_FALSE(frames->rows.empty());
+    ASSERT_LE(frames->rows.size(), want.size());
+    if (frames->rows.size() < want.size()) {
+      EXPECT_EQ(frames->rows.size(), 256u);  // the scan's limit, and nothing else, cut it
+    }
+    for (size_t i = 0; i < frames->rows.size(); ++i) {
+      const auto& f = frames->rows[i];
+      const auto& w = want[i];
+      EXPECT_EQ(f[0].integer, w["index"].get<int64_t>());
+      EXPECT_EQ(f[1].text, w["pc"]) << i;
+      EXPECT_EQ(f[2].type == QueryValue::Type::kNull ? nlohmann::json(nullptr) : nlohmann::json(f[2].text),
+                w["function"])
+          << i;
+      EXPECT_EQ(f[3].text, w["trust"]) << i;
+      EXPECT_EQ(f[4].integer != 0, w["inlined"].get<bool>()) << i;
+      ++frames_compared;
+    }
+  }
+  EXPECT_GE(seen.size(), 30u);
+  EXPECT_GT(frames_compared, 300u);
+}
+
 TEST_F(ScanTest, MetadataFromTheSidecars) {
   auto rows = LoadRows(Db("ref"));
   for (const auto& c : fleet_->cores) {

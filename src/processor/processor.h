@@ -1,0 +1,74 @@
+// The processor: the one place a core becomes an analysis. `analyze`,
+// `scan` (cores and crash lines), `sources`, the fuzzers and the tests all
+// call ProcessCore; the report renders its CrashAnalysis and the dataset
+// stores it, and neither assembles one. (rust-minidump's process_minidump
+// -> ProcessState is the model: one function, one result, the depth chosen
+// by the caller.)
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/core.h"
+#include "diagnose/diagnosis.h"
+#include "symbolize/disassembler.h"
+#include "symbolize/module_map.h"
+#include "symbolize/symbol_provider.h"
+#include "unwind/backtrace.h"
+#include "unwind/signal_context.h"
+#include "unwind/unwinder.h"
+
+namespace coroner {
+
+// How far the analysis goes.
+enum class AnalysisDepth {
+  kRegisters,  // the notes only: threads' registers, the signal, the modules the core lists
+  kLabels,     // and the crashing thread unwound and symbolized, the real fault behind a
+               // re-raised signal, the diagnosis's labels: a dataset row
+  kFull,       // and every thread, the crashing thread's variables, the disassembly around
+               // its frames and the fault, the whole diagnosis: the report
+};
+
+struct ProcessOptions {
+  AnalysisDepth depth = AnalysisDepth::kFull;
+  UnwindOptions unwind;  // max_frames bounds each thread
+};
+
+// Frames unwound for all the threads of one core together (each thread is
+// also bounded by UnwindOptions::max_frames): 1,000 threads of 60 frames fit.
+constexpr size_t kMaxFramesPerCore = 65536;
+// Physical frames of the crashing thread disassembled around their pc.
+constexpr size_t kDisassembledFrames = 64;
+
+struct CrashAnalysis {
+  const Core* core = nullptr;
+  std::string path;  // as the user named the input
+  // The module map the frames point into; null at kRegisters.
+  std::unique_ptr<ModuleMap> modules;
+  // One per thread, in the core's thread order. At kLabels only the
+  // crashing thread's is unwound; the others are empty.
+  std::vector<Backtrace> backtraces;
+  // The real fault behind a re-raised signal, for the crashing thread.
+  std::optional<FaultContext> fault_context;
+  // At kFull: instructions around the pc of the first kDisassembledFrames
+  // physical frames of the crashing thread, and around the real fault's pc.
+  std::vector<std::vector<Instruction>> crashing_disassembly;
+  std::vector<Instruction> fault_disassembly;
+  std::optional<Diagnosis> diagnosis;  // from kLabels on
+
+  const Backtrace* crashing_backtrace() const {
+    return core && core->crashing_thread() < backtraces.size() ? &backtraces[core->crashing_thread()] : nullptr;
+  }
+};
+
+// Analyzes `core` to the depth asked. The core and the provider must outlive
+// the result (frames point into the module map, which points into both).
+CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options);
+
+// The instructions around the fault: the real fault's when a handler
+// re-raised it, else frame 0's. Empty when there are none.
+const std::vector<Instruction>& CrashingInstructions(const CrashAnalysis& analysis);
+
+}  // namespace coroner
