@@ -1,8 +1,11 @@
 #include "cli/analyze_command.h"
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 
 #include "core/core.h"
+#include "core/crash_line.h"
 #include "processor/processor.h"
 #include "report/core_report.h"
 #include "report/markdown_report.h"
@@ -11,6 +14,59 @@
 #include "text/text.h"
 
 namespace coroner {
+namespace {
+
+// A log read for its crash lines is text, bounded like an inventory; a
+// crash line is at most 256 KiB (docs/crashlog.md), so a longer line is
+// skipped without being held.
+constexpr uint64_t kMaxLogBytes = 256ull << 20;
+constexpr size_t kMaxLineBytes = 256 << 10;
+
+struct CrashLineText {
+  size_t line_number;
+  std::string text;
+};
+
+// The crash lines of a file that is not an ELF core: empty when it holds
+// none (or cannot be read), and the file is then reported as the core
+// reader saw it.
+std::vector<CrashLineText> CrashLinesOf(const std::string& path) {
+  std::vector<CrashLineText> out;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return out;
+  std::string line;
+  bool too_long = false;
+  size_t number = 1;
+  uint64_t total = 0;
+  std::vector<char> chunk(1 << 20);
+  auto end_line = [&]() {
+    if (!too_long && HasCrashLine(line)) out.push_back({number, line});
+    line.clear();
+    too_long = false;
+    ++number;
+  };
+  while (total < kMaxLogBytes && in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())).gcount() > 0) {
+    size_t got = static_cast<size_t>(in.gcount());
+    total += got;
+    for (size_t at = 0; at < got;) {
+      const char* nl = static_cast<const char*>(std::memchr(chunk.data() + at, '\n', got - at));
+      size_t stop = nl ? static_cast<size_t>(nl - chunk.data()) : got;
+      if (!too_long) {
+        if (line.size() + (stop - at) > kMaxLineBytes) too_long = true, line.clear();
+        else line.append(chunk.data() + at, stop - at);
+      }
+      at = stop;
+      if (nl) {
+        end_line();
+        ++at;
+      }
+    }
+  }
+  if (!line.empty()) end_line();
+  return out;
+}
+
+}  // namespace
 
 int RunAnalyze(const AnalyzeOptions& options) {
   int status = 0;
@@ -35,29 +91,51 @@ int RunAnalyze(const AnalyzeOptions& options) {
     return 2;
   }
   const ComponentMap& components = sources->components;
+  auto emit = [&](const std::string& out) {
+    std::string text = out + '\n';
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  };
+  auto fail = [&](const std::string& path, const Error& error) {
+    std::fprintf(stderr, "coroner: %s: %s\n", path.c_str(), error.message.c_str());
+    status = 1;
+    if (json) emit(JsonText(ErrorToJson(path, error)));
+  };
+  auto report = [&](Core& core, const std::string& path) {
+    CrashAnalysis analysis = ProcessCore(core, provider, process);
+    analysis.path = path;
+    std::optional<SourceReport> source_report;
+    if (options.format == "md" && analysis.crashing_backtrace()) {
+      source_report = BuildSourceReport(core, *analysis.crashing_backtrace(), *sources);
+    }
+    if (json) emit(JsonText(CoreToJson(analysis)));
+    else if (options.format == "md") emit(CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr));
+    else emit(CoreToText(analysis));
+  };
   for (const auto& path : options.cores) {
     auto source = OpenCoreSource(path, options.max_bytes);
     Expected<std::unique_ptr<Core>> core =
         source.ok() ? Core::Open(std::move(*source), core_options) : Expected<std::unique_ptr<Core>>(source.error());
-    std::string out;
-    if (!core.ok()) {
-      std::fprintf(stderr, "coroner: %s: %s\n", path.c_str(), core.error().message.c_str());
-      status = 1;
-      if (!json) continue;
-      out = JsonText(ErrorToJson(path, core.error()));
-    } else {
-      CrashAnalysis analysis = ProcessCore(**core, provider, process);
-      analysis.path = path;
-      std::optional<SourceReport> source_report;
-      if (options.format == "md" && analysis.crashing_backtrace()) {
-        source_report = BuildSourceReport(**core, *analysis.crashing_backtrace(), *sources);
-      }
-      if (json) out = JsonText(CoreToJson(analysis));
-      else if (options.format == "md") out = CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr);
-      else out = CoreToText(analysis);
+    if (core.ok()) {
+      report(**core, path);
+      continue;
     }
-    out += '\n';
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    // A log with crashlog lines (docs/crashlog.md): each line is analyzed
+    // as the small core it describes, named FILE:LINE.
+    std::vector<CrashLineText> lines;
+    if (core.error().kind == ErrorKind::kNotElf) lines = CrashLinesOf(path);
+    if (lines.empty()) {
+      fail(path, core.error());
+      continue;
+    }
+    for (const auto& l : lines) {
+      std::string name = path + ":" + std::to_string(l.line_number);
+      auto parsed = ParseCrashLine(l.text);
+      if (!parsed.ok()) {
+        fail(name, parsed.error());
+        continue;
+      }
+      report(*AssembleCore(*parsed), name);
+    }
   }
   std::fflush(stdout);
   return status;

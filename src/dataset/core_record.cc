@@ -1,6 +1,6 @@
 #include "dataset/core_record.h"
 
-#include "dataset/crash_line.h"
+#include "core/crash_line.h"
 
 #include <sys/stat.h>
 

@@ -89,7 +89,7 @@ struct RecordOptions {
 // input that cannot be read gives a record with status "error".
 CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, SymbolProvider& symbols);
 
-// One crashlog line (dataset/crash_line.h), analyzed as a core: a record
+// One crashlog line (core/crash_line.h), analyzed as a core: a record
 // with source "log" and `label` as its path ("log:FILE:LINE"). A line that
 // does not parse is an error row with the reason.
 CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const RecordOptions& options,

@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "dataset/crash_line.h"
+#include "core/crash_line.h"
 #include "source/byte_source.h"
 
 namespace coroner {

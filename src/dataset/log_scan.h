@@ -3,7 +3,7 @@
 //
 // Cores go to worker processes, because a core is large hostile input and
 // its analysis may crash or hang. A crash line is not: the reader caps
-// every field (dataset/crash_line.h), the stack it gives is 64 words, and
+// every field (core/crash_line.h), the stack it gives is 64 words, and
 // its analysis is bounded by the same limits a core's is. Lines are many
 // and each is cheap, so they are analyzed on threads of the scan's own
 // process, with no round trip through a worker: 100,000 lines go in

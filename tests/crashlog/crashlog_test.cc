@@ -19,11 +19,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/core.h"
 #include "core/signals.h"
-#include "dataset/crash_line.h"
+#include "core/crash_line.h"
 #include "dataset/dataset.h"
 #include "source/byte_source.h"
 #include "unit/run_coroner.h"
@@ -170,6 +171,26 @@ TEST(Crashlog, EveryZooCrasherPreloadedStillDumpsCoreAndLogsOneLine) {
       EXPECT_TRUE(row[3].text == from_core || row[3].text == "abort") << row[3].text;
     }
   }
+  // `analyze` reads the same log: one report per line, FILE:LINE, with the
+  // scan's diagnosis of that line (one processor for both).
+  auto analyzed = Coroner("analyze --json " + all_logs);
+  ASSERT_EQ(analyzed.status, 0) << analyzed.err;
+  std::istringstream reports(analyzed.out);
+  size_t reported = 0;
+  for (std::string text; std::getline(reports, text);) {
+    if (text.empty()) continue;
+    auto j = nlohmann::json::parse(text);
+    std::string name = j["core"]["path"];
+    SCOPED_TRACE(name);
+    ASSERT_EQ(name.rfind(all_logs + ":", 0), 0u);
+    auto row = ds->Query("SELECT syndrome, context, pid FROM cores WHERE path = 'log:" + name + "'");
+    ASSERT_TRUE(row.ok() && row->rows.size() == 1u);
+    EXPECT_EQ(j["diagnosis"]["syndrome"], row->rows[0][0].text);
+    EXPECT_EQ(j["diagnosis"]["context"], row->rows[0][1].text);
+    EXPECT_EQ(j["process"]["pid"], row->rows[0][2].integer);
+    ++reported;
+  }
+  EXPECT_EQ(reported, ran);
   if (!cores.empty()) {
     EXPECT_EQ(linked_runs, ran);
     EXPECT_GE(compared, 20u);  // signatures equal, frame for frame

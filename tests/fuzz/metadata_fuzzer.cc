@@ -8,7 +8,7 @@
 
 #include "core/core.h"
 #include "dataset/core_record.h"
-#include "dataset/crash_line.h"
+#include "core/crash_line.h"
 #include "source/byte_source.h"
 #include "dataset/metadata.h"
 #include "dataset/timestamps.h"

@@ -1,4 +1,4 @@
-#include "dataset/crash_line.h"
+#include "core/crash_line.h"
 
 #include <elf.h>
 
