@@ -95,8 +95,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   CrashAnalysis analysis = ProcessCore(core, symbols, process);
   const std::optional<FaultContext>& fault = analysis.fault_context;
   if (analysis.diagnosis) {
-    r.syndrome = analysis.diagnosis->syndrome;
-    r.context = analysis.diagnosis->context;
+    r.syndrome = SyndromeName(analysis.diagnosis->syndrome);
+    r.context = ContextName(analysis.diagnosis->context);
   }
   if (fault) {
     r.real_signal = fault->signal.signo;

@@ -15,12 +15,18 @@
 
 namespace coroner {
 
-const std::vector<std::string> kSyndromes = {
-    "null-deref",      "bad-pointer",        "return-to-null", "call-to-null",    "wild-jump",
-    "misaligned-stack", "stack-overflow",    "abort-assert",   "uncaught-exception", "heap-corruption",
-    "abort",           "illegal-instruction", "fpe",           "bus-error",       "other"};
-const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind",
-                                            "module-load"};
+const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "other"};
+const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
+
+std::string_view SyndromeName(Syndrome syndrome) {
+  auto i = static_cast<size_t>(syndrome);
+  return i < kSyndromes.size() ? std::string_view(kSyndromes[i]) : std::string_view("other");
+}
+
+std::string_view ContextName(CrashContext context) {
+  auto i = static_cast<size_t>(context);
+  return i < kContexts.size() ? std::string_view(kContexts[i]) : std::string_view("runtime");
+}
 
 std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
   std::vector<const Frame*> out;
@@ -79,8 +85,8 @@ class Diagnoser {
 
   Diagnosis Run() {
     if (core_.threads().empty() || !core_.signal()) {
-      d_.syndrome = "other";
-      d_.context = "runtime";
+      d_.syndrome = Syndrome::kOther;
+      d_.context = CrashContext::kRuntime;
       d_.summary = "The core holds no thread registers or signal, so the crash cannot be classified.";
       return std::move(d_);
     }
@@ -99,8 +105,8 @@ class Diagnoser {
     if (report_) ClassifyRegisters();
     if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
     if (op_) d_.faulting_instruction = op_->text;
-    Syndrome();
-    Context();
+    DecideSyndrome();
+    DecideContext();
     if (report_) {
       Threads();
       Advise();
@@ -143,7 +149,7 @@ class Diagnoser {
       std::string kind = Classify(*v, report_ ? &detail : nullptr);
       if (kind == "null") w.meaning = "zero";
       else if (kind == "code" && LooksLikeReturnAddress(modules_, *v))
-        w.meaning = "return address into " +
+        w.return_address = true, w.meaning = "return address into " +
                     (report_ ? Where(modules_, *v - 1) + ": a call from there returned" : std::string());
       else if (kind == "code") w.meaning = "code address " + detail;
       else if (kind == "stack") w.meaning = "pointer into the stack";
@@ -188,7 +194,7 @@ class Diagnoser {
   }
 
   // --- syndrome ----------------------------------------------------------------
-  void Syndrome() {
+  void DecideSyndrome() {
     int signo = sig_.signo;
     uint64_t pc = regs_.pc(), sp = regs_.sp();
     bool fault = signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
@@ -204,16 +210,16 @@ class Diagnoser {
         bool below_ra = below2 && LooksLikeReturnAddress(modules_, *below2);
         if (above_ra || below_ra) {
           uint64_t ra = above_ra ? *above : *below2;
-          d_.syndrome = "misaligned-stack";
+          d_.syndrome = Syndrome::kMisalignedStack;
           d_.evidence.push_back("`ret` popped " + Hex(pc) + ", which is not code, while the return address " + Hex(ra) + " into " +
                                 Where(modules_, ra - 1) + " sits one slot away: rsp was off by 8.");
           return;
         }
-        d_.syndrome = "wild-jump";
+        d_.syndrome = Syndrome::kWildJump;
         d_.evidence.push_back("`ret` popped " + Hex(pc) + " (still at [rsp-8]), which is not code: the return address was overwritten.");
         return;
       }
-      d_.syndrome = "wild-jump";
+      d_.syndrome = Syndrome::kWildJump;
       std::string detail;
       d_.evidence.push_back("pc " + Hex(pc) + " is not in executable memory (" + Classify(pc, &detail) + ").");
       return;
@@ -223,7 +229,7 @@ class Diagnoser {
     if (signo == SIGSEGV && op_ && op_->is_ret) {
       // A ret that faulted: the word it would return to is not code.
       if (auto target = mem_.Read64(sp); target && !modules_.IsCode(*target)) {
-        d_.syndrome = "wild-jump";
+        d_.syndrome = Syndrome::kWildJump;
         d_.evidence.push_back("The faulting instruction is `ret`, and the return address at [rsp] is " + Hex(*target) +
                               ", which is not code.");
         return;
@@ -231,17 +237,17 @@ class Diagnoser {
     }
     switch (signo) {
       case SIGILL:
-        d_.syndrome = "illegal-instruction";
+        d_.syndrome = Syndrome::kIllegalInstruction;
         d_.evidence.push_back("SIGILL " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
                               (op_ ? ": " + op_->text : std::string()));
         return;
       case SIGFPE:
-        d_.syndrome = "fpe";
+        d_.syndrome = Syndrome::kFpe;
         d_.evidence.push_back("SIGFPE " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
                               (op_ ? ": " + op_->text : std::string()));
         return;
       case SIGBUS:
-        d_.syndrome = "bus-error";
+        d_.syndrome = Syndrome::kBusError;
         d_.evidence.push_back("SIGBUS " + SignalCodeName(signo, sig_.code).value_or("") +
                               (sig_.fault_address ? " at " + Hex(*sig_.fault_address) : std::string()) +
                               ": the address is mapped but its backing is gone (a file mapping past the end of the file?) or misaligned.");
@@ -249,7 +255,7 @@ class Diagnoser {
       case SIGSEGV: return Segv();
       case SIGABRT: return Abort();
       default:
-        d_.syndrome = "other";
+        d_.syndrome = Syndrome::kOther;
         d_.evidence.push_back("Signal " + SignalName(signo) + " (" + SignalCodeName(signo, sig_.code).value_or("?") + ").");
     }
   }
@@ -270,22 +276,22 @@ class Diagnoser {
       }
     }
     if (top_is_ra && indirect) {
-      d_.syndrome = "call-to-null";
+      d_.syndrome = Syndrome::kCallToNull;
       d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address just after an indirect call in " +
                             Where(modules_, *top - 1) + ": a call through a NULL function pointer.");
       return;
     }
     if (below && *below == 0) {
-      d_.syndrome = "return-to-null";
+      d_.syndrome = Syndrome::kReturnToNull;
       d_.evidence.push_back("pc is 0 and the word just below rsp ([rsp-8], still intact in the red zone) is 0: a `ret` popped a NULL return address.");
       return;
     }
     if (top_is_ra) {
-      d_.syndrome = "call-to-null";
+      d_.syndrome = Syndrome::kCallToNull;
       d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address into " + Where(modules_, *top - 1) + ".");
       return;
     }
-    d_.syndrome = "wild-jump";
+    d_.syndrome = Syndrome::kWildJump;
     d_.evidence.push_back("pc is 0, but neither [rsp] is a return address nor [rsp-8] is 0.");
   }
 
@@ -310,7 +316,7 @@ class Diagnoser {
     if (const Segment* g = core_.memory().Find(addr); g && !g->read && !g->write && g->end() == stack->vaddr) in_guard = true;
     bool sp_out = !core_.memory().Find(sp) && sp < stack->vaddr && stack->vaddr - sp <= kGuard;
     if (!(below || in_guard || sp_out)) return false;
-    d_.syndrome = "stack-overflow";
+    d_.syndrome = Syndrome::kStackOverflow;
     d_.evidence.push_back("The fault address " + Hex(addr) + " is " + std::to_string(stack->vaddr - std::min(addr, stack->vaddr)) +
                           " bytes below the stack mapping at " + Hex(stack->vaddr) + (in_guard ? " (its guard page)" : "") +
                           "; rsp is " + Hex(sp) + ".");
@@ -335,7 +341,7 @@ class Diagnoser {
     // CFA alone does not decide; an instruction that needs the alignment does.)
     const Frame* f0 = frames_.empty() ? nullptr : frames_[0];
     if (f0 && f0->cfa && *f0->cfa % 16 == 8 && f0->trust != FrameTrust::kSignal && op_ && op_->needs_alignment) {
-      d_.syndrome = "misaligned-stack";
+      d_.syndrome = Syndrome::kMisalignedStack;
       d_.evidence.push_back("The crashing frame's CFA is " + Hex(*f0->cfa) + ", 8 bytes off the 16-byte alignment the ABI requires, and `" +
                             op_->text + "` requires a 16-byte aligned operand: rsp is off by 8.");
       return true;
@@ -343,7 +349,7 @@ class Diagnoser {
     if (op_ && op_->needs_alignment && (op_->base == "rsp" || op_->base == "rbp") && sig_.code == 0x80) {
       uint64_t base = *RegisterByName(op_->base);
       if ((base + static_cast<uint64_t>(op_->displacement)) % 16 != 0) {
-        d_.syndrome = "misaligned-stack";
+        d_.syndrome = Syndrome::kMisalignedStack;
         d_.evidence.push_back("`" + op_->text + "` needs a 16-byte aligned stack operand; " + op_->base + " = " + Hex(base) + ".");
         return true;
       }
@@ -354,7 +360,7 @@ class Diagnoser {
       auto prev = mem_.Read64(regs_.sp() - 8);
       bool at_ok = at && LooksLikeReturnAddress(modules_, *at);
       if (!at_ok && ((next && LooksLikeReturnAddress(modules_, *next)) || (prev && LooksLikeReturnAddress(modules_, *prev)))) {
-        d_.syndrome = "misaligned-stack";
+        d_.syndrome = Syndrome::kMisalignedStack;
         d_.evidence.push_back("`ret` found no return address at [rsp], but one sits 8 bytes away: rsp is off by 8.");
         return true;
       }
@@ -380,7 +386,7 @@ class Diagnoser {
     }
     uint64_t addr = sent ? effective.value_or(sig_.fault_address.value_or(0)) : sig_.fault_address.value_or(0);
     if (!kernel && addr < kNullPages) {
-      d_.syndrome = "null-deref";
+      d_.syndrome = Syndrome::kNullDeref;
       std::string ins = op_ ? "`" + op_->text + "`" : "the instruction at " + Hex(regs_.pc());
       if (op_ && !op_->base.empty() && op_->base != "rip") {
         uint64_t b = *RegisterByName(op_->base);
@@ -395,7 +401,7 @@ class Diagnoser {
                             " KiB, which are never mapped: " + ins + " in " + Where(modules_, regs_.pc()) + " dereferenced NULL.");
       return;
     }
-    d_.syndrome = "bad-pointer";
+    d_.syndrome = Syndrome::kBadPointer;
     uint64_t a = kernel ? effective.value_or(0) : addr;
     std::string why;
     if (!Canonical(a)) why = "non-canonical (bits 63-48 are not a sign extension of bit 47)";
@@ -436,22 +442,22 @@ class Diagnoser {
     bool terminate = HasFrame({"std::terminate", "__cxa_throw", "__cxa_rethrow", "__gnu_cxx::__verbose_terminate_handler",
                                "__cxxabiv1::__terminate", "std::__terminate"});
     if (assert_abort) {
-      d_.syndrome = "abort-assert";
+      d_.syndrome = Syndrome::kAbortAssert;
       d_.evidence.push_back(d_.abort_message ? "glibc's assertion message: \"" + *d_.abort_message + "\""
                                              : "__assert_fail is on the stack (no message found in __abort_msg).");
     } else if (malloc_abort) {
-      d_.syndrome = "heap-corruption";
+      d_.syndrome = Syndrome::kHeapCorruption;
       d_.evidence.push_back(d_.abort_message ? "glibc malloc aborted: \"" + *d_.abort_message + "\""
                                              : "glibc's malloc_printerr is on the stack: malloc found its heap corrupted.");
     } else if (terminate) {
-      d_.syndrome = "uncaught-exception";
+      d_.syndrome = Syndrome::kUncaughtException;
       Exception();
       std::string e = "std::terminate was called";
       if (d_.exception_type) e += " for an exception of type " + *d_.exception_type;
       if (d_.exception_what) e += ", what() = \"" + *d_.exception_what + "\"";
       d_.evidence.push_back(e + ".");
     } else {
-      d_.syndrome = "abort";
+      d_.syndrome = Syndrome::kAbort;
       d_.evidence.push_back(std::string("SIGABRT (") + SignalCodeName(sig_.signo, sig_.code).value_or("?") + ")" +
                             (d_.abort_message ? ": \"" + *d_.abort_message + "\"" : std::string(", no abort message")) + ".");
     }
@@ -517,7 +523,7 @@ class Diagnoser {
            StartsWith(f, "_GLOBAL__sub_I_");
   }
 
-  void Context() {
+  void DecideContext() {
     std::string unwinder_frame, exit_frame, load_frame;
     bool handler = false;
     for (const Frame* f : frames_) {
@@ -529,7 +535,7 @@ class Diagnoser {
     // The dead stack: return addresses the red zone still holds.
     std::string dead_unwinder;
     for (const auto& w : d_.red_zone) {
-      if (w.meaning.rfind("return address into ", 0) != 0) continue;
+      if (!w.return_address) continue;
       PcSymbol s = modules_.Symbolize(w.value - 1);
       std::string name = !s.functions.empty() ? s.functions.back().name : s.symbol;
       if (name.empty()) name = s.symbol;
@@ -541,7 +547,7 @@ class Diagnoser {
     // _Ux86_64_setcontext, return addresses of its frames).
     std::string deeper_unwinder;
     uint64_t deeper_at = 0;
-    bool astray = d_.syndrome == "return-to-null" || d_.syndrome == "wild-jump" || d_.syndrome == "call-to-null";
+    bool astray = d_.syndrome == Syndrome::kReturnToNull || d_.syndrome == Syndrome::kWildJump || d_.syndrome == Syndrome::kCallToNull;
     if (astray && unwinder_frame.empty() && dead_unwinder.empty()) {
       // The nearest unwinder address, unless a saved pc inside
       // _Ux86_64_setcontext (the signal frame of the race itself) is there.
@@ -561,7 +567,7 @@ class Diagnoser {
       }
     }
     if (!unwinder_frame.empty() || !dead_unwinder.empty() || !deeper_unwinder.empty()) {
-      d_.context = "exception-unwind";
+      d_.context = CrashContext::kExceptionUnwind;
       if (!unwinder_frame.empty()) {
         d_.evidence.push_back("The exception unwinder was running: " + unwinder_frame + " is on the stack.");
       } else if (!dead_unwinder.empty()) {
@@ -573,16 +579,16 @@ class Diagnoser {
       }
       Unwinder();
     } else if (handler) {
-      d_.context = "signal-handler";
+      d_.context = CrashContext::kSignalHandler;
       d_.evidence.push_back("The fault happened inside a signal handler: a signal frame (<signal handler called>) lies below it on the stack.");
     } else if (!load_frame.empty()) {
-      d_.context = "module-load";
+      d_.context = CrashContext::kModuleLoad;
       d_.evidence.push_back("A module was being loaded or initialized: " + load_frame + " is on the stack.");
     } else if (!exit_frame.empty()) {
-      d_.context = "exit-time";
+      d_.context = CrashContext::kExitTime;
       d_.evidence.push_back("The process was exiting: " + exit_frame + " is on the stack (static destructors and atexit handlers run there).");
     } else {
-      d_.context = "runtime";
+      d_.context = CrashContext::kRuntime;
     }
   }
 
@@ -680,67 +686,67 @@ class Diagnoser {
 
   // --- advice ------------------------------------------------------------------
   void Advise() {
-    const std::string& s = d_.syndrome;
+    const Syndrome s = d_.syndrome;
     std::string where = frames_.empty() ? Where(modules_, regs_.pc())
                                         : (frames_[0]->function.empty() ? Where(modules_, regs_.pc()) : frames_[0]->function);
     auto& n = d_.next_steps;
-    if (s == "null-deref") {
+    if (s == Syndrome::kNullDeref) {
       d_.summary = "A NULL pointer" + (d_.null_register.empty() ? std::string() : " (in " + d_.null_register + ")") +
                    " was dereferenced in " + where + ".";
       n = {"Find where the pointer should have been set and why it was not; check the callers in the call chain.",
            "If the crash does not reproduce every time, suspect a race or a use-after-free: build with ThreadSanitizer or AddressSanitizer."};
-    } else if (s == "bad-pointer") {
+    } else if (s == Syndrome::kBadPointer) {
       d_.summary = "A corrupt pointer was dereferenced in " + where + ".";
       n = {"A pointer holding garbage usually means the memory it came from was freed, overwritten or raced on: run the workload under AddressSanitizer.",
            "Group the crashes by host: garbage pointers on one machine only point at hardware."};
-    } else if (s == "return-to-null") {
+    } else if (s == Syndrome::kReturnToNull) {
       d_.summary = "A function returned to address 0: the return address it popped was NULL.";
       n = {"If the exception unwinder was running, check which unwinder the process uses (GNU libunwind's _Ux86_64_setcontext has a signal race); prefer libgcc's unwinder.",
            "Otherwise look for a stack buffer overflow over the return address: build with -fstack-protector-strong or AddressSanitizer."};
-    } else if (s == "call-to-null") {
+    } else if (s == Syndrome::kCallToNull) {
       d_.summary = "A call went through a NULL function pointer in " + (frames_.size() > 1 && !frames_[1]->function.empty() ? frames_[1]->function : std::string("the caller")) + ".";
       n = {"Find the function pointer (a callback, a vtable slot, a dlsym result) that was not set before the call."};
-    } else if (s == "wild-jump") {
+    } else if (s == Syndrome::kWildJump) {
       d_.summary = "Control jumped to " + Hex(regs_.pc()) + ", which is not code.";
       n = {"A corrupted return address or function pointer: look at the red zone and the caller's frame for what was overwritten.",
            "Group the crashes by host and kernel: corrupted control flow on one machine only points at hardware."};
-    } else if (s == "misaligned-stack") {
+    } else if (s == Syndrome::kMisalignedStack) {
       d_.summary = "The stack pointer was 8 bytes off the alignment the code requires when " + where + " ran.";
       n = {"Compiled code never misaligns rsp by itself: suspect hand-written assembly, setcontext/longjmp misuse, or the hardware.",
            "Group these crashes by host (and by physical host behind the VMs): one bad CPU shows up as one host.",
            "Check the host's machine-check and EDAC logs."};
-    } else if (s == "stack-overflow") {
+    } else if (s == Syndrome::kStackOverflow) {
       d_.summary = "The thread ran out of stack in " + where + ".";
       n = {"Look for unbounded recursion in the call chain, or large stack arrays; raise the thread's stack size only if the depth is legitimate."};
-    } else if (s == "abort-assert") {
+    } else if (s == Syndrome::kAbortAssert) {
       d_.summary = "An assertion failed" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
       n = {"Read the asserted condition at the file and line in the message, and the values that broke it in the calling frames."};
-    } else if (s == "uncaught-exception") {
+    } else if (s == Syndrome::kUncaughtException) {
       d_.summary = "An exception" + (d_.exception_type ? " of type " + *d_.exception_type : std::string()) +
                    " was not caught, and std::terminate aborted the process.";
       n = {"Find the throw site in the call chain and the try/catch that was expected to handle it.",
            "An exception thrown through a noexcept function or a destructor also ends in std::terminate."};
-    } else if (s == "heap-corruption") {
+    } else if (s == Syndrome::kHeapCorruption) {
       d_.summary = "glibc's malloc found its heap corrupted" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
       n = {"The damage happened earlier than this call: run under AddressSanitizer (or MALLOC_CHECK_=3) to catch the bad write or the double free where it happens."};
-    } else if (s == "abort") {
+    } else if (s == Syndrome::kAbort) {
       d_.summary = "The process called abort()" + (d_.abort_message ? ": " + *d_.abort_message : std::string(".")) ;
       n = {"Read the last log lines before the abort, and the frame that called abort()."};
-    } else if (s == "illegal-instruction") {
+    } else if (s == Syndrome::kIllegalInstruction) {
       d_.summary = "The CPU refused an instruction in " + where + ".";
       n = {"ud2 is the compiler's trap for code it proved unreachable (__builtin_trap, UB); otherwise check that the binary's target ISA (AVX-512, ...) matches the host CPU."};
-    } else if (s == "fpe") {
+    } else if (s == Syndrome::kFpe) {
       d_.summary = "An arithmetic fault (" + SignalCodeName(sig_.signo, sig_.code).value_or("SIGFPE") + ") in " + where + ".";
       n = {"Look for a division whose divisor can be zero (or INT_MIN / -1) in the crashing function."};
-    } else if (s == "bus-error") {
+    } else if (s == Syndrome::kBusError) {
       d_.summary = "A bus error in " + where + ": the memory was mapped but could not be accessed.";
       n = {"For a file mapping, check whether the file was truncated while mapped; for device memory, the access size or alignment."};
     } else {
       d_.summary = "The process died of " + SignalName(sig_.signo) + ".";
       n = {"Check what sent the signal and why (sender pid: " + (sig_.sender_pid ? std::to_string(*sig_.sender_pid) : std::string("unknown")) + ")."};
     }
-    if (d_.context == "exit-time") n.push_back("Exit-time crashes often come from races or ordering bugs at shutdown: check which threads were still running and what static destructors tear down.");
-    if (d_.context == "exception-unwind" && d_.unwinder) n.push_back("The process uses " + *d_.unwinder + " for C++ exceptions; if that is GNU libunwind, link libgcc's unwinder first (or drop -lunwind) and see whether the crashes stop.");
+    if (d_.context == CrashContext::kExitTime) n.push_back("Exit-time crashes often come from races or ordering bugs at shutdown: check which threads were still running and what static destructors tear down.");
+    if (d_.context == CrashContext::kExceptionUnwind && d_.unwinder) n.push_back("The process uses " + *d_.unwinder + " for C++ exceptions; if that is GNU libunwind, link libgcc's unwinder first (or drop -lunwind) and see whether the crashes stop.");
   }
 
   const Core& core_;

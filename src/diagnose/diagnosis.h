@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/core.h"
@@ -26,7 +27,38 @@ struct RedZoneWord {
   int64_t offset;  // from rsp: -8 ... -128
   uint64_t value;
   std::string meaning;  // "zero", "return address into f+0x12", "pointer to stack", ...
+  bool return_address = false;  // the word is a return address (a call's next instruction)
 };
+
+// What kind of crash it was, and in what state the process was. The
+// contract strings (docs/analyze-json.md, the dataset) are SyndromeName and
+// ContextName; the rules and the tests decide on these values.
+enum class Syndrome {
+  kNullDeref,
+  kBadPointer,
+  kReturnToNull,
+  kCallToNull,
+  kWildJump,
+  kMisalignedStack,
+  kStackOverflow,
+  kAbortAssert,
+  kUncaughtException,
+  kHeapCorruption,
+  kAbort,
+  kIllegalInstruction,
+  kFpe,
+  kBusError,
+  kOther,
+};
+enum class CrashContext {
+  kRuntime,
+  kExitTime,
+  kSignalHandler,
+  kExceptionUnwind,
+  kModuleLoad,
+};
+std::string_view SyndromeName(Syndrome syndrome);
+std::string_view ContextName(CrashContext context);
 
 struct RegisterClass {
   std::string name;   // "rax"
@@ -42,8 +74,8 @@ struct ThreadGroup {
 };
 
 struct Diagnosis {
-  std::string syndrome;  // null-deref, bad-pointer, return-to-null, ...
-  std::string context;   // runtime, exit-time, signal-handler, exception-unwind, module-load
+  Syndrome syndrome = Syndrome::kOther;
+  CrashContext context = CrashContext::kRuntime;
   std::string summary;   // one plain-English sentence
   std::vector<std::string> evidence;
   std::vector<std::string> next_steps;
@@ -75,7 +107,7 @@ Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector
 // the fault was re-raised, the ones past the signal frame that held it.
 std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc);
 
-// The exact strings.
+// Every syndrome's and context's name, in the enums' order.
 extern const std::vector<std::string> kSyndromes;
 extern const std::vector<std::string> kContexts;
 

@@ -108,8 +108,8 @@ Json DiagnosisJson(const Diagnosis& d) {
   };
   auto opt = [](const std::optional<std::string>& v) { return v ? Json(Text(*v)) : Json(nullptr); };
   Json j;
-  j["syndrome"] = d.syndrome;
-  j["context"] = d.context;
+  j["syndrome"] = SyndromeName(d.syndrome);
+  j["context"] = ContextName(d.context);
   j["summary"] = Text(d.summary);
   j["evidence"] = strings(d.evidence);
   j["next_steps"] = strings(d.next_steps);
@@ -344,7 +344,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                     Hex(fc->registers.sp())));
   }
   if (const auto& d = analysis.diagnosis) {
-    add(fmt::format("diagnosis: {} ({})", d->syndrome, d->context));
+    add(fmt::format("diagnosis: {} ({})", SyndromeName(d->syndrome), ContextName(d->context)));
     add("  " + Text(d->summary));
     for (const auto& e : d->evidence) add("  - " + Text(e));
   }

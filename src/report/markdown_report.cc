@@ -63,8 +63,8 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   }
   const Diagnosis* d = a.diagnosis ? &*a.diagnosis : nullptr;
   if (d) {
-    add("**Crash context:** " + d->context + "  ");
-    add("**Syndrome:** " + d->syndrome + "  ");
+    add("**Crash context:** " + std::string(ContextName(d->context)) + "  ");
+    add("**Syndrome:** " + std::string(SyndromeName(d->syndrome)) + "  ");
   }
   add("**Determinism:** unknown (single occurrence)");
   add("");

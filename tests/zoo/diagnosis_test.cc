@@ -23,10 +23,10 @@ TEST_P(DiagnosisTest, SyndromeAndContextMatchTheTable) {
   auto a = Analyze(z.core);
   ASSERT_TRUE(a->analysis.diagnosis);
   const Diagnosis& d = *a->analysis.diagnosis;
-  EXPECT_EQ(d.syndrome, expect.syndrome) << d.summary;
-  EXPECT_EQ(d.context, expect.context) << d.summary;
-  EXPECT_NE(std::find(kSyndromes.begin(), kSyndromes.end(), d.syndrome), kSyndromes.end());
-  EXPECT_NE(std::find(kContexts.begin(), kContexts.end(), d.context), kContexts.end());
+  EXPECT_EQ(SyndromeName(d.syndrome), expect.syndrome) << d.summary;
+  EXPECT_EQ(ContextName(d.context), expect.context) << d.summary;
+  EXPECT_NE(std::find(kSyndromes.begin(), kSyndromes.end(), SyndromeName(d.syndrome)), kSyndromes.end());
+  EXPECT_NE(std::find(kContexts.begin(), kContexts.end(), ContextName(d.context)), kContexts.end());
   EXPECT_FALSE(d.summary.empty());
   EXPECT_FALSE(d.evidence.empty());
   EXPECT_FALSE(d.next_steps.empty());
@@ -146,8 +146,8 @@ TEST(UnwindRace, CoreIsReturnToNullInExceptionUnwindingWithGnuLibunwind) {
   }
   auto a = Analyze(core);
   const Diagnosis& d = *a->analysis.diagnosis;
-  EXPECT_TRUE(d.syndrome == "return-to-null" || d.syndrome == "wild-jump") << d.syndrome;
-  EXPECT_EQ(d.context, "exception-unwind");
+  EXPECT_TRUE(d.syndrome == Syndrome::kReturnToNull || d.syndrome == Syndrome::kWildJump) << SyndromeName(d.syndrome);
+  EXPECT_EQ(d.context, CrashContext::kExceptionUnwind);
   ASSERT_TRUE(d.unwinder);
   EXPECT_EQ(d.unwinder->rfind("GNU libunwind (libunwind.so.8", 0), 0u) << *d.unwinder;
   // The signal that caused it left its frame in the dead stack: the pc it
@@ -164,8 +164,8 @@ TEST(UnwindRace, InjectedRaceIsReturnToNullInExceptionUnwindingWithGnuLibunwind)
   auto a = Analyze(testing::ZooDir() + "/race/unwind_race-injected.core");
   const Diagnosis& d = *a->analysis.diagnosis;
   EXPECT_EQ(a->core->threads()[0].registers.pc(), 0u);
-  EXPECT_EQ(d.syndrome, "return-to-null");
-  EXPECT_EQ(d.context, "exception-unwind");
+  EXPECT_EQ(d.syndrome, Syndrome::kReturnToNull);
+  EXPECT_EQ(d.context, CrashContext::kExceptionUnwind);
   ASSERT_TRUE(d.unwinder);
   EXPECT_EQ(d.unwinder->rfind("GNU libunwind (libunwind.so.8", 0), 0u) << *d.unwinder;
   ASSERT_FALSE(d.red_zone.empty());
