@@ -13,7 +13,7 @@
 #include "dataset/metadata.h"
 #include "dataset/scanner.h"
 #include "dataset/timestamps.h"
-#include "epi/demo_fleet.h"
+#include "demo/demo_fleet.h"
 #include "epi/epi_report.h"
 #include "epi/epidemiology.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/components.h"
+#include "provenance/components.h"
 #include "provenance/git.h"
 #include "provenance/inventory.h"
 #include "provenance/source_map.h"

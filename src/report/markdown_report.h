@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "diagnose/components.h"
+#include "provenance/components.h"
 #include "provenance/source_report.h"
 #include "report/core_report.h"
 #include "text/text.h"

@@ -19,7 +19,7 @@
 
 #include "dataset/dataset.h"
 #include "dataset/timestamps.h"
-#include "epi/demo_fleet.h"
+#include "demo/demo_fleet.h"
 #include "epi/statistics.h"
 #include "unit/run_coroner.h"
 #include "zoo/fleet.h"

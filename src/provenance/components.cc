@@ -1,4 +1,4 @@
-#include "diagnose/components.h"
+#include "provenance/components.h"
 
 #include <fstream>
 

@@ -1,4 +1,4 @@
-#include "epi/demo_fleet.h"
+#include "demo/demo_fleet.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
