@@ -1,6 +1,5 @@
 #include "diagnose/diagnosis.h"
 
-#include <cxxabi.h>
 #include <elf.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "core/byte_view.h"
 #include "core/elf_image.h"
 #include "core/signals.h"
+#include "diagnose/runtime_readers.h"
 #include "symbolize/disassembler.h"
 
 namespace coroner {
@@ -46,8 +46,6 @@ std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::option
 }
 
 namespace {
-
-constexpr uint64_t kNullPages = 65536;  // vm.mmap_min_addr: nothing is ever mapped below
 
 bool Canonical(uint64_t a) {
   uint64_t top = a >> 47;
@@ -416,23 +414,8 @@ class Diagnoser {
     }
   }
 
-  std::optional<std::string> AbortMessage() {
-    for (const auto& m : modules_.modules()) {
-      if (!m.image) continue;
-      auto sym = m.image->SymbolAddress("__abort_msg");
-      if (!sym) continue;
-      auto ptr = mem_.Read64(m.bias + *sym);
-      if (!ptr || *ptr == 0) continue;
-      auto msg = core_.memory().ReadCString(*ptr + 4, 4096);  // struct abort_msg_s { unsigned size; char msg[]; }
-      if (!msg) continue;
-      while (!msg->empty() && (msg->back() == '\n' || msg->back() == ' ')) msg->pop_back();
-      return msg;
-    }
-    return std::nullopt;
-  }
-
   void Abort() {
-    d_.abort_message = AbortMessage();
+    d_.abort_message = ReadAbortMessage(core_, modules_, mem_);
     bool malloc_abort = HasFrame({"malloc_printerr", "__libc_message", "__malloc_assert"}) ||
                         (d_.abort_message && (d_.abort_message->find("free()") != std::string::npos ||
                                               d_.abort_message->find("malloc") != std::string::npos ||
@@ -451,7 +434,9 @@ class Diagnoser {
                                              : "glibc's malloc_printerr is on the stack: malloc found its heap corrupted.");
     } else if (terminate) {
       d_.syndrome = Syndrome::kUncaughtException;
-      Exception();
+      ThrownException thrown = ReadThrownException(core_, modules_, mem_, regs_.sp());
+      d_.exception_type = thrown.type;
+      d_.exception_what = thrown.what;
       std::string e = "std::terminate was called";
       if (d_.exception_type) e += " for an exception of type " + *d_.exception_type;
       if (d_.exception_what) e += ", what() = \"" + *d_.exception_what + "\"";
@@ -461,50 +446,6 @@ class Diagnoser {
       d_.evidence.push_back(std::string("SIGABRT (") + SignalCodeName(sig_.signo, sig_.code).value_or("?") + ")" +
                             (d_.abort_message ? ": \"" + *d_.abort_message + "\"" : std::string(", no abort message")) + ".");
     }
-  }
-
-  // The thrown object, from the stack: a pointer to its std::type_info (a
-  // vtable, then a mangled name) and the object whose exception header
-  // (__cxa_refcounted_exception, the 128 bytes before it) names that type.
-  void Exception() {
-    uint64_t sp = regs_.sp();
-    std::optional<uint64_t> tinfo;
-    for (uint64_t a = sp; a < sp + 16384 && !tinfo; a += 8) {
-      auto w = mem_.Read64(a);
-      if (!w || *w < kNullPages || !core_.memory().Find(*w)) continue;
-      auto vptr = mem_.Read64(*w);
-      auto name_ptr = mem_.Read64(*w + 8);
-      if (!vptr || !name_ptr || !modules_.Find(*vptr)) continue;
-      auto name = modules_.ReadString(*name_ptr, 256);  // .rodata: usually only in the file
-      if (!name || name->size() < 2) continue;
-      if (auto demangled = DemangleType(*name)) {
-        tinfo = *w;
-        d_.exception_type = *demangled;
-      }
-    }
-    if (!tinfo) return;
-    for (uint64_t a = sp; a < sp + 16384; a += 8) {
-      auto obj = mem_.Read64(a);
-      if (!obj || *obj < 128) continue;
-      // __cxa_refcounted_exception: referenceCount, then (16-aligned) the
-      // __cxa_exception whose first member is exceptionType; 128 bytes in all.
-      auto header_type = mem_.Read64(*obj - 112);
-      if (!header_type || *header_type != *tinfo) continue;
-      // std::runtime_error and std::logic_error keep their message behind the vtable.
-      if (auto msg_ptr = mem_.Read64(*obj + 8)) {
-        if (auto what = core_.memory().ReadCString(*msg_ptr, 1024); what && !what->empty()) d_.exception_what = *what;
-      }
-      return;
-    }
-  }
-
-  static std::optional<std::string> DemangleType(const std::string& mangled) {
-    int status = 0;
-    char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-    if (status != 0 || !out) return std::nullopt;
-    std::string r(out);
-    std::free(out);
-    return r;
   }
 
   // --- context -----------------------------------------------------------------
@@ -595,7 +536,7 @@ class Diagnoser {
   // Which library the dynamic linker bound _Unwind_RaiseException to: the
   // first in the link map's load order that defines it.
   void Unwinder() {
-    std::vector<const MappedModule*> order = LoadOrder();
+    std::vector<const MappedModule*> order = LinkMapOrder(core_, modules_, mem_);
     for (const MappedModule* m : order) {
       if (!m->image || !m->image->DefinesDynamic("_Unwind_RaiseException")) continue;
       std::string base = Basename(m->module->path);
@@ -605,47 +546,6 @@ class Diagnoser {
       d_.evidence.push_back("_Unwind_RaiseException binds to " + *d_.unwinder + ", the first module in load order that defines it.");
       return;
     }
-  }
-
-  std::vector<const MappedModule*> LoadOrder() {
-    std::vector<const MappedModule*> out;
-    // The executable's PT_DYNAMIC -> DT_DEBUG -> r_debug -> the link_map chain.
-    const Memory& mem = core_.memory();
-    const MappedModule* exe = core_.executable() ? modules_.Find(core_.executable()->base) : nullptr;
-    if (exe) {
-      ReadAtFn read = [&](uint64_t off, std::span<std::byte> o) { return mem.ReadUpTo(exe->module->base + off, o); };
-      if (auto img = ReadElfImage(read)) {
-        for (const auto& ph : img->phdrs) {
-          if (ph.p_type != PT_DYNAMIC) continue;
-          uint64_t dyn = exe->module->load_bias + ph.p_vaddr;
-          std::optional<uint64_t> r_debug;
-          for (uint64_t i = 0; i < 512; ++i) {
-            auto tag = mem_.Read64(dyn + 16 * i), val = mem_.Read64(dyn + 16 * i + 8);
-            if (!tag || !val || *tag == DT_NULL) break;
-            if (*tag == DT_DEBUG) r_debug = *val;
-          }
-          if (!r_debug || *r_debug == 0) break;
-          auto lm = mem_.Read64(*r_debug + 8);
-          for (int n = 0; lm && *lm && n < 4096; ++n) {
-            auto l_addr = mem_.Read64(*lm), l_name = mem_.Read64(*lm + 8);
-            if (!l_addr || !l_name) break;
-            auto name = mem.ReadCString(*l_name, 4096).value_or("");
-            for (const auto& m : modules_.modules()) {
-              bool same = name.empty() ? &m == exe : (m.module->path == name || m.bias == *l_addr);
-              if (same && std::find(out.begin(), out.end(), &m) == out.end()) {
-                out.push_back(&m);
-                break;
-              }
-            }
-            lm = mem_.Read64(*lm + 24);  // l_next
-          }
-        }
-      }
-    }
-    for (const auto& m : modules_.modules()) {  // whatever the link map did not list
-      if (std::find(out.begin(), out.end(), &m) == out.end()) out.push_back(&m);
-    }
-    return out;
   }
 
   // --- threads -----------------------------------------------------------------
