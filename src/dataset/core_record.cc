@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "core/core.h"
@@ -32,23 +34,6 @@ class BorrowedSource final : public ByteSource {
  private:
   ByteSource& inner_;
 };
-
-template <typename T>
-Json Opt(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
-template <typename T>
-std::optional<T> GetOpt(const Json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
-}
-
-std::string GetStr(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
   if (const auto& p = core.process()) {
@@ -264,113 +249,124 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
   return r;
 }
 
+namespace {
+
+// The record's fields, listed once: the worker pipe's JSON is generated
+// from these lists in both directions (the record as an object with these
+// names; its threads, frames and modules, which are many, as arrays in this
+// order). `R` is a record or row, const or not.
+template <typename R, typename F>
+void RecordFields(R& r, F&& f) {
+  f("path", r.path);
+  f("source", r.source);
+  f("size", r.size);
+  f("mtime_ns", r.mtime_ns);
+  f("bytes_read", r.bytes_read);
+  f("status", r.status);
+  f("error", r.error);
+  f("warnings", r.warnings);
+  f("time", r.time);
+  f("uptime", r.uptime);
+  f("time_source", r.time_source);
+  f("pid", r.pid);
+  f("comm", r.comm);
+  f("signal", r.signal);
+  f("si_code", r.si_code);
+  f("fault_address", r.fault_address);
+  f("real_signal", r.real_signal);
+  f("real_si_code", r.real_si_code);
+  f("real_fault_address", r.real_fault_address);
+  f("syndrome", r.syndrome);
+  f("context", r.context);
+  f("signature", r.signature);
+  f("crashing_tid", r.crashing_tid);
+  f("exe", r.exe);
+  f("build_id", r.build_id);
+  f("truncated", r.truncated);
+  f("cpu_seconds", r.cpu_seconds);
+  f("analysis_ms", r.analysis_ms);
+}
+
+template <typename R, typename F>
+void RowFields(R& t, F&& f) {
+  using Row = std::remove_const_t<R>;
+  if constexpr (std::is_same_v<Row, ThreadRow>) {
+    f(t.index), f(t.tid), f(t.crashing), f(t.pc), f(t.sp), f(t.registers), f(t.cpu_seconds);
+  } else if constexpr (std::is_same_v<Row, FrameRow>) {
+    f(t.thread), f(t.index), f(t.pc), f(t.module), f(t.build_id), f(t.offset), f(t.function), f(t.file), f(t.line),
+        f(t.trust), f(t.inlined);
+  } else if constexpr (std::is_same_v<Row, ModuleRow>) {
+    f(t.path), f(t.base), f(t.end), f(t.build_id), f(t.status);
+  } else {  // an attribute: key, value
+    f(t.first), f(t.second);
+  }
+}
+
+template <typename T>
+Json Encode(const T& v) {
+  if constexpr (requires { v.has_value(); }) {
+    return v ? Encode(*v) : Json(nullptr);
+  } else {
+    return Json(v);
+  }
+}
+
+template <typename T>
+void Decode(const Json& j, T& v) {
+  if constexpr (requires { v.has_value(); }) {
+    if (j.is_null()) v.reset();
+    else Decode(j, v.emplace());
+  } else {
+    v = j.get<T>();
+  }
+}
+
+template <typename Row>
+Json EncodeRows(const std::vector<Row>& rows) {
+  Json out = Json::array();
+  for (const Row& row : rows) {
+    Json a = Json::array();
+    RowFields(row, [&](const auto& v) { a.push_back(Encode(v)); });
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+template <typename Row>
+void DecodeRows(const Json& j, std::vector<Row>& rows) {
+  for (const auto& a : j) {
+    Row row{};
+    size_t i = 0;
+    RowFields(row, [&](auto& v) { Decode(a.at(i++), v); });
+    if (i != a.size()) throw std::invalid_argument("a row of " + std::to_string(a.size()) + " fields, not " + std::to_string(i));
+    rows.push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
 Json RecordToJson(const CoreRecord& r) {
   Json j;
-  j["path"] = r.path;
-  j["source"] = r.source;
-  j["size"] = Opt(r.size);
-  j["mtime_ns"] = Opt(r.mtime_ns);
-  j["bytes_read"] = r.bytes_read;
-  j["status"] = r.status;
-  j["error"] = r.error;
-  j["warnings"] = r.warnings;
-  j["time"] = Opt(r.time);
-  j["uptime"] = Opt(r.uptime);
-  j["time_source"] = r.time_source;
-  j["pid"] = Opt(r.pid);
-  j["comm"] = r.comm;
-  j["signal"] = Opt(r.signal);
-  j["si_code"] = Opt(r.si_code);
-  j["fault_address"] = Opt(r.fault_address);
-  j["real_signal"] = Opt(r.real_signal);
-  j["real_si_code"] = Opt(r.real_si_code);
-  j["real_fault_address"] = Opt(r.real_fault_address);
-  j["syndrome"] = r.syndrome;
-  j["context"] = r.context;
-  j["signature"] = r.signature;
-  j["crashing_tid"] = Opt(r.crashing_tid);
-  j["exe"] = r.exe;
-  j["build_id"] = r.build_id;
-  j["truncated"] = r.truncated;
-  j["cpu_seconds"] = Opt(r.cpu_seconds);
-  j["analysis_ms"] = r.analysis_ms;
-  Json attrs = Json::array();
-  for (const auto& [k, v] : r.attributes) attrs.push_back({k, v});
-  j["attributes"] = attrs;
-  Json threads = Json::array();
-  for (const auto& t : r.threads) {
-    threads.push_back({t.index, t.tid, t.crashing, t.pc, t.sp, t.registers, t.cpu_seconds});
-  }
-  j["threads"] = threads;
-  Json frames = Json::array();
-  for (const auto& f : r.frames) {
-    frames.push_back({f.thread, f.index, f.pc, f.module, f.build_id, Opt(f.offset), f.function, f.file, f.line,
-                      f.trust, f.inlined});
-  }
-  j["frames"] = frames;
-  Json modules = Json::array();
-  for (const auto& m : r.modules) modules.push_back({m.path, m.base, m.end, m.build_id, m.status});
-  j["modules"] = modules;
+  RecordFields(r, [&](const char* name, const auto& v) { j[name] = Encode(v); });
+  j["attributes"] = EncodeRows(r.attributes);
+  j["threads"] = EncodeRows(r.threads);
+  j["frames"] = EncodeRows(r.frames);
+  j["modules"] = EncodeRows(r.modules);
   return j;
 }
 
 Expected<CoreRecord> RecordFromJson(const Json& j) {
   try {
     CoreRecord r;
-    r.path = GetStr(j, "path");
-    r.source = GetStr(j, "source");
-    r.size = GetOpt<uint64_t>(j, "size");
-    r.mtime_ns = GetOpt<int64_t>(j, "mtime_ns");
-    r.bytes_read = j.at("bytes_read").get<uint64_t>();
-    r.status = GetStr(j, "status");
-    r.error = GetStr(j, "error");
-    r.warnings = j.at("warnings").get<std::vector<std::string>>();
-    r.time = GetOpt<int64_t>(j, "time");
-    r.uptime = GetOpt<int64_t>(j, "uptime");
-    r.time_source = GetStr(j, "time_source");
-    r.pid = GetOpt<int>(j, "pid");
-    r.comm = GetStr(j, "comm");
-    r.signal = GetOpt<int>(j, "signal");
-    r.si_code = GetOpt<int>(j, "si_code");
-    r.fault_address = GetOpt<uint64_t>(j, "fault_address");
-    r.real_signal = GetOpt<int>(j, "real_signal");
-    r.real_si_code = GetOpt<int>(j, "real_si_code");
-    r.real_fault_address = GetOpt<uint64_t>(j, "real_fault_address");
-    r.syndrome = GetStr(j, "syndrome");
-    r.context = GetStr(j, "context");
-    r.signature = GetStr(j, "signature");
-    r.crashing_tid = GetOpt<int>(j, "crashing_tid");
-    r.exe = GetStr(j, "exe");
-    r.build_id = GetStr(j, "build_id");
-    r.truncated = j.at("truncated").get<bool>();
-    r.cpu_seconds = GetOpt<double>(j, "cpu_seconds");
-    r.analysis_ms = j.at("analysis_ms").get<double>();
-    for (const auto& a : j.at("attributes")) r.attributes.emplace_back(a.at(0).get<std::string>(), a.at(1).get<std::string>());
-    for (const auto& t : j.at("threads")) {
-      r.threads.push_back({t.at(0).get<int>(), t.at(1).get<int>(), t.at(2).get<bool>(), t.at(3).get<uint64_t>(),
-                           t.at(4).get<uint64_t>(), t.at(5).get<std::string>(), t.at(6).get<double>()});
-    }
-    for (const auto& f : j.at("frames")) {
-      FrameRow row;
-      row.thread = f.at(0).get<int>();
-      row.index = f.at(1).get<int>();
-      row.pc = f.at(2).get<uint64_t>();
-      row.module = f.at(3).get<std::string>();
-      row.build_id = f.at(4).get<std::string>();
-      if (!f.at(5).is_null()) row.offset = f.at(5).get<uint64_t>();
-      row.function = f.at(6).get<std::string>();
-      row.file = f.at(7).get<std::string>();
-      row.line = f.at(8).get<int>();
-      row.trust = f.at(9).get<std::string>();
-      row.inlined = f.at(10).get<bool>();
-      r.frames.push_back(std::move(row));
-    }
-    for (const auto& m : j.at("modules")) {
-      r.modules.push_back({m.at(0).get<std::string>(), m.at(1).get<uint64_t>(), m.at(2).get<uint64_t>(),
-                           m.at(3).get<std::string>(), m.at(4).get<std::string>()});
-    }
+    RecordFields(r, [&](const char* name, auto& v) { Decode(j.at(name), v); });
+    DecodeRows(j.at("attributes"), r.attributes);
+    DecodeRows(j.at("threads"), r.threads);
+    DecodeRows(j.at("frames"), r.frames);
+    DecodeRows(j.at("modules"), r.modules);
     return r;
   } catch (const Json::exception& e) {
+    return MakeError(ErrorKind::kMalformed, std::string("record: ") + e.what());
+  } catch (const std::invalid_argument& e) {
     return MakeError(ErrorKind::kMalformed, std::string("record: ") + e.what());
   }
 }

@@ -58,7 +58,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 3: {
       auto j = nlohmann::json::parse(text, nullptr, false);
-      if (!j.is_discarded()) (void)coroner::RecordFromJson(j);
+      if (j.is_discarded()) break;
+      // A record that decodes encodes to the same record (the pipe's two
+      // directions come from one field list).
+      auto r = coroner::RecordFromJson(j);
+      if (!r.ok()) break;
+      auto again = coroner::RecordFromJson(coroner::RecordToJson(*r));
+      if (!again.ok() || coroner::RecordToJson(*again) != coroner::RecordToJson(*r)) __builtin_trap();
       break;
     }
     case 4: {  // a crashlog line, made into a core file and opened as one, and assembled directly
