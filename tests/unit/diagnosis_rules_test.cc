@@ -1,0 +1,155 @@
+// The diagnosis rules on synthetic cores, one fact at a time: a code page
+// holding known instructions, a stack page holding known words, the
+// registers and the signal set by hand. Each case is the smallest state a
+// rule decides from, so a rule that stops looking at its fact fails here
+// without gdb or a crasher (the zoo tests check the same rules on real
+// cores).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "core/core.h"
+#include "processor/processor.h"
+#include "source/byte_source.h"
+#include "symbolize/symbol_provider.h"
+#include "unit/synth_core.h"
+
+namespace coroner::testing {
+namespace {
+
+constexpr uint64_t kCode = 0x400000, kStack = 0x7ffff000;
+constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's target minus 8 below
+
+// user_regs_struct indexes.
+enum : int { kRax = 10, kRcx = 11 };
+
+struct Machine {
+  uint64_t rip = 0, rsp = kSp;
+  std::map<int, uint64_t> regs;
+  int signo = SIGSEGV, code = 1 /* SEGV_MAPERR */;
+  uint64_t fault_address = 0;
+  std::map<uint64_t, std::vector<uint8_t>> code_bytes;  // address -> instruction bytes
+  std::map<uint64_t, uint64_t> stack_words;             // address -> value
+};
+
+Diagnosis Diagnose(const Machine& m) {
+  SynthCore core;
+  auto prstatus = SynthCore::Prstatus(1234, m.signo, m.rip, m.rsp);
+  for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
+  core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
+  core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
+  std::vector<std::byte> code(4096, std::byte{0xcc});  // int3 everywhere else
+  for (const auto& [addr, bytes] : m.code_bytes)
+    for (size_t i = 0; i < bytes.size(); ++i) code.at(addr - kCode + i) = static_cast<std::byte>(bytes[i]);
+  std::vector<std::byte> stack(8192, std::byte{0x11});  // no word of it is code or zero
+  for (const auto& [addr, value] : m.stack_words) Put64(stack, addr - kStack, value);
+  core.AddLoad(kCode, code.size(), code, 5 /* PF_R | PF_X */);
+  core.AddLoad(kStack, stack.size(), stack, 6 /* PF_R | PF_W */);
+  auto opened = Core::Open(MakeMemorySource(core.Build()));
+  EXPECT_TRUE(opened.ok()) << opened.error().message;
+  if (!opened.ok()) return {};
+  static FileSymbolProvider symbols{SymbolOptions{"", {}, false, {}}};
+  ProcessOptions o;
+  o.depth = AnalysisDepth::kFull;
+  CrashAnalysis a = ProcessCore(**opened, symbols, o);
+  EXPECT_TRUE(a.diagnosis.has_value());
+  return a.diagnosis ? *a.diagnosis : Diagnosis{};
+}
+
+std::string Name(const Diagnosis& d) { return std::string(SyndromeName(d.syndrome)); }
+
+TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
+  Machine m;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
+  m.regs[kRax] = 0;
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
+  EXPECT_EQ(d.null_register, "rax");
+  // A small offset from NULL is still NULL's page.
+  m.code_bytes[m.rip] = {0x48, 0x8b, 0x40, 0x10};  // mov 0x10(%rax),%rax
+  m.fault_address = 0x10;
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kNullDeref);
+}
+
+TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
+  Machine m;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
+  m.regs[kRax] = 0xdead00000000beefull;      // non-canonical: a general-protection fault
+  m.code = 0x80;                             // SI_KERNEL, no address
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
+  bool said = false;
+  for (const auto& e : d.evidence) said |= e.find("non-canonical") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Mapped, canonical, far from NULL: the address itself was bad.
+  m.regs[kRax] = 0x7f0000001000;
+  m.code = 1;
+  m.fault_address = 0x7f0000001000;
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
+}
+
+TEST(DiagnosisRules, PcZeroIsReturnToNullOrCallToNullByTheStack) {
+  Machine m;
+  m.rip = 0;
+  // A ret popped 0: the word it popped, just below rsp, is still 0.
+  m.stack_words[kSp - 8] = 0;
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kReturnToNull);
+  // A call through a NULL pointer pushed its return address, just after
+  // `call *%rax`.
+  Machine c;
+  c.rip = 0;
+  c.code_bytes[kCode + 0x10] = {0xff, 0xd0};  // call *%rax
+  c.stack_words[kSp] = kCode + 0x12;
+  EXPECT_EQ(Diagnose(c).syndrome, Syndrome::kCallToNull);
+  // Neither: a jump to 0.
+  Machine j;
+  j.rip = 0;
+  EXPECT_EQ(Diagnose(j).syndrome, Syndrome::kWildJump);
+}
+
+TEST(DiagnosisRules, APcOutsideCodeIsAWildJump) {
+  Machine m;
+  m.rip = kStack + 0x100;  // the stack is not executable
+  m.fault_address = m.rip;
+  m.code = 2;  // SEGV_ACCERR
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kWildJump);
+}
+
+TEST(DiagnosisRules, AnAlignedStoreToAMisalignedStackIsMisalignedStack) {
+  Machine m;
+  m.rip = kCode + 0x30;
+  m.code_bytes[m.rip] = {0x0f, 0x29, 0x04, 0x24};  // movaps %xmm0,(%rsp)
+  m.rsp = kSp + 8;
+  m.code = 0x80;  // the CPU's general-protection fault
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kMisalignedStack) << Name(Diagnose(m));
+  // The same store on an aligned stack is not that.
+  m.rsp = kSp;
+  EXPECT_NE(Diagnose(m).syndrome, Syndrome::kMisalignedStack);
+}
+
+TEST(DiagnosisRules, TheSignalDecidesTheRest) {
+  Machine m;
+  m.rip = kCode + 0x40;
+  m.code_bytes[m.rip] = {0x48, 0xf7, 0xf1};  // div %rcx
+  m.signo = SIGFPE;
+  m.code = 1;  // FPE_INTDIV
+  m.fault_address = m.rip;
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kFpe);
+  m.signo = SIGILL;
+  m.code = 2;  // ILL_ILLOPN
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kIllegalInstruction);
+  m.signo = SIGBUS;
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBusError);
+  m.signo = SIGABRT;
+  m.code = -6;  // SI_TKILL
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kAbort);
+}
+
+}  // namespace
+}  // namespace coroner::testing
