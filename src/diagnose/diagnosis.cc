@@ -15,7 +15,7 @@
 
 namespace coroner {
 
-const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "other"};
+const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "external-signal", "other"};
 const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
 
 std::string_view SyndromeName(Syndrome syndrome) {
@@ -65,6 +65,19 @@ bool OneOf(std::string_view s, std::initializer_list<std::string_view> names) {
 }
 
 std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+// "230 (clock_nanosleep)": the number, and the name of the calls threads
+// wait in.
+std::string SyscallName(uint64_t nr) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {0, "read"},       {1, "write"},        {7, "poll"},          {23, "select"},      {34, "pause"},
+      {35, "nanosleep"}, {43, "accept"},      {45, "recvfrom"},     {47, "recvmsg"},     {61, "wait4"},
+      {202, "futex"},    {230, "clock_nanosleep"}, {232, "epoll_wait"}, {270, "pselect6"}, {271, "ppoll"},
+      {281, "epoll_pwait"}, {288, "accept4"}};
+  for (const auto& [n, name] : kNames)
+    if (n == nr) return std::to_string(nr) + " (" + name + ")";
+  return std::to_string(nr);
+}
 
 std::string Where(const ModuleMap& modules, uint64_t addr) {
   PcSymbol s = modules.Symbolize(addr);
@@ -192,7 +205,42 @@ class Diagnoser {
   }
 
   // --- syndrome ----------------------------------------------------------------
+  // A signal another process sent (kill, tkill, sigqueue with its pid): a
+  // watchdog's, a supervisor's or an operator's, not a fault of this
+  // process, whatever the signal. raise() and abort() send from the process
+  // itself; a handler that re-raised has its real fault in fc_.
+  bool ExternalSignal() {
+    if (fc_ || !core_.signal()) return false;
+    const SignalInfo& s = *core_.signal();
+    bool sent = s.code == 0 /* SI_USER */ || s.code == -1 /* SI_QUEUE */ || s.code == -6 /* SI_TKILL */;
+    if (!sent || !s.sender_pid || *s.sender_pid <= 0) return false;
+    if (core_.process() && core_.process()->pid == *s.sender_pid) return false;
+    for (const auto& t : core_.threads())
+      if (t.tid == *s.sender_pid) return false;
+    d_.syndrome = Syndrome::kExternalSignal;
+    std::string how = s.code == 0 ? "kill()" : s.code == -1 ? "sigqueue()" : "tkill()";
+    d_.evidence.push_back(SignalName(s.signo) + " was sent by pid " + std::to_string(*s.sender_pid) +
+                          (s.sender_uid ? " (uid " + std::to_string(*s.sender_uid) + ")" : std::string()) + " with " +
+                          how + " (" + SignalCodeName(s.signo, s.code).value_or("?") +
+                          "): no instruction of this process faulted, and the core holds no fault address.");
+    // What the thread was doing: a `syscall` just before pc is a thread
+    // blocked in (or returning from) the kernel.
+    std::byte b[2];
+    uint64_t pc = regs_.pc();
+    std::string where = crashing_ && !crashing_->frames.empty() && !crashing_->frames[0].function.empty()
+                            ? crashing_->frames[0].function
+                            : Where(modules_, pc);
+    if (pc >= 2 && modules_.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05}) {
+      d_.evidence.push_back("The thread was blocked in system call " + SyscallName(regs_[Reg::orig_rax]) + " in " +
+                            where + ".");
+    } else {
+      d_.evidence.push_back("The thread was running in " + where + ".");
+    }
+    return true;
+  }
+
   void DecideSyndrome() {
+    if (ExternalSignal()) return;
     int signo = sig_.signo;
     uint64_t pc = regs_.pc(), sp = regs_.sp();
     bool fault = signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
@@ -641,6 +689,11 @@ class Diagnoser {
     } else if (s == Syndrome::kBusError) {
       d_.summary = "A bus error in " + where + ": the memory was mapped but could not be accessed.";
       n = {"For a file mapping, check whether the file was truncated while mapped; for device memory, the access size or alignment."};
+    } else if (s == Syndrome::kExternalSignal) {
+      d_.summary = "Another process (pid " + std::to_string(core_.signal()->sender_pid.value_or(0)) + ") killed this one with " +
+                   SignalName(core_.signal()->signo) + ": it did not crash.";
+      n = {"Find the sender: a watchdog, a supervisor, an out-of-memory handler or an operator's kill; its logs say why.",
+           "Keep these cores out of the crash populations: `coroner epi --rules` with [[exclude]] where = \"syndrome = 'external-signal'\"."};
     } else {
       d_.summary = "The process died of " + SignalName(sig_.signo) + ".";
       n = {"Check what sent the signal and why (sender pid: " + (sig_.sender_pid ? std::to_string(*sig_.sender_pid) : std::string("unknown")) + ")."};

@@ -48,6 +48,7 @@ enum class Syndrome {
   kIllegalInstruction,
   kFpe,
   kBusError,
+  kExternalSignal,  // sent by another process: no instruction of this one faulted
   kOther,
 };
 enum class CrashContext {

@@ -146,9 +146,30 @@ TEST(DiagnosisRules, TheSignalDecidesTheRest) {
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kIllegalInstruction);
   m.signo = SIGBUS;
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBusError);
+  // abort(): tgkill from the process itself (si_pid shares si_addr's place).
   m.signo = SIGABRT;
   m.code = -6;  // SI_TKILL
+  m.fault_address = 1234;
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kAbort);
+}
+
+TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
+  Machine m;
+  m.rip = kCode + 0x52;
+  m.code_bytes[kCode + 0x50] = {0x0f, 0x05};  // syscall: the thread waits in the kernel
+  for (int signo : {SIGSEGV, SIGABRT, SIGBUS}) {
+    m.signo = signo;
+    m.code = 0;              // SI_USER
+    m.fault_address = 4321;  // si_pid: not the process (tid 1234)
+    Diagnosis d = Diagnose(m);
+    EXPECT_EQ(d.syndrome, Syndrome::kExternalSignal) << Name(d);
+    ASSERT_EQ(d.evidence.size(), 2u);
+    EXPECT_NE(d.evidence[0].find("sent by pid 4321"), std::string::npos) << d.evidence[0];
+    EXPECT_NE(d.evidence[1].find("blocked in system call"), std::string::npos) << d.evidence[1];
+    // From the process itself (raise), it is what the signal says.
+    m.fault_address = 1234;
+    EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);
+  }
 }
 
 }  // namespace
