@@ -104,17 +104,24 @@ struct CoreOptions {
   std::string sysroot;  // prefix for module paths on disk
 };
 
-// A process's mapped objects by path, from its file mappings: the range
-// each spans, whether code is mapped from it (`is_code` at a mapping's
-// start), and where its first offset-0 mapping starts (where the kernel
-// dumps an ELF object's header).
+// A process's ELF images, from its file mappings. An image begins at a
+// mapping of a file's offset 0 (where the kernel dumps the ELF header) and
+// takes in the later mappings of the same path up to `image_end(header
+// address)`, the end its program headers give; when that is unknown, up to
+// the path's next offset-0 mapping. Another mapping of a loaded file (python's
+// mmap of libc, a crash reporter reading its own binary) is not the image: a
+// mapping of offset 0 makes an image of its own, dropped when another image
+// of the path maps code, and one of a later offset beyond an image is left
+// out. A path with no offset-0 mapping at all is one image of all its
+// mappings. `is_code` says whether code is mapped at a mapping's start.
 struct MappedObject {
   Module module;  // path, base and end
   bool has_code = false;
   std::optional<uint64_t> header_at;
 };
-std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
-                                        const std::function<bool(uint64_t)>& is_code);
+std::vector<MappedObject> GroupMappings(
+    const std::vector<FileMapping>& files, const std::function<bool(uint64_t)>& is_code,
+    const std::function<std::optional<uint64_t>(uint64_t header)>& image_end = nullptr);
 
 // A snapshot's parts, for one that is not read from an ELF core (a
 // crashlog line): the memory's present bytes are `source`'s, at each

@@ -463,10 +463,13 @@ class CoreReader {
   // header at their offset-0 mapping), plus the vDSO.
   void ReadModules() {
     const Memory& mem = *c_.memory_;
-    auto objects = GroupMappings(c_.files_, [&](uint64_t a) {
-      const Segment* s = mem.Find(a);
-      return s && s->exec;
-    });
+    auto objects = GroupMappings(
+        c_.files_,
+        [&](uint64_t a) {
+          const Segment* s = mem.Find(a);
+          return s && s->exec;
+        },
+        [&](uint64_t header) { return HeaderAt(header).image_end; });
     for (auto& object : objects) {
       Module& m = object.module;
       bool elf_in_core = object.header_at && ReadModuleFromMemory(m, *object.header_at);
@@ -494,20 +497,49 @@ class CoreReader {
   }
 
   bool ReadModuleFromMemory(Module& m, uint64_t header) {
-    const Memory& mem = *c_.memory_;
-    ReadAtFn from_header = [&](uint64_t off, std::span<std::byte> out) -> size_t {
-      auto a = CheckedAdd(header, off);
-      return a ? mem.ReadUpTo(*a, out) : 0;
-    };
-    auto image = ReadElfImage(from_header);
-    if (!image) return false;
-    auto first = FirstLoadVaddr(*image);
-    m.load_bias = first ? header - *first : header;
-    ReadAtFn absolute = [&](uint64_t addr, std::span<std::byte> out) { return mem.ReadUpTo(addr, out); };
-    uint64_t bias = m.load_bias;
-    m.build_id = ReadBuildId(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
+    const HeaderRead& h = HeaderAt(header);
+    if (!h.elf) return false;
+    m.load_bias = h.load_bias;
+    m.build_id = h.build_id;
     if (!m.build_id.empty()) m.build_id_source = Module::BuildIdSource::kCore;
     return true;
+  }
+
+  // What the ELF headers at `header` in the core's memory say, read once and
+  // all at once (the headers, then the build-id note beside them): grouping
+  // the mappings wants the image's end, the module its bias and build-id,
+  // and a compressed core reads backwards only by decoding again.
+  struct HeaderRead {
+    bool elf = false;
+    uint64_t load_bias = 0;
+    std::string build_id;
+    std::optional<uint64_t> image_end;  // where the PT_LOAD segments end
+  };
+  const HeaderRead& HeaderAt(uint64_t header) {
+    auto it = headers_.find(header);
+    if (it != headers_.end()) return it->second;
+    HeaderRead h;
+    if (auto image = ReadElfImage(AtAddress(header))) {
+      h.elf = true;
+      auto first = FirstLoadVaddr(*image);
+      h.load_bias = first ? header - *first : header;
+      const Memory& mem = *c_.memory_;
+      ReadAtFn absolute = [&](uint64_t addr, std::span<std::byte> out) { return mem.ReadUpTo(addr, out); };
+      uint64_t bias = h.load_bias;
+      h.build_id = ReadBuildId(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
+      auto end = LoadEnd(*image);
+      if (first && end && *end >= *first) h.image_end = CheckedAdd(header, *end - *first);
+    }
+    return headers_.emplace(header, std::move(h)).first->second;
+  }
+
+  // Reads at offsets from `base` in the core's memory.
+  ReadAtFn AtAddress(uint64_t base) const {
+    const Memory& mem = *c_.memory_;
+    return [&mem, base](uint64_t off, std::span<std::byte> out) -> size_t {
+      auto a = CheckedAdd(base, off);
+      return a ? mem.ReadUpTo(*a, out) : 0;
+    };
   }
 
   void CheckFile(Module& m) {
@@ -538,28 +570,53 @@ class CoreReader {
   std::vector<Elf64_Phdr> note_segments_;
   std::optional<SignalInfo> first_siginfo_, prstatus_signal_;
   size_t threads_seen_ = 0;
+  std::map<uint64_t, HeaderRead> headers_;
 };
 
-std::vector<MappedObject> GroupMappings(const std::vector<FileMapping>& files,
-                                        const std::function<bool(uint64_t)>& is_code) {
-  std::map<std::string_view, size_t> by_path;  // views of the files' paths
+std::vector<MappedObject> GroupMappings(
+    const std::vector<FileMapping>& files, const std::function<bool(uint64_t)>& is_code,
+    const std::function<std::optional<uint64_t>(uint64_t header)>& image_end) {
+  // In address order, so that the headers are read in the order the core
+  // holds them (a compressed core reads backwards only by decoding again).
+  std::vector<const FileMapping*> order;
+  order.reserve(files.size());
+  for (const auto& f : files) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const FileMapping* a, const FileMapping* b) { return a->start < b->start; });
+  struct PathState {
+    bool has_header = false;       // some mapping of the path is of offset 0
+    std::optional<size_t> open;    // the image that still takes mappings
+    uint64_t open_end = 0;
+    bool any_code = false;
+  };
+  std::map<std::string_view, PathState> paths;  // views of the files' paths
+  for (const auto* f : order) paths[f->path].has_header |= f->offset == 0;
   std::vector<MappedObject> out;
   out.reserve(files.size());  // at most one per file
-  for (const auto& f : files) {
-    auto [it, fresh] = by_path.try_emplace(f.path, out.size());  // a node only for a new path
-    if (fresh) {
+  for (const auto* f : order) {
+    PathState& p = paths[f->path];
+    if (f->offset == 0 || (!p.has_header && !p.open)) {
       MappedObject o;
-      o.module.path = f.path;
-      o.module.base = f.start;
-      o.module.end = f.end;
+      o.module.path = f->path;
+      o.module.base = f->start;
+      o.module.end = f->end;
+      if (f->offset == 0) o.header_at = f->start;
+      std::optional<uint64_t> end;
+      if (o.header_at && image_end) end = image_end(f->start);
+      p.open = out.size();
+      p.open_end = end ? std::max(*end, f->end) : UINT64_MAX;
       out.push_back(std::move(o));
+    } else if (!p.open || f->start >= p.open_end) {
+      continue;  // not part of a loaded image
     }
-    MappedObject& o = out[it->second];
-    o.module.base = std::min(o.module.base, f.start);
-    o.module.end = std::max(o.module.end, f.end);
-    if (is_code(f.start)) o.has_code = true;
-    if (f.offset == 0 && !o.header_at) o.header_at = f.start;
+    MappedObject& o = out[*p.open];
+    o.module.end = std::max(o.module.end, f->end);
+    if (is_code(f->start)) o.has_code = p.any_code = true;
   }
+  // Of a path's images, the ones with code are the loaded ones.
+  out.erase(std::remove_if(out.begin(), out.end(),
+                           [&](const MappedObject& o) { return !o.has_code && paths[o.module.path].any_code; }),
+            out.end());
   return out;
 }
 

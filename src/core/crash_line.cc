@@ -364,8 +364,9 @@ struct Load {
 };
 
 // The ELF header page the kernel would have dumped at the start of module
-// m's first mapping at `start`, holding its build-id; cut to `size`.
-Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size) {
+// m's first mapping at `start`, holding its build-id; cut to `size`. Its one
+// PT_LOAD spans the module's mappings up to `end`, the image's extent.
+Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size, uint64_t end) {
   Bytes h;
   h.b.assign(0x100, std::byte{0});
   Elf64_Ehdr eh{};
@@ -385,7 +386,8 @@ Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size) {
   for (size_t i = 0; i + 1 < m.build_id.size(); i += 2)  // lowercase hex, checked by the parser
     id.Put(static_cast<uint8_t>(Nibble(m.build_id[i]) << 4 | Nibble(m.build_id[i + 1])));
   Note(note, "GNU", NT_GNU_BUILD_ID, id);
-  Elf64_Phdr load{PT_LOAD, PF_R, 0, start - m.bias, start - m.bias, size, size, kPage};
+  uint64_t span = std::max(end, start + size) - start;
+  Elf64_Phdr load{PT_LOAD, PF_R, 0, start - m.bias, start - m.bias, span, span, kPage};
   Elf64_Phdr pnote{PT_NOTE, PF_R, 0x100, start - m.bias + 0x100, start - m.bias + 0x100, note.size(), note.size(), 4};
   h.At(0, eh);
   h.At(sizeof eh, load);
@@ -524,8 +526,13 @@ std::optional<uint64_t> ProgramHeaders(const CrashLine& l) {
 
 std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   std::vector<Load> kept = LayOut(l);
-  for (auto& ld : kept)
-    if (ld.header_of) ld.data = HeaderPage(l.modules[*ld.header_of], ld.vaddr, ld.memsz);
+  for (auto& ld : kept) {
+    if (!ld.header_of) continue;
+    uint64_t end = ld.vaddr + ld.memsz;
+    for (const auto& s : l.segments)
+      if (s.module == *ld.header_of && s.start >= ld.vaddr) end = std::max(end, s.end);
+    ld.data = HeaderPage(l.modules[*ld.header_of], ld.vaddr, ld.memsz, end);
+  }
 
   // Notes.
   Bytes notes;

@@ -63,4 +63,14 @@ std::optional<uint64_t> FirstLoadVaddr(const ElfImage& image) {
   return std::nullopt;
 }
 
+std::optional<uint64_t> LoadEnd(const ElfImage& image) {
+  std::optional<uint64_t> end;
+  for (const auto& ph : image.phdrs) {
+    if (ph.p_type != PT_LOAD) continue;
+    if (ph.p_vaddr > UINT64_MAX - ph.p_memsz - 0xfff) return std::nullopt;
+    end = std::max(end.value_or(0), (ph.p_vaddr + ph.p_memsz + 0xfff) & ~uint64_t{0xfff});
+  }
+  return end;
+}
+
 }  // namespace coroner

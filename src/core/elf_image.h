@@ -40,4 +40,10 @@ std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
 // bias is mapped_address_of_offset_0 - this.
 std::optional<uint64_t> FirstLoadVaddr(const ElfImage& image);
 
+// The span of the PT_LOAD segments relative to the bias (the highest
+// p_vaddr + p_memsz, rounded up to a page): an image mapped with bias B
+// ends at B + this. nullopt when there is no PT_LOAD or a segment's end
+// overflows.
+std::optional<uint64_t> LoadEnd(const ElfImage& image);
+
 }  // namespace coroner

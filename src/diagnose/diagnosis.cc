@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <map>
@@ -214,25 +215,53 @@ class Diagnoser {
     const SignalInfo& s = *core_.signal();
     bool sent = s.code == 0 /* SI_USER */ || s.code == -1 /* SI_QUEUE */ || s.code == -6 /* SI_TKILL */;
     if (!sent || !s.sender_pid || *s.sender_pid <= 0) return false;
-    if (core_.process() && core_.process()->pid == *s.sender_pid) return false;
-    for (const auto& t : core_.threads())
-      if (t.tid == *s.sender_pid) return false;
-    d_.syndrome = Syndrome::kExternalSignal;
-    std::string how = s.code == 0 ? "kill()" : s.code == -1 ? "sigqueue()" : "tkill()";
-    d_.evidence.push_back(SignalName(s.signo) + " was sent by pid " + std::to_string(*s.sender_pid) +
-                          (s.sender_uid ? " (uid " + std::to_string(*s.sender_uid) + ")" : std::string()) + " with " +
-                          how + " (" + SignalCodeName(s.signo, s.code).value_or("?") +
-                          "): no instruction of this process faulted, and the core holds no fault address.");
-    // What the thread was doing: a `syscall` just before pc is a thread
-    // blocked in (or returning from) the kernel.
+    bool own = core_.process() && core_.process()->pid == *s.sender_pid;
+    for (const auto& t : core_.threads()) own |= t.tid == *s.sender_pid;
+    // What the thread was doing: a `syscall` just before pc, with the
+    // system call's number kept in orig_rax, is a thread blocked in the
+    // kernel.
+    // kernel. A system call a signal interrupted, returning EINTR, has
+    // orig_rax -1 by the time a signal pending behind it is delivered.
     std::byte b[2];
     uint64_t pc = regs_.pc();
+    bool after_syscall = pc >= 2 && modules_.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05};
+    std::optional<uint64_t> syscall;
+    if (after_syscall && regs_[Reg::orig_rax] != ~uint64_t{0}) syscall = regs_[Reg::orig_rax];
+    bool interrupted = after_syscall && !syscall && regs_[Reg::rax] == static_cast<uint64_t>(-EINTR);
+    if (own) {
+      // Sent by the process itself. abort() and raise() send from the
+      // thread that gets the signal, blocked in the sending system call.
+      // Blocked in any other one, the thread did not cause it: a handler
+      // re-sent a signal it received (node's, after a kill), or another
+      // thread sent it.
+      constexpr uint64_t kKill = 62, kTkill = 200, kTgkill = 234, kRtSigqueueinfo = 129, kRtTgsigqueueinfo = 297;
+      bool sending = syscall && (*syscall == kKill || *syscall == kTkill || *syscall == kTgkill ||
+                                 *syscall == kRtSigqueueinfo || *syscall == kRtTgsigqueueinfo);
+      if (sending || (!syscall && !interrupted)) return false;
+    }
+    d_.syndrome = Syndrome::kExternalSignal;
+    std::string how = s.code == 0 ? "kill()" : s.code == -1 ? "sigqueue()" : "tkill()";
+    std::string code = " (" + SignalCodeName(s.signo, s.code).value_or("?") + ")";
+    if (own) {
+      d_.evidence.push_back(SignalName(s.signo) + " was sent by this process itself (pid " + std::to_string(*s.sender_pid) +
+                            ") with " + how + code +
+                            " while the thread was in a system call, where no instruction faults: a "
+                            "signal handler re-sent a signal it received, or another thread sent it. The first "
+                            "sender is not in the core.");
+    } else {
+      d_.evidence.push_back(SignalName(s.signo) + " was sent by pid " + std::to_string(*s.sender_pid) +
+                            (s.sender_uid ? " (uid " + std::to_string(*s.sender_uid) + ")" : std::string()) +
+                            " with " + how + code +
+                            ": no instruction of this process faulted, and the core holds no fault address.");
+    }
     std::string where = crashing_ && !crashing_->frames.empty() && !crashing_->frames[0].function.empty()
                             ? crashing_->frames[0].function
                             : Where(modules_, pc);
-    if (pc >= 2 && modules_.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05}) {
-      d_.evidence.push_back("The thread was blocked in system call " + SyscallName(regs_[Reg::orig_rax]) + " in " +
-                            where + ".");
+    if (syscall) {
+      d_.evidence.push_back("The thread was blocked in system call " + SyscallName(*syscall) + " in " + where + ".");
+    } else if (interrupted) {
+      d_.evidence.push_back("The thread was in a system call in " + where +
+                            ", which an earlier signal interrupted (it returned EINTR).");
     } else {
       d_.evidence.push_back("The thread was running in " + where + ".");
     }
@@ -624,6 +653,8 @@ class Diagnoser {
     }
     std::sort(d_.thread_groups.begin(), d_.thread_groups.end(),
               [](const ThreadGroup& a, const ThreadGroup& b) { return a.tids.size() > b.tids.size(); });
+    // A thread that was sent a signal did not race with anything.
+    if (d_.syndrome == Syndrome::kExternalSignal) return;
     for (const auto& g : d_.thread_groups) {
       if (g.with_crashing_thread) {
         d_.evidence.push_back(std::to_string(g.tids.size() - 1) + " other thread(s) were in " + g.function +
@@ -690,8 +721,13 @@ class Diagnoser {
       d_.summary = "A bus error in " + where + ": the memory was mapped but could not be accessed.";
       n = {"For a file mapping, check whether the file was truncated while mapped; for device memory, the access size or alignment."};
     } else if (s == Syndrome::kExternalSignal) {
-      d_.summary = "Another process (pid " + std::to_string(core_.signal()->sender_pid.value_or(0)) + ") killed this one with " +
-                   SignalName(core_.signal()->signo) + ": it did not crash.";
+      const SignalInfo& si = *core_.signal();
+      bool own = core_.process() && si.sender_pid == core_.process()->pid;
+      d_.summary = own ? "The process re-sent " + SignalName(si.signo) +
+                             " to a thread in a system call (a handler passing a signal on, or another "
+                             "thread): it did not crash."
+                       : "Another process (pid " + std::to_string(si.sender_pid.value_or(0)) +
+                             ") killed this one with " + SignalName(si.signo) + ": it did not crash.";
       n = {"Find the sender: a watchdog, a supervisor, an out-of-memory handler or an operator's kill; its logs say why.",
            "Keep these cores out of the crash populations: `coroner epi --rules` with [[exclude]] where = \"syndrome = 'external-signal'\"."};
     } else {

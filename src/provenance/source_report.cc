@@ -73,8 +73,8 @@ SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
       mv.build_id = m.build_id;
       mv.component = component.name;
       mv.repository = component.repository;
-      if (f.module->image && f.offset) {
-        if (auto cu = f.module->image->CompileUnitAt(*f.offset)) {  // pc - 1 for a return address
+      if (f.module->image && f.lookup) {
+        if (auto cu = f.module->image->CompileUnitAt(*f.lookup)) {
           mv.producer = cu->producer;
           mv.comp_dir = cu->comp_dir;
         }

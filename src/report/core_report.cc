@@ -196,8 +196,8 @@ Json CoreToJson(const CrashAnalysis& analysis) {
     p["pid"] = pi->pid;
     p["ppid"] = pi->ppid;
     p["uid"] = pi->uid;
-    p["comm"] = Text(pi->comm);
-    p["args"] = Text(pi->args);
+    p["comm"] = ValidUtf8KeepingControls(pi->comm);
+    p["args"] = ValidUtf8KeepingControls(pi->args);
   } else {
     p["pid"] = core.threads().empty() ? Json(nullptr) : Json(core.threads()[0].tid);
     p["ppid"] = nullptr;
@@ -321,7 +321,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   for (const auto& m : core.missing()) add("  missing: " + Text(m));
   for (const auto& m : core.soft_errors()) add("  warning: " + Text(m));
   if (const auto& p = core.process()) {
-    add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, Text(p->comm), p->uid, Text(p->args)));
+    add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, EscapedLine(p->comm), p->uid, EscapedLine(p->args)));
   }
   std::string exe = core.exe_path();
   if (!exe.empty()) add("executable: " + Text(exe));

@@ -149,13 +149,13 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
 
   add("### Root cause");
   add("");
-  add(d ? esc(d->summary) : std::string("Not diagnosed (registers only)."));
+  add(d ? MarkdownProse(d->summary) : std::string("Not diagnosed (registers only)."));
   add("");
 
   add("### Evidence");
   add("");
   if (d) {
-    for (const auto& e : d->evidence) add("- " + esc(e));
+    for (const auto& e : d->evidence) add("- " + MarkdownProse(e));
     if (d->abort_message) add("- Abort message, verbatim: " + MarkdownCode(*d->abort_message));
     if (d->unwinder) add("- Unwinder in use: " + esc(*d->unwinder));
     for (const auto& g : d->thread_groups) {
@@ -210,7 +210,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("");
   if (d) {
     int k = 0;
-    for (const auto& s : d->next_steps) add(fmt::format("{}. {}", ++k, esc(s)));
+    for (const auto& s : d->next_steps) add(fmt::format("{}. {}", ++k, MarkdownProse(s)));
   }
   return md;
 }

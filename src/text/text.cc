@@ -70,6 +70,52 @@ std::string ValidUtf8(std::string_view s) {
   return out;
 }
 
+namespace {
+
+bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+// `s` made valid UTF-8, each control character passed to `control`.
+template <class OnControl>
+std::string Rewrite(std::string_view s, OnControl control) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (IsControl(c)) {
+      control(c, out);
+      ++i;
+      continue;
+    }
+    size_t len = SequenceLength(s, i);
+    if (len) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += kReplacement;
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ValidUtf8KeepingControls(std::string_view s) {
+  return Rewrite(s, [](unsigned char c, std::string& out) { out += static_cast<char>(c); });
+}
+
+std::string EscapedLine(std::string_view s) {
+  return Rewrite(s, [](unsigned char c, std::string& out) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default: out += "\\x", out += kHex[c >> 4], out += kHex[c & 15];
+    }
+  });
+}
+
 std::string ValidUtf8(std::string&& s) { return IsValid(s) ? std::move(s) : ValidUtf8(std::string_view(s)); }
 
 // Line breaks and other control characters as spaces: Markdown prose, a
@@ -93,6 +139,22 @@ std::string MarkdownEscape(std::string_view text) {
         break;
       default: out += c;
     }
+  }
+  return out;
+}
+
+std::string MarkdownProse(std::string_view text) {
+  if (std::count(text.begin(), text.end(), '`') % 2 != 0) return MarkdownEscape(text);
+  std::string out;
+  bool code = false;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t tick = text.find('`', from);
+    std::string_view part = text.substr(from, tick == std::string_view::npos ? std::string_view::npos : tick - from);
+    out += code ? MarkdownCode(part) : MarkdownEscape(part);
+    if (tick == std::string_view::npos) break;
+    code = !code;
+    from = tick + 1;
   }
   return out;
 }

@@ -19,6 +19,15 @@ std::string ValidUtf8(std::string&& s);
 inline std::string ValidUtf8(const std::string& s) { return ValidUtf8(std::string_view(s)); }
 inline std::string ValidUtf8(const char* s) { return ValidUtf8(std::string_view(s)); }
 
+// `s` as valid UTF-8 that keeps control characters, for a JSON string (the
+// JSON writer escapes them: a newline in a process's argument stays "\n").
+std::string ValidUtf8KeepingControls(std::string_view s);
+
+// `s` for a line of text output: valid UTF-8, each control character written
+// as an escape (\n, \r, \t, \x1b), so that no byte of a core moves the
+// terminal's cursor or starts an escape sequence.
+std::string EscapedLine(std::string_view s);
+
 // JSON text of `j` (compact when indent < 0). A string that is not valid
 // UTF-8 is written with U+FFFD instead of throwing, so that one bad value
 // never takes the rest of the output down.
@@ -31,6 +40,12 @@ std::string JsonText(const Json& j, int indent = -1) {
 // start markup (\ ` * _ [ ] < > | #) get a backslash; newlines and other
 // control characters become spaces. The text is made valid UTF-8 first.
 std::string MarkdownEscape(std::string_view text);
+
+// Prose that marks code the way the diagnosis does (`mov (%rax), %rdx`)
+// for Markdown: each backtick-delimited part becomes a code span
+// (MarkdownCode), the rest is escaped (MarkdownEscape). An odd number of
+// backticks is not markup: all of it is escaped.
+std::string MarkdownProse(std::string_view text);
 
 // `text` as one Markdown code span: fenced by a run of backticks longer than
 // any run inside it, so nothing in it can close the span; line breaks become

@@ -25,7 +25,12 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
     Frame base;
     base.pc = r.pc;
     base.module = sym.module;
-    if (sym.module) base.offset = sym.offset;
+    // The contract: pc - load bias, also for a return address (the lookup
+    // above is one byte earlier).
+    if (sym.module) {
+      base.offset = sym.module->ToLink(r.pc);
+      base.lookup = sym.offset;
+    }
     base.trust = r.trust;
     base.signal_trampoline = r.signal_trampoline;
     base.physical = i;

@@ -23,7 +23,11 @@ struct Frame {
   size_t index = 0;
   uint64_t pc = 0;
   const MappedModule* module = nullptr;  // nullptr when no module holds pc
-  std::optional<uint64_t> offset;        // link-time address within the module
+  std::optional<uint64_t> offset;        // link-time address within the module: pc - load bias
+  // The link-time address the frame is looked up at: the call itself for a
+  // return address (offset - 1), where gdb too looks up lines and
+  // variables; offset for a frame whose pc is exact.
+  std::optional<uint64_t> lookup;
   std::string function;                  // demangled, no parameters; empty when unknown
   std::string file;
   int line = 0;

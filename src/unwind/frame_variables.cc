@@ -600,13 +600,11 @@ struct PhysicalFrame {
 
 std::optional<PhysicalFrame> Locate(const Frame& first, StackMemory& memory) {
   const MappedModule* m = first.module;
-  if (!m || !m->image || !m->image->has_dwarf() || !first.offset) return std::nullopt;
+  if (!m || !m->image || !m->image->has_dwarf() || !first.lookup) return std::nullopt;
   PhysicalFrame p;
   p.frame = &first;
   p.module = m;
-  // The frame's offset is already the call's address for a return address
-  // (pc - 1), where gdb too looks locations up.
-  p.vaddr = *first.offset;
+  p.vaddr = *first.lookup;
   p.dies = m->image->ScopesAt(p.vaddr);
   for (auto& die : p.dies) {
     if (dwarf_tag(&die) == DW_TAG_subprogram) {

@@ -25,7 +25,7 @@ constexpr uint64_t kCode = 0x400000, kStack = 0x7ffff000;
 constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's target minus 8 below
 
 // user_regs_struct indexes.
-enum : int { kRax = 10, kRcx = 11 };
+enum : int { kRax = 10, kRcx = 11, kOrigRax = 15 };
 
 struct Machine {
   uint64_t rip = 0, rsp = kSp;
@@ -166,9 +166,22 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
     ASSERT_EQ(d.evidence.size(), 2u);
     EXPECT_NE(d.evidence[0].find("sent by pid 4321"), std::string::npos) << d.evidence[0];
     EXPECT_NE(d.evidence[1].find("blocked in system call"), std::string::npos) << d.evidence[1];
-    // From the process itself (raise), it is what the signal says.
+    // From the process itself in tgkill (raise), it is what the signal says.
     m.fault_address = 1234;
+    m.regs[kOrigRax] = 234;  // tgkill
     EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);
+    // From the process itself to a thread blocked in another system call
+    // (a handler passing on a kill): no instruction of the thread did it.
+    m.regs[kOrigRax] = 232;  // epoll_wait
+    d = Diagnose(m);
+    EXPECT_EQ(d.syndrome, Syndrome::kExternalSignal) << Name(d);
+    EXPECT_NE(d.evidence[0].find("sent by this process itself"), std::string::npos) << d.evidence[0];
+    EXPECT_NE(d.evidence[1].find("epoll_wait"), std::string::npos) << d.evidence[1];
+    // Running when it came, the thread may have raised it: not external.
+    m.code_bytes.erase(kCode + 0x50);
+    EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);
+    m.code_bytes[kCode + 0x50] = {0x0f, 0x05};
+    m.regs.erase(kOrigRax);
   }
 }
 

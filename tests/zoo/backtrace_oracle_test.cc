@@ -14,6 +14,7 @@
 #include "core/signals.h"
 #include <csignal>
 #include "zoo/analyzed_core.h"
+#include "zoo/gdb_compare.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
@@ -22,42 +23,6 @@ namespace {
 std::unique_ptr<testing::AnalyzedCore> Analyze(const std::string& path) { return testing::AnalyzeCore(path); }
 
 std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
-
-// Compares one thread; returns how many frames were compared.
-size_t ExpectSameFrames(const std::vector<testing::GdbFrame>& gdb_all, const Backtrace& ours,
-                        const std::string& what, const ModuleMap& modules) {
-  std::vector<testing::GdbFrame> gdb;
-  for (const auto& f : gdb_all) {
-    if (f.type != "tailcall") gdb.push_back(f);
-  }
-  // Past pc 0, gdb takes [rsp] for the return address whatever it holds; a
-  // "frame" at a pc that is not code is that guess, and ends the comparison.
-  for (size_t i = 1; i < gdb.size(); ++i) {
-    if (!modules.IsCode(gdb[i].pc)) {
-      gdb.resize(i);
-      break;
-    }
-  }
-  EXPECT_GE(ours.frames.size(), std::min<size_t>(gdb.size(), 64)) << what << ": " << ours.stop_reason;
-  size_t n = std::min(gdb.size(), ours.frames.size());
-  for (size_t i = 0; i < n; ++i) {
-    const auto& g = gdb[i];
-    const Frame& f = ours.frames[i];
-    std::string where = what + " frame " + std::to_string(i);
-    EXPECT_EQ(f.pc, g.pc) << where;
-    if (g.type == "sigtramp") {
-      EXPECT_TRUE(f.signal_trampoline) << where;
-      continue;
-    }
-    EXPECT_FALSE(f.signal_trampoline) << where;
-    EXPECT_EQ(f.inlined, gdb.size() > i + 1 && g.type == "inline") << where;
-    if (g.function != "??") {
-      EXPECT_EQ(f.function, StripParameters(g.function)) << where;
-    }
-    if (f.pc != g.pc) break;  // the rest would only repeat the first difference
-  }
-  return n;
-}
 
 class BacktraceTest : public ::testing::TestWithParam<testing::ZooCore> {};
 
@@ -70,7 +35,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
   const auto& gframes = gdb.frames.at(crashed.tid);
   const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
   ASSERT_FALSE(gframes.empty());
-  EXPECT_GE(ExpectSameFrames(gframes, bt, "crashing thread", *a->analysis.modules), 1u);
+  EXPECT_GE(testing::ExpectSameFrames(gframes, bt, "crashing thread", *a->analysis.modules), 1u);
   // file:line of frame 0 where gdb has it.
   if (gframes[0].file != "-") {
     EXPECT_EQ(Basename(bt.frames[0].file), Basename(gframes[0].file));
@@ -82,7 +47,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
     if (i == a->core->crashing_thread()) continue;
     int tid = a->core->threads()[i].tid;
     ASSERT_TRUE(gdb.frames.count(tid));
-    ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->analysis.modules);
+    testing::ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->analysis.modules);
     ++others;
   }
   EXPECT_EQ(others + 1, a->core->threads().size());
@@ -190,35 +155,11 @@ TEST_P(BacktraceTest, RecoversTheFaultBehindAReRaise) {
 namespace coroner {
 namespace {
 
-// The crashing instruction against gdb's `x/2i $pc`: same address, same
-// length (where the next one starts), same mnemonic (Capstone adds AT&T size
-// suffixes that gdb leaves out: movq/mov, retq/ret).
+// The crashing instruction against gdb's `x/2i $pc`.
 TEST_P(BacktraceTest, CrashingInstructionMatchesGdb) {
   const auto& z = GetParam();
-  auto gdb = testing::ParseGdbOracle(z.oracle);
   auto a = Analyze(z.core);
-  const Thread& t = a->core->threads()[a->core->crashing_thread()];
-  auto ins = Disassemble(*a->analysis.modules, t.registers.pc(), true);
-  if (gdb.instructions.empty()) {
-    // gdb could not read code at pc (pc 0): neither is there any to show.
-    EXPECT_TRUE(ins.empty());
-    return;
-  }
-  ASSERT_EQ(gdb.instructions.size(), 2u);
-  auto cur = std::find_if(ins.begin(), ins.end(), [](const Instruction& i) { return i.current; });
-  ASSERT_NE(cur, ins.end());
-  EXPECT_EQ(cur->address, gdb.instructions[0].address);
-  std::string gm = gdb.instructions[0].mnemonic;
-  if (cur->text == "(not decoded)") {
-    // Capstone 4 lacks some AVX-512 forms; gdb decodes them.
-    EXPECT_TRUE(gm[0] == 'v' || gm[0] == 'k') << gm;
-    return;
-  }
-  EXPECT_EQ(cur->address + cur->bytes.size() / 2, gdb.instructions[1].address);
-  std::string ours = cur->text.substr(0, cur->text.find(' '));
-  bool same = ours == gm || (ours.size() == gm.size() + 1 && ours.rfind(gm, 0) == 0 &&
-                             std::string("bwlq").find(ours.back()) != std::string::npos);
-  EXPECT_TRUE(same) << "coroner: " << cur->text << ", gdb: " << gm;
+  testing::ExpectCrashingInstructionMatches(testing::ParseGdbOracle(z.oracle), *a->core, *a->analysis.modules);
 }
 
 }  // namespace

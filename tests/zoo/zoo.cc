@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 namespace coroner::testing {
-namespace {
 
 std::vector<std::vector<std::string>> ReadTsv(const std::string& path) {
   std::ifstream in(path);
@@ -24,8 +23,6 @@ std::vector<std::vector<std::string>> ReadTsv(const std::string& path) {
   }
   return rows;
 }
-
-}  // namespace
 
 std::string ZooDir() {
   const char* z = std::getenv("CORONER_ZOO");

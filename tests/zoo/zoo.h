@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,17 @@ struct ZooCore {
   std::string binary, core, oracle;
 };
 
+// gtest prints a parameter by its name, not its bytes.
+inline void PrintTo(const ZooCore& z, std::ostream* os) { *os << z.variant; }
+
 struct Expectation {
   std::string signal, code, fault_address;
   int threads = 0;
   std::string syndrome, context;
 };
+
+// The rows of a tab-separated file, without blank and '#' lines.
+std::vector<std::vector<std::string>> ReadTsv(const std::string& path);
 
 // The zoo directory: $CORONER_ZOO (set by ctest).
 std::string ZooDir();

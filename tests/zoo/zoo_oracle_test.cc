@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "core/signals.h"
 #include "zoo/analyzed_core.h"
+#include "zoo/gdb_compare.h"
 #include "zoo/zoo.h"
 
 namespace coroner {
@@ -26,45 +27,6 @@ std::unique_ptr<Core> OpenOrDie(const std::string& path, std::optional<uint64_t>
   return std::move(*core);
 }
 
-const Thread* FindThread(const Core& core, int tid) {
-  for (const auto& t : core.threads()) {
-    if (t.tid == tid) return &t;
-  }
-  return nullptr;
-}
-
-// Every register gdb printed for a thread equals ours.
-void ExpectRegistersMatch(const GdbOracle& gdb, const Core& core, bool all_threads_present) {
-  for (const auto& g : gdb.threads) {
-    const Thread* t = FindThread(core, g.tid);
-    if (!t) {
-      EXPECT_FALSE(all_threads_present) << "thread " << g.tid << " missing";
-      continue;
-    }
-    ASSERT_GE(g.registers.size(), 20u) << "gdb printed too few registers for " << g.tid;
-    for (const auto& [name, value] : g.registers) {
-      auto reg = RegFromName(name);
-      if (!reg) continue;  // k0-k7 and other registers coroner does not model
-      EXPECT_EQ(t->registers[*reg], value) << "thread " << g.tid << " register " << name;
-    }
-  }
-}
-
-void ExpectSignalMatches(const GdbOracle& gdb, const Core& core) {
-  ASSERT_TRUE(core.signal());
-  const SignalInfo& s = *core.signal();
-  EXPECT_EQ(SignalName(s.signo), gdb.signal_name);
-  ASSERT_TRUE(gdb.sig_signo && gdb.sig_code) << "gdb could not print $_siginfo";
-  EXPECT_EQ(s.signo, *gdb.sig_signo);
-  EXPECT_EQ(s.code, *gdb.sig_code);
-  if (s.fault_address) {
-    ASSERT_TRUE(gdb.sig_addr);
-    EXPECT_EQ(*s.fault_address, *gdb.sig_addr);
-  } else {
-    EXPECT_FALSE(SignalHasFaultAddress(s.signo, s.code));
-  }
-}
-
 class ZooCoreTest : public ::testing::TestWithParam<ZooCore> {};
 
 TEST_P(ZooCoreTest, MatchesGdb) {
@@ -75,8 +37,8 @@ TEST_P(ZooCoreTest, MatchesGdb) {
   EXPECT_TRUE(core->missing().empty()) << core->missing().front();
   EXPECT_EQ(static_cast<int>(core->threads().size()), gdb.thread_count);
   EXPECT_EQ(gdb.threads.size(), core->threads().size());
-  ExpectRegistersMatch(gdb, *core, true);
-  ExpectSignalMatches(gdb, *core);
+  testing::ExpectRegistersMatch(gdb, *core, true);
+  testing::ExpectSignalMatches(gdb, *core);
   // The first thread is the one gdb calls current (thread 1).
   ASSERT_FALSE(gdb.threads.empty());
   EXPECT_EQ(core->threads()[core->crashing_thread()].tid, gdb.threads.back().tid);
@@ -112,7 +74,7 @@ TEST_P(ZooCoreTest, MatchesItsSource) {
   std::string base = z.binary.substr(z.binary.rfind('/') + 1);
   EXPECT_EQ(core->process()->comm, base.substr(0, 15));
   // The process id is the main thread's id; the crashing thread may be another.
-  EXPECT_NE(FindThread(*core, core->process()->pid), nullptr);
+  EXPECT_NE(testing::FindThread(*core, core->process()->pid), nullptr);
   if (expect.threads == 1) {
     EXPECT_EQ(core->process()->pid, crashed.tid);
   }
@@ -167,8 +129,8 @@ TEST_P(ZooCoreTest, PrefixOf64KiBGivesRegistersAndSignal) {
   }
   ASSERT_FALSE(prefix->threads().empty());
   bool all = prefix->threads().size() == full->threads().size();
-  ExpectRegistersMatch(gdb, *prefix, all);
-  ExpectSignalMatches(gdb, *prefix);
+  testing::ExpectRegistersMatch(gdb, *prefix, all);
+  testing::ExpectSignalMatches(gdb, *prefix);
   // Whatever the prefix lacks is said, never silently dropped.
   EXPECT_TRUE(prefix->truncated());
   EXPECT_FALSE(prefix->missing().empty());

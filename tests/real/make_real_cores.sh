@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# make_real_cores.sh OUT
+#
+# The real-programs corpus: cores of programs from Debian packages, crashed
+# the way they crash in the field, with gdb's view of each (the oracle). The
+# crash methods are in expected.tsv beside this script; a program that is not
+# installed is left out and the manifest says so. Incremental: a core is made
+# again only when its oracle is missing.
+#
+# The kernel's core is used when core_pattern leaves it in the working
+# directory; otherwise gdb writes one at the same signal (for a process killed
+# by another, gdb attaches and a shell it starts sends the signal).
+set -euo pipefail
+out=$(realpath -m "$1")
+here=$(cd "$(dirname "$0")" && pwd)
+fixtures=$here/../fixtures
+mkdir -p "$out/cores" "$out/oracle"
+manifest=$out/manifest.tsv.tmp
+printf '#name\tbinary\tcore\toracle\n' >"$manifest"
+
+pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "|")
+kernel_cores=yes
+if [ "${pattern:0:1}" = "|" ] || [ "${pattern:0:1}" = "/" ] || [ "${CORONER_CORE_WRITER:-kernel}" = gdb ]; then
+  kernel_cores=no
+fi
+
+# Waits until PID sleeps in the kernel (state S): a synchronization, bounded
+# for a hang only.
+wait_asleep() {
+  local i
+  for i in $(seq 6000); do
+    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = S ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+take_core() {  # take_core DIR NAME: the kernel's core in DIR, if any
+  local core
+  core=$(find "$1" -maxdepth 1 -name 'core*' -type f | head -n 1)
+  [ -n "$core" ] && [ -s "$core" ] && mv "$core" "$out/cores/$2.core"
+}
+
+record() {  # record NAME BINARY: the oracle and the manifest line
+  local name=$1 bin=$2
+  [ -s "$out/oracle/$name.gdb" ] || "$fixtures/gdb_oracle.sh" "$bin" "$out/cores/$name.core" "$out/oracle/$name.gdb"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$bin" "$out/cores/$name.core" "$out/oracle/$name.gdb" >>"$manifest"
+}
+
+have() {  # have NAME BINARY: false (and a note) when the program is absent
+  if [ ! -x "$2" ]; then
+    echo "real cores: $1 left out: $2 is not installed" >&2
+    printf '#absent\t%s\t%s\n' "$1" "$2" >>"$manifest"
+    return 1
+  fi
+}
+
+# crash NAME BINARY ARGS...: a program that crashes by itself.
+crash() {
+  local name=$1 bin=$2
+  shift 2
+  have "$name" "$bin" || return 0
+  if [ ! -s "$out/oracle/$name.gdb" ]; then
+    local work
+    work=$(mktemp -d)
+    if [ $kernel_cores = yes ]; then
+      (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >/dev/null 2>&1) || true
+    fi
+    if ! take_core "$work" "$name"; then
+      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -ex run \
+        -ex "generate-core-file $out/cores/$name.core" --args "$bin" "$@" </dev/null >"$work/gdb.log" 2>&1 || true
+    fi
+    rm -rf "$work"
+  fi
+  record "$name" "$bin"
+}
+
+# kill_with NAME SIGNAL BINARY ARGS...: a program blocked in a system call,
+# sent SIGNAL by this script. Its stdin is a FIFO held open, so a program
+# that reads it blocks in read().
+kill_with() {
+  local name=$1 sig=$2 bin=$3
+  shift 3
+  have "$name" "$bin" || return 0
+  if [ ! -s "$out/oracle/$name.gdb" ]; then
+    local work pid
+    work=$(mktemp -d)
+    mkfifo "$work/stdin"
+    exec {fifo}<>"$work/stdin"
+    if [ $kernel_cores = yes ]; then
+      (cd "$work" && ulimit -c unlimited && exec "$bin" "$@" <&$fifo >/dev/null 2>&1) &
+      pid=$!
+      wait_asleep $pid && kill -s "$sig" $pid
+      wait $pid || true
+    fi
+    if ! take_core "$work" "$name"; then
+      (cd "$work" && exec "$bin" "$@" <&$fifo >/dev/null 2>&1) &
+      pid=$!
+      wait_asleep $pid
+      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -p $pid \
+        -ex "shell kill -s $sig $pid" -ex continue \
+        -ex "generate-core-file $out/cores/$name.core" -ex kill </dev/null >"$work/gdb.log" 2>&1 || true
+      kill -KILL $pid 2>/dev/null || true
+      wait $pid 2>/dev/null || true
+    fi
+    exec {fifo}<&-
+    rm -rf "$work"
+  fi
+  record "$name" "$bin"
+}
+
+python=/usr/bin/python3
+# ctypes reads a NULL char* (strlen in libc) after mmap'ing libc a second time.
+crash python-ctypes-mmap $python -c "
+import ctypes, mmap
+f = open('/lib/x86_64-linux-gnu/libc.so.6', 'rb')
+m = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+ctypes.string_at(0)"
+# Three threads waiting (a lock, a sleep, a pipe read) while the main thread
+# reads through a NULL pointer.
+crash python-threads $python -c "
+import ctypes, os, threading, time
+lock = threading.Lock(); lock.acquire()
+r, w = os.pipe()
+for target in (lock.acquire, lambda: time.sleep(1000), lambda: os.read(r, 1)):
+    threading.Thread(target=target, daemon=True).start()
+time.sleep(0.5)
+ctypes.string_at(0)"
+# faulthandler prints the Python stack and re-raises from its handler: the
+# core's signal is the re-raise, the fault is in the handler's frame.
+crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
+# node's process.abort(): abort() called under JavaScript frames.
+crash node-abort /usr/bin/node -e "function f() { process.abort(); } f();"
+kill_with node-kill-segv SEGV /usr/bin/node -e "setTimeout(() => {}, 1000000);"
+kill_with perl-kill-abrt ABRT /usr/bin/perl -e 'sleep 1000'
+kill_with sleep-kill-segv SEGV /bin/sleep 1000
+kill_with cat-kill-abrt ABRT /bin/cat
+kill_with sqlite3-kill-segv SEGV /usr/bin/sqlite3 :memory:
+# nginx as one process (no master), serving a Unix socket, waiting in
+# epoll_wait.
+mkdir -p "$out/nginx/logs"
+cat >"$out/nginx/nginx.conf" <<CONF
+daemon off;
+master_process off;
+pid $out/nginx/nginx.pid;
+error_log /dev/null;
+events {}
+http {
+  access_log off;
+  server { listen unix:$out/nginx/nginx.sock; }
+}
+CONF
+rm -f "$out/nginx/nginx.sock"
+kill_with nginx-kill-segv SEGV /usr/sbin/nginx -p "$out/nginx" -c "$out/nginx/nginx.conf"
+
+mv "$manifest" "$out/manifest.tsv"

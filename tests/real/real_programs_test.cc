@@ -1,0 +1,173 @@
+// The real-programs corpus (make_real_cores.sh): cores of Debian's python3,
+// node, perl, sleep, cat, sqlite3 and nginx, crashed or killed as
+// tests/real/expected.tsv says. Each against gdb on the same core (threads,
+// every register, the signal, every frame gdb names, the crashing
+// instruction) and against its crash method (the syndrome and context), in
+// the library and in the text, JSON and Markdown reports.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "core/signals.h"
+#include "unit/run_coroner.h"
+#include "zoo/analyzed_core.h"
+#include "zoo/gdb_compare.h"
+#include "zoo/zoo.h"
+
+namespace coroner::testing {
+namespace {
+
+struct RealExpectation {
+  std::string signal, code, syndrome, context, method;
+};
+
+std::string RealDir() {
+  const char* d = std::getenv("CORONER_REAL");
+  if (!d) throw std::runtime_error("CORONER_REAL is not set (run the tests through ctest)");
+  return d;
+}
+
+std::vector<ZooCore> LoadCorpus() {
+  std::vector<ZooCore> out;
+  for (const auto& r : ReadTsv(RealDir() + "/manifest.tsv")) {
+    if (r.size() >= 4) out.push_back({r[0], r[0], r[1], r[2], r[3]});
+  }
+  return out;
+}
+
+const std::map<std::string, RealExpectation>& Expectations() {
+  static const auto* m = [] {
+    auto* out = new std::map<std::string, RealExpectation>;
+    for (const auto& r : ReadTsv(std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/real/expected.tsv")) {
+      if (r.size() >= 6) (*out)[r[0]] = {r[1], r[2], r[3], r[4], r[5]};
+    }
+    return out;
+  }();
+  return *m;
+}
+
+class RealProgramTest : public ::testing::TestWithParam<ZooCore> {
+ protected:
+  const RealExpectation& Expected() {
+    auto it = Expectations().find(GetParam().variant);
+    if (it == Expectations().end()) throw std::runtime_error("no line in expected.tsv for " + GetParam().variant);
+    return it->second;
+  }
+};
+
+TEST_P(RealProgramTest, ThreadsRegistersAndSignalMatchGdb) {
+  auto gdb = ParseGdbOracle(GetParam().oracle);
+  auto a = AnalyzeCore(GetParam().core);
+  EXPECT_EQ(static_cast<int>(a->core->threads().size()), gdb.thread_count);
+  EXPECT_EQ(gdb.threads.size(), a->core->threads().size());
+  ExpectRegistersMatch(gdb, *a->core, true);
+  ExpectSignalMatches(gdb, *a->core);
+}
+
+TEST_P(RealProgramTest, EveryFrameGdbNamesMatches) {
+  auto gdb = ParseGdbOracle(GetParam().oracle);
+  auto a = AnalyzeCore(GetParam().core);
+  size_t crashing = a->core->crashing_thread();
+  for (size_t i = 0; i < a->core->threads().size(); ++i) {
+    int tid = a->core->threads()[i].tid;
+    ASSERT_TRUE(gdb.frames.count(tid)) << tid;
+    size_t n = ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid),
+                                *a->analysis.modules, /*stop_outside_modules=*/true);
+    if (i == crashing) {
+      EXPECT_GE(n, 3u);
+    }
+  }
+}
+
+TEST_P(RealProgramTest, CrashingInstructionMatchesGdb) {
+  auto a = AnalyzeCore(GetParam().core);
+  ExpectCrashingInstructionMatches(ParseGdbOracle(GetParam().oracle), *a->core, *a->analysis.modules);
+}
+
+TEST_P(RealProgramTest, DiagnosisIsTheCrashMethods) {
+  const auto& e = Expected();
+  auto a = AnalyzeCore(GetParam().core);
+  ASSERT_TRUE(a->core->signal());
+  EXPECT_EQ(SignalName(a->core->signal()->signo), e.signal);
+  EXPECT_EQ(SignalCodeName(a->core->signal()->signo, a->core->signal()->code).value_or("?"), e.code);
+  ASSERT_TRUE(a->analysis.diagnosis);
+  EXPECT_EQ(SyndromeName(a->analysis.diagnosis->syndrome), e.syndrome) << e.method;
+  EXPECT_EQ(ContextName(a->analysis.diagnosis->context), e.context) << e.method;
+}
+
+// The three reports say the same, and each is well formed.
+TEST_P(RealProgramTest, ReportsAgree) {
+  const auto& e = Expected();
+  const std::string& core = GetParam().core;
+  auto json = Coroner("analyze --json " + core);
+  ASSERT_EQ(json.status, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["diagnosis"]["syndrome"], e.syndrome);
+  EXPECT_EQ(j["diagnosis"]["context"], e.context);
+  EXPECT_EQ(j["signal"]["name"], e.signal);
+  auto text = Coroner("analyze " + core);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("diagnosis: " + e.syndrome + " (" + e.context + ")"), std::string::npos) << text.out;
+  auto md = Coroner("analyze --format md " + core);
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_NE(md.out.find(e.syndrome), std::string::npos);
+  // Backticks in the evidence are Markdown code, not escaped characters.
+  EXPECT_EQ(md.out.find("\\`"), std::string::npos) << md.out;
+}
+
+// A module is the image the loader mapped: it begins at a mapping of the
+// file's offset 0, holds only that path's mappings, and a second mapping of
+// a loaded file (python's mmap of libc; node maps part of itself again) is
+// not part of it.
+TEST_P(RealProgramTest, ModulesAreTheLoadedImages) {
+  auto a = AnalyzeCore(GetParam().core);
+  const auto& files = a->core->files();
+  std::map<std::string, int> per_path;
+  for (const auto& m : a->core->modules()) {
+    if (m.is_vdso) continue;
+    ++per_path[m.path];
+    bool starts_at_header = false;
+    for (const auto& f : files) {
+      if (f.start == m.base && f.path == m.path && f.offset == 0) starts_at_header = true;
+      bool inside = f.start >= m.base && f.start < m.end;
+      if (inside) {
+        EXPECT_EQ(f.path, m.path) << "a mapping of another file inside " << m.path;
+      }
+    }
+    EXPECT_TRUE(starts_at_header) << m.path;
+  }
+  for (const auto& [path, n] : per_path) EXPECT_EQ(n, 1) << path;
+  if (GetParam().variant == "python-ctypes-mmap") {
+    // libc is mapped twice; the module is the one with code, where frame 0 is.
+    const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+    ASSERT_FALSE(bt.frames.empty());
+    ASSERT_TRUE(bt.frames[0].module);
+    EXPECT_NE(bt.frames[0].module->module->path.find("libc.so.6"), std::string::npos);
+    EXPECT_EQ(bt.frames[0].trust, FrameTrust::kContext);
+    size_t libc_mappings_at_0 = 0;
+    for (const auto& f : files) libc_mappings_at_0 += f.path.find("libc.so.6") != std::string::npos && f.offset == 0;
+    EXPECT_EQ(libc_mappings_at_0, 2u);
+  }
+}
+
+// A process's arguments keep their line breaks: JSON escapes them, the text
+// report shows them as \n (make_real_cores.sh passes python a multi-line
+// program).
+TEST_P(RealProgramTest, ArgumentsKeepTheirLineBreaks) {
+  if (GetParam().variant != "python-ctypes-mmap") GTEST_SKIP() << "only python-ctypes-mmap's arguments are multi-line";
+  auto json = Coroner("analyze --json " + GetParam().core);
+  ASSERT_EQ(json.status, 0) << json.err;
+  std::string args = nlohmann::json::parse(json.out)["process"]["args"];
+  EXPECT_EQ(args.rfind("/usr/bin/python3 -c \nimport ctypes, mmap\nf = open(", 0), 0u) << args;
+  auto text = Coroner("analyze " + GetParam().core);
+  EXPECT_NE(text.out.find("-c \\nimport ctypes, mmap\\nf = open("), std::string::npos) << text.out;
+}
+
+std::string CorpusName(const ::testing::TestParamInfo<ZooCore>& info) { return ZooTestName(info); }
+
+INSTANTIATE_TEST_SUITE_P(Corpus, RealProgramTest, ::testing::ValuesIn(LoadCorpus()), CorpusName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(RealProgramTest);
+
+}  // namespace
+}  // namespace coroner::testing

@@ -1,0 +1,111 @@
+#include "zoo/gdb_compare.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/signals.h"
+#include "symbolize/demangle.h"
+#include "symbolize/disassembler.h"
+
+namespace coroner::testing {
+
+const Thread* FindThread(const Core& core, int tid) {
+  for (const auto& t : core.threads()) {
+    if (t.tid == tid) return &t;
+  }
+  return nullptr;
+}
+
+void ExpectRegistersMatch(const GdbOracle& gdb, const Core& core, bool all_threads_present) {
+  for (const auto& g : gdb.threads) {
+    const Thread* t = FindThread(core, g.tid);
+    if (!t) {
+      EXPECT_FALSE(all_threads_present) << "thread " << g.tid << " missing";
+      continue;
+    }
+    ASSERT_GE(g.registers.size(), 20u) << "gdb printed too few registers for " << g.tid;
+    for (const auto& [name, value] : g.registers) {
+      auto reg = RegFromName(name);
+      if (!reg) continue;  // k0-k7 and other registers coroner does not model
+      EXPECT_EQ(t->registers[*reg], value) << "thread " << g.tid << " register " << name;
+    }
+  }
+}
+
+void ExpectSignalMatches(const GdbOracle& gdb, const Core& core) {
+  ASSERT_TRUE(core.signal());
+  const SignalInfo& s = *core.signal();
+  EXPECT_EQ(SignalName(s.signo), gdb.signal_name);
+  ASSERT_TRUE(gdb.sig_signo && gdb.sig_code) << "gdb could not print $_siginfo";
+  EXPECT_EQ(s.signo, *gdb.sig_signo);
+  EXPECT_EQ(s.code, *gdb.sig_code);
+  if (s.fault_address) {
+    ASSERT_TRUE(gdb.sig_addr);
+    EXPECT_EQ(*s.fault_address, *gdb.sig_addr);
+  } else {
+    EXPECT_FALSE(SignalHasFaultAddress(s.signo, s.code));
+  }
+}
+
+size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& ours, const std::string& what,
+                        const ModuleMap& modules, bool stop_outside_modules) {
+  std::vector<GdbFrame> gdb;
+  for (const auto& f : gdb_all) {
+    if (f.type != "tailcall") gdb.push_back(f);
+  }
+  // Past pc 0, gdb takes [rsp] for the return address whatever it holds; a
+  // "frame" at a pc that is not code is that guess, and ends the comparison.
+  for (size_t i = 1; i < gdb.size(); ++i) {
+    if (!modules.IsCode(gdb[i].pc) || (stop_outside_modules && !modules.Find(gdb[i].pc))) {
+      gdb.resize(i);
+      break;
+    }
+  }
+  EXPECT_GE(ours.frames.size(), std::min<size_t>(gdb.size(), 64)) << what << ": " << ours.stop_reason;
+  size_t n = std::min(gdb.size(), ours.frames.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& g = gdb[i];
+    const Frame& f = ours.frames[i];
+    std::string where = what + " frame " + std::to_string(i);
+    EXPECT_EQ(f.pc, g.pc) << where;
+    if (g.type == "sigtramp") {
+      EXPECT_TRUE(f.signal_trampoline) << where;
+      continue;
+    }
+    EXPECT_FALSE(f.signal_trampoline) << where;
+    EXPECT_EQ(f.inlined, gdb.size() > i + 1 && g.type == "inline") << where;
+    if (g.function != "??") {
+      EXPECT_EQ(f.function, StripParameters(g.function)) << where;
+    }
+    if (f.pc != g.pc) break;  // the rest would only repeat the first difference
+  }
+  return n;
+}
+
+void ExpectCrashingInstructionMatches(const GdbOracle& gdb, const Core& core, const ModuleMap& modules) {
+  const Thread& t = core.threads()[core.crashing_thread()];
+  auto ins = Disassemble(modules, t.registers.pc(), true);
+  if (gdb.instructions.empty()) {
+    // gdb could not read code at pc (pc 0): neither is there any to show.
+    EXPECT_TRUE(ins.empty());
+    return;
+  }
+  ASSERT_EQ(gdb.instructions.size(), 2u);
+  auto cur = std::find_if(ins.begin(), ins.end(), [](const Instruction& i) { return i.current; });
+  ASSERT_NE(cur, ins.end());
+  EXPECT_EQ(cur->address, gdb.instructions[0].address);
+  std::string gm = gdb.instructions[0].mnemonic;
+  if (cur->text == "(not decoded)") {
+    // Capstone 4 lacks some AVX-512 forms; gdb decodes them.
+    EXPECT_TRUE(gm[0] == 'v' || gm[0] == 'k') << gm;
+    return;
+  }
+  EXPECT_EQ(cur->address + cur->bytes.size() / 2, gdb.instructions[1].address);
+  std::string ours = cur->text.substr(0, cur->text.find(' '));
+  bool same = ours == gm || (ours.size() == gm.size() + 1 && ours.rfind(gm, 0) == 0 &&
+                             std::string("bwlq").find(ours.back()) != std::string::npos);
+  EXPECT_TRUE(same) << "coroner: " << cur->text << ", gdb: " << gm;
+}
+
+}  // namespace coroner::testing
