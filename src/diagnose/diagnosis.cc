@@ -16,7 +16,7 @@
 
 namespace coroner {
 
-const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "external-signal", "other"};
+const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "write-to-readonly", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "external-signal", "other"};
 const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
 
 std::string_view SyndromeName(Syndrome syndrome) {
@@ -476,6 +476,7 @@ class Diagnoser {
                             " KiB, which are never mapped: " + ins + " in " + Where(modules_, regs_.pc()) + " dereferenced NULL.");
       return;
     }
+    if (WriteToReadonly(kernel ? std::nullopt : std::optional<uint64_t>(addr))) return;
     d_.syndrome = Syndrome::kBadPointer;
     uint64_t a = kernel ? effective.value_or(0) : addr;
     std::string why;
@@ -489,6 +490,29 @@ class Diagnoser {
     if (op_ && !op_->base.empty()) {
       if (auto b = RegisterByName(op_->base)) d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
     }
+  }
+
+  // SEGV_ACCERR from an instruction that writes its memory operand, at an
+  // address mapped without write permission: a string literal, a constant
+  // table, code, a page the program protected.
+  bool WriteToReadonly(std::optional<uint64_t> addr) {
+    constexpr int kSegvAccerr = 2;
+    if (!addr || sig_.code != kSegvAccerr || !op_ || !op_->writes) return false;
+    const Segment* s = core_.memory().Find(*addr);
+    if (!s || s->write) return false;
+    d_.syndrome = Syndrome::kWriteToReadonly;
+    std::string perms = std::string(s->read ? "r" : "-") + "-" + (s->exec ? "x" : "-");
+    std::string mapping = "the " + perms + " mapping " + Hex(s->vaddr) + "-" + Hex(s->end());
+    for (const auto& f : core_.files()) {
+      if (*addr >= f.start && *addr < f.end) {
+        mapping += " of " + f.path + " (file offset " + Hex(f.offset + (*addr - f.start)) + ")";
+        break;
+      }
+    }
+    d_.readonly_mapping = mapping;
+    d_.evidence.push_back("`" + op_->text + "` in " + Where(modules_, regs_.pc()) + " wrote to " + Hex(*addr) + ", in " +
+                          mapping + ", which is not writable (SEGV_ACCERR: mapped, but not for this access).");
+    return true;
   }
 
   void Abort() {
@@ -674,6 +698,10 @@ class Diagnoser {
                    " was dereferenced in " + where + ".";
       n = {"Find where the pointer should have been set and why it was not; check the callers in the call chain.",
            "If the crash does not reproduce every time, suspect a race or a use-after-free: build with ThreadSanitizer or AddressSanitizer."};
+    } else if (s == Syndrome::kWriteToReadonly) {
+      d_.summary = "A write to read-only memory in " + where + ": " + d_.readonly_mapping + ".";
+      n = {"A string literal or a constant was written through a non-const pointer (char *s = \"...\"; s[0] = ...), or code or a page the program protected was written: find the pointer's origin in the crashing frame.",
+           "Compile with -Wwrite-strings (and -Wcast-qual) to make the compiler flag writes through pointers to literals."};
     } else if (s == Syndrome::kBadPointer) {
       d_.summary = "A corrupt pointer was dereferenced in " + where + ".";
       n = {"A pointer holding garbage usually means the memory it came from was freed, overwritten or raced on: run the workload under AddressSanitizer.",

@@ -36,6 +36,7 @@ struct RedZoneWord {
 enum class Syndrome {
   kNullDeref,
   kBadPointer,
+  kWriteToReadonly,  // a store to a mapped page without write permission
   kReturnToNull,
   kCallToNull,
   kWildJump,
@@ -84,6 +85,7 @@ struct Diagnosis {
   // Details behind the evidence.
   std::string faulting_instruction;       // AT&T text at the fault pc
   std::string null_register;              // the register that held NULL (null-deref)
+  std::string readonly_mapping;           // the mapping written to (write-to-readonly), described
   std::optional<std::string> abort_message;  // glibc's __abort_msg
   std::optional<std::string> exception_type, exception_what;
   std::optional<std::string> unwinder;    // "GNU libunwind (libunwind.so.8)" or "libgcc (libgcc_s.so.1)"

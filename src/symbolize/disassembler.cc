@@ -88,6 +88,7 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
       if (mem.index != X86_REG_INVALID) m.index = cs_reg_name(h, mem.index);
       m.scale = mem.scale;
       m.displacement = mem.disp;
+      m.writes = (x86.operands[i].access & CS_AC_WRITE) != 0;
       result = m;
       break;
     }

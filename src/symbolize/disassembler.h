@@ -36,6 +36,7 @@ struct MemoryOperand {
   int scale = 1;
   int64_t displacement = 0;
   bool is_ret = false, is_call = false;
+  bool writes = false;  // the instruction writes its memory operand (a store, or read-modify-write)
   // An SSE/AVX access that requires its operand aligned (movaps, movdqa, ...).
   bool needs_alignment = false;
 };

@@ -320,6 +320,24 @@ std::vector<Dwarf_Die> ModuleImage::ScopesAt(uint64_t vaddr) const {
   }
   if (n > 0) out.assign(scopes, scopes + n);
   std::free(scopes);
+  // Aliases: the assembler writes one subprogram for each name of a
+  // function (glibc's __memmove_avx_unaligned_erms and
+  // __memcpy_avx_unaligned_erms share their code). dwarf_getscopes takes
+  // the first; gdb takes the block that starts last, and of blocks that
+  // start together the last one written, and so does this.
+  if (out.size() == 2 && dwarf_tag(&out[0]) == DW_TAG_subprogram) {
+    Dwarf_Addr best_low = 0;
+    dwarf_lowpc(&out[0], &best_low);
+    Dwarf_Die sibling = out[0];
+    for (int k = 0; k < 4096 && dwarf_siblingof(&sibling, &sibling) == 0; ++k) {
+      Dwarf_Addr low = 0;
+      if (dwarf_tag(&sibling) == DW_TAG_subprogram && dwarf_haspc(&sibling, vaddr) == 1 &&
+          dwarf_lowpc(&sibling, &low) == 0 && low >= best_low) {
+        out[0] = sibling;
+        best_low = low;
+      }
+    }
+  }
   return out;
 }
 
@@ -334,6 +352,24 @@ std::optional<CompileUnit> ModuleImage::CompileUnitAt(uint64_t vaddr) const {
   };
   return CompileUnit{text(DW_AT_name), text(DW_AT_comp_dir), text(DW_AT_producer)};
 }
+
+namespace {
+
+// Whether more than one subprogram of the unit holds vaddr: an assembly
+// function with several names, of which gdb shows the one ScopesAt picks
+// (and the symbol table another).
+bool AliasedAt(Dwarf_Die& cu, uint64_t vaddr) {
+  Dwarf_Die child;
+  if (dwarf_child(&cu, &child) != 0) return false;
+  int holding = 0;
+  for (int k = 0; k < 65536; ++k) {
+    if (dwarf_tag(&child) == DW_TAG_subprogram && dwarf_haspc(&child, vaddr) == 1 && ++holding > 1) return true;
+    if (dwarf_siblingof(&child, &child) != 0) break;
+  }
+  return false;
+}
+
+}  // namespace
 
 std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
   std::vector<SourceFunction> out;
@@ -359,7 +395,7 @@ std::vector<SourceFunction> ModuleImage::LookUpFunctions(uint64_t vaddr) const {
     int tag = dwarf_tag(&scope);
     if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine) continue;
     SourceFunction f;
-    if (!assembler) f.name = FunctionName(&scope);
+    if (!assembler || AliasedAt(cu, vaddr)) f.name = FunctionName(&scope);
     f.file = file;
     f.line = line;
     f.inlined = tag == DW_TAG_inlined_subroutine;

@@ -129,6 +129,11 @@ ctypes.string_at(0)"
 # faulthandler prints the Python stack and re-raises from its handler: the
 # core's signal is the re-raise, the fault is in the handler's frame.
 crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
+# ctypes.memmove onto libc's code (printf), mapped read and execute.
+crash python-write-code $python -c "
+import ctypes
+printf = ctypes.cast(ctypes.CDLL(None).printf, ctypes.c_void_p).value
+ctypes.memmove(printf, b'x', 1)"
 # node's process.abort(): abort() called under JavaScript frames.
 crash node-abort /usr/bin/node -e "function f() { process.abort(); } f();"
 kill_with node-kill-segv SEGV /usr/bin/node -e "setTimeout(() => {}, 1000000);"

@@ -94,6 +94,31 @@ TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
 }
 
+// SEGV_ACCERR on a store into a mapping without write permission (here the
+// code page itself) is a write to read-only memory; a load from the same
+// address with the same code is not, and neither is a store with
+// SEGV_MAPERR or into a writable mapping.
+TEST(DiagnosisRules, AStoreIntoAReadOnlyMappingIsWriteToReadonly) {
+  Machine m;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x48, 0x89, 0x08};  // mov %rcx,(%rax)
+  m.regs[kRax] = kCode + 0x100;
+  m.code = 2;  // SEGV_ACCERR
+  m.fault_address = kCode + 0x100;
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kWriteToReadonly) << Name(d);
+  ASSERT_FALSE(d.evidence.empty());
+  EXPECT_NE(d.evidence[0].find("r-x mapping"), std::string::npos) << d.evidence[0];
+  m.code_bytes[m.rip] = {0x48, 0x8b, 0x08};  // mov (%rax),%rcx: a load
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
+  m.code_bytes[m.rip] = {0x48, 0x89, 0x08};
+  m.code = 1;  // SEGV_MAPERR
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
+  m.code = 2;
+  m.regs[kRax] = m.fault_address = kStack + 0x100;  // writable
+  EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
+}
+
 TEST(DiagnosisRules, PcZeroIsReturnToNullOrCallToNullByTheStack) {
   Machine m;
   m.rip = 0;
