@@ -80,6 +80,15 @@ std::string SyscallName(uint64_t nr) {
   return std::to_string(nr);
 }
 
+// The libraries every program runs on: a thread's own code is the first
+// frame outside them.
+bool RuntimeLibrary(const std::string& path) {
+  for (const char* lib : {"/libc.so", "/ld-linux", "/libpthread.so", "/libstdc++.so", "/libgcc_s.so", "/libm.so",
+                          "/libdl.so", "/librt.so"})
+    if (path.find(lib) != std::string::npos) return true;
+  return false;
+}
+
 std::string Where(const ModuleMap& modules, uint64_t addr) {
   PcSymbol s = modules.Symbolize(addr);
   std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
@@ -217,17 +226,10 @@ class Diagnoser {
     if (!sent || !s.sender_pid || *s.sender_pid <= 0) return false;
     bool own = core_.process() && core_.process()->pid == *s.sender_pid;
     for (const auto& t : core_.threads()) own |= t.tid == *s.sender_pid;
-    // What the thread was doing: a `syscall` just before pc, with the
-    // system call's number kept in orig_rax, is a thread blocked in the
-    // kernel.
-    // kernel. A system call a signal interrupted, returning EINTR, has
-    // orig_rax -1 by the time a signal pending behind it is delivered.
-    std::byte b[2];
+    ThreadWait wait = ThreadWaitOf(regs_, modules_);
+    const std::optional<uint64_t>& syscall = wait.syscall;
+    bool interrupted = wait.interrupted;
     uint64_t pc = regs_.pc();
-    bool after_syscall = pc >= 2 && modules_.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05};
-    std::optional<uint64_t> syscall;
-    if (after_syscall && regs_[Reg::orig_rax] != ~uint64_t{0}) syscall = regs_[Reg::orig_rax];
-    bool interrupted = after_syscall && !syscall && regs_[Reg::rax] == static_cast<uint64_t>(-EINTR);
     if (own) {
       // Sent by the process itself. abort() and raise() send from the
       // thread that gets the signal, blocked in the sending system call.
@@ -652,25 +654,25 @@ class Diagnoser {
   // --- threads -----------------------------------------------------------------
   void Threads() {
     std::map<std::string, ThreadGroup> groups;
-    std::string crashing_key;
-    for (size_t i = 0; i < bts_.size() && i < core_.threads().size(); ++i) {
-      std::string key;
+    for (size_t i = 0; i < core_.threads().size(); ++i) {
+      std::string state = ThreadWaitOf(core_.threads()[i].registers, modules_).state;
+      d_.thread_states.push_back(state);
+      if (i >= bts_.size()) continue;
+      // The first frame of the thread's own code: where it waits or runs,
+      // as the program sees it.
+      std::string function;
       for (const auto& f : bts_[i].frames) {
-        bool libc = f.module && (f.module->module->path.find("/libc.so") != std::string::npos ||
-                                 f.module->module->path.find("/ld-linux") != std::string::npos);
-        if (!f.function.empty() && !libc) {
-          key = f.function;
+        if (!f.function.empty() && !(f.module && RuntimeLibrary(f.module->module->path))) {
+          function = f.function;
           break;
         }
       }
-      if (key.empty()) continue;
-      auto& g = groups[key];
-      g.function = key;
+      if (function.empty()) continue;
+      auto& g = groups[state + '\t' + function];
+      g.function = function;
+      g.state = state;
       g.tids.push_back(core_.threads()[i].tid);
-      if (i == core_.crashing_thread()) {
-        g.with_crashing_thread = true;
-        crashing_key = key;
-      }
+      if (i == core_.crashing_thread()) g.with_crashing_thread = true;
     }
     for (auto& [k, g] : groups) {
       if (g.tids.size() >= 2) d_.thread_groups.push_back(g);
@@ -681,8 +683,8 @@ class Diagnoser {
     if (d_.syndrome == Syndrome::kExternalSignal) return;
     for (const auto& g : d_.thread_groups) {
       if (g.with_crashing_thread) {
-        d_.evidence.push_back(std::to_string(g.tids.size() - 1) + " other thread(s) were in " + g.function +
-                              ", the crashing thread's function: a possible data race.");
+        d_.evidence.push_back(std::to_string(g.tids.size() - 1) + " other thread(s) were " + g.state + " in " +
+                              g.function + ", the crashing thread's function: a possible data race.");
       }
     }
   }
@@ -781,6 +783,34 @@ class Diagnoser {
 };
 
 }  // namespace
+
+ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
+  ThreadWait w;
+  // A `syscall` just before pc, with the system call's number kept in
+  // orig_rax, is a thread blocked in the kernel. A system call a signal
+  // interrupted, returning EINTR, has orig_rax -1 by the time a signal
+  // pending behind it is delivered.
+  std::byte b[2];
+  uint64_t pc = regs.pc();
+  bool after_syscall = pc >= 2 && modules.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05};
+  if (after_syscall && regs[Reg::orig_rax] != ~uint64_t{0}) w.syscall = regs[Reg::orig_rax];
+  w.interrupted = after_syscall && !w.syscall && regs[Reg::rax] == static_cast<uint64_t>(-EINTR);
+  if (!w.syscall) {
+    w.state = w.interrupted ? "interrupted system call" : "running";
+    return w;
+  }
+  switch (*w.syscall) {
+    case 202: w.state = "futex wait"; break;  // mutexes, condition variables, joins
+    case 7: case 23: case 232: case 270: case 271: case 281: case 441: w.state = "poll"; break;
+    case 35: case 230: w.state = "sleep"; break;
+    case 0: case 17: case 19: case 45: case 47: case 299: w.state = "read"; break;
+    case 43: case 288: w.state = "accept"; break;
+    case 61: case 247: w.state = "wait for child"; break;
+    case 34: case 130: w.state = "pause"; break;
+    default: w.state = "system call " + SyscallName(*w.syscall);
+  }
+  return w;
+}
 
 Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
                    const std::optional<FaultContext>& fault_context, StackMemory& memory, DiagnosisDepth depth) {

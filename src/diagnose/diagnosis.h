@@ -70,7 +70,8 @@ struct RegisterClass {
 };
 
 struct ThreadGroup {
-  std::string function;  // the top named frame shared by the group
+  std::string function;  // the first frame of the threads' own code (past libc, libstdc++, ...)
+  std::string state;     // ThreadWait::state, shared by the group
   std::vector<int> tids;
   bool with_crashing_thread = false;
 };
@@ -91,8 +92,21 @@ struct Diagnosis {
   std::optional<std::string> unwinder;    // "GNU libunwind (libunwind.so.8)" or "libgcc (libgcc_s.so.1)"
   std::vector<RedZoneWord> red_zone;
   std::vector<RegisterClass> registers;
-  std::vector<ThreadGroup> thread_groups;
+  std::vector<ThreadGroup> thread_groups;  // of 2 or more threads
+  std::vector<std::string> thread_states;  // ThreadWait::state of each thread, in thread order
 };
+
+// What a thread was doing when the process died, as readers of gdb's
+// `info threads` put it.
+struct ThreadWait {
+  std::optional<uint64_t> syscall;  // the system call it was blocked in
+  bool interrupted = false;         // in a system call that returned EINTR
+  // "futex wait" (a mutex, a condition variable, a join), "poll" (poll,
+  // select, epoll), "sleep", "read", "accept", "wait for child", "pause",
+  // "system call N (name)", "interrupted system call" or "running".
+  std::string state;
+};
+ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 
 // How much a diagnosis says. A dataset row needs only the labels (the
 // syndrome, the context and what decides them); a report also wants every

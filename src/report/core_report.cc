@@ -127,7 +127,7 @@ Json DiagnosisJson(const Diagnosis& d) {
   j["registers"] = std::move(regs);
   Json groups = Json::array();
   for (const auto& g : d.thread_groups) {
-    groups.push_back(Json{{"function", Text(g.function)}, {"threads", g.tids.size()}, {"tids", g.tids},
+    groups.push_back(Json{{"function", Text(g.function)}, {"state", g.state}, {"threads", g.tids.size()}, {"tids", g.tids},
                           {"with_crashing_thread", g.with_crashing_thread}});
   }
   j["thread_groups"] = std::move(groups);
@@ -220,6 +220,11 @@ Json CoreToJson(const CrashAnalysis& analysis) {
     tj["stime_us"] = t.stime_us;
     tj["mxcsr"] = t.fpregs ? Json(Hex(t.fpregs->mxcsr)) : Json(nullptr);
     tj["xstate_size"] = t.xstate_size ? Json(*t.xstate_size) : Json(nullptr);
+    {
+      size_t k = threads.size();
+      const auto& d = analysis.diagnosis;
+      tj["state"] = d && k < d->thread_states.size() ? Json(d->thread_states[k]) : Json(nullptr);
+    }
     tj["frames"] = Json::array();
     size_t ti = threads.size();
     if (ti < analysis.backtraces.size()) {

@@ -159,7 +159,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     if (d->abort_message) add("- Abort message, verbatim: " + MarkdownCode(*d->abort_message));
     if (d->unwinder) add("- Unwinder in use: " + esc(*d->unwinder));
     for (const auto& g : d->thread_groups) {
-      add(fmt::format("- {} threads in {}{}", g.tids.size(), esc(g.function),
+      add(fmt::format("- {} threads {} in {}{}", g.tids.size(), esc(g.state), esc(g.function),
                       g.with_crashing_thread ? " (with the crashing thread)" : ""));
     }
     // The crashing lines of the first frames whose source was found, and

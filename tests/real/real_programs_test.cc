@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/signals.h"
@@ -162,6 +163,21 @@ TEST_P(RealProgramTest, ArgumentsKeepTheirLineBreaks) {
   EXPECT_EQ(args.rfind("/usr/bin/python3 -c \nimport ctypes, mmap\nf = open(", 0), 0u) << args;
   auto text = Coroner("analyze " + GetParam().core);
   EXPECT_NE(text.out.find("-c \\nimport ctypes, mmap\\nf = open("), std::string::npos) << text.out;
+}
+
+// Threads by what they wait on, as the crash method put them: python's
+// three helper threads wait on a lock (futex), in time.sleep and in os.read
+// while the main thread runs into NULL.
+TEST_P(RealProgramTest, ThreadStatesAreHowTheyWaited) {
+  if (GetParam().variant != "python-threads") GTEST_SKIP() << "only python-threads has threads that wait";
+  auto a = AnalyzeCore(GetParam().core);
+  const Diagnosis& d = *a->analysis.diagnosis;
+  ASSERT_EQ(d.thread_states.size(), 4u);
+  EXPECT_EQ(d.thread_states[a->core->crashing_thread()], "running");
+  std::multiset<std::string> others;
+  for (size_t i = 0; i < d.thread_states.size(); ++i)
+    if (i != a->core->crashing_thread()) others.insert(d.thread_states[i]);
+  EXPECT_EQ(others, (std::multiset<std::string>{"futex wait", "read", "sleep"}));
 }
 
 std::string CorpusName(const ::testing::TestParamInfo<ZooCore>& info) { return ZooTestName(info); }

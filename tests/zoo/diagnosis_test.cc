@@ -76,7 +76,15 @@ TEST(Diagnosis, ManyThreadsAreGrouped) {
   ASSERT_FALSE(d.thread_groups.empty());
   EXPECT_EQ(d.thread_groups[0].function, "worker_wait");
   EXPECT_EQ(d.thread_groups[0].tids.size(), 31u);
+  EXPECT_EQ(d.thread_groups[0].state, "futex wait");  // pthread_cond_wait
   EXPECT_FALSE(d.thread_groups[0].with_crashing_thread);
+  // Each thread's state: the crashing worker ran, main sits in pause().
+  ASSERT_EQ(d.thread_states.size(), a->core->threads().size());
+  EXPECT_EQ(d.thread_states[a->core->crashing_thread()], "running");
+  size_t futex = 0, pause = 0;
+  for (const auto& s : d.thread_states) futex += s == "futex wait", pause += s == "pause";
+  EXPECT_EQ(futex, 31u);
+  EXPECT_EQ(pause, 1u);
 }
 
 TEST(Diagnosis, ReturnToNullSeesTheZeroInTheRedZone) {
