@@ -92,7 +92,9 @@ bool RuntimeLibrary(const std::string& path) {
 std::string Where(const ModuleMap& modules, uint64_t addr) {
   PcSymbol s = modules.Symbolize(addr);
   std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
+  if (!s.module && modules.IsJitCode(addr)) return "JIT code at " + Hex(addr);
   std::string mod = s.module ? Basename(s.module->module->path) : std::string("?");
+  if (!s.module && name.empty()) return Hex(addr) + ", outside any module";
   if (name.empty()) return mod + "+" + Hex(s.offset);
   if (!s.functions.empty() && !s.functions.back().name.empty()) return name + " (" + mod + ")";
   return name + "+" + Hex(s.symbol_offset) + " (" + mod + ")";

@@ -77,6 +77,7 @@ Json FrameJson(const Frame& f) {
   j["pc"] = Hex(f.pc);
   j["function"] = f.function.empty() ? Json(nullptr) : Json(Text(f.function));
   j["module"] = f.module ? Json(Text(f.module->module->path)) : Json(nullptr);
+  j["jit"] = f.jit;
   j["offset"] = HexOrNull(f.offset);
   j["file"] = f.file.empty() ? Json(nullptr) : Json(Text(f.file));
   j["line"] = f.line > 0 ? Json(f.line) : Json(nullptr);
@@ -163,6 +164,7 @@ std::vector<std::string> VariableLines(const Frame& f) {
 std::string FrameLine(const Frame& f) {
   if (f.signal_trampoline) return fmt::format("#{:<2} {:#018x} <signal handler called>", f.index, f.pc);
   std::string s = fmt::format("#{:<2} {:#018x} in {}", f.index, f.pc, f.function.empty() ? "??" : Text(f.function));
+  if (f.jit) s += " (JIT code)";
   if (f.module) {
     s += " (" + Text(f.module->module->path);
     if (f.function.empty() && f.offset) s += "+" + Hex(*f.offset);

@@ -52,11 +52,16 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   if (t) {
     std::string where;
     if (bt) {
+      // The top frame of the fault, named or not: JIT code, or a module's
+      // address, is what the thread ran, not the first named caller.
       for (const auto& f : bt->frames) {
-        if (f.index >= origin && !f.function.empty() && !f.signal_trampoline) {
-          where = ", in " + esc(f.function) + ", " + esc(components.For(ModulePath(f), ModulePath(f) == ExecutablePath(core)));
-          break;
-        }
+        if (f.index < origin || f.signal_trampoline) continue;
+        std::string component = esc(components.For(ModulePath(f), ModulePath(f) == ExecutablePath(core)));
+        if (!f.function.empty()) where = ", in " + esc(f.function) + ", " + component;
+        else if (f.jit) where = ", in JIT code at " + Hex(f.pc);
+        else if (f.module) where = ", in " + esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : "") + ", " + component;
+        else where = ", at " + Hex(f.pc) + ", outside any module";
+        break;
       }
     }
     add(fmt::format("**Crashing thread:** Thread {} (LWP {}{})  ", core.crashing_thread() + 1, t->tid, where));
@@ -78,7 +83,8 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     for (const auto& f : bt->frames) {
       std::string fn = f.signal_trampoline ? "&lt;signal handler called&gt;" : f.function.empty() ? "??" : esc(f.function);
       if (f.inlined) fn += " (inlined)";
-      std::string src = f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
+      std::string src = f.jit            ? std::string("JIT code")
+                        : f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
                                        : esc(f.file) + ":" + std::to_string(f.line);
       bool is_exe = f.module && f.module->module->path == exe;
       std::string comp = f.module ? esc(components.For(f.module->module->path, is_exe)) : "-";

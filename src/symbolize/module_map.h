@@ -59,6 +59,9 @@ class ModuleMap {
   // True when pc lies in executable memory (the core's segment flags, or the
   // module file's executable segments).
   bool IsCode(uint64_t pc) const;
+  // True when pc lies in executable memory that no module and no mapped
+  // file holds: code a JIT compiler wrote (Java's code cache, V8's).
+  bool IsJitCode(uint64_t pc) const;
 
  private:
   const Core& core_;

@@ -33,6 +33,7 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
     }
     base.trust = r.trust;
     base.signal_trampoline = r.signal_trampoline;
+    base.jit = !sym.module && r.pc != 0 && modules.IsJitCode(r.pc);
     base.physical = i;
     base.sp = r.sp;
     base.cfa = r.cfa;

@@ -34,6 +34,7 @@ struct Frame {
   bool inlined = false;  // an inlined call inside the next frame's function
   FrameTrust trust = FrameTrust::kContext;
   bool signal_trampoline = false;  // gdb's "<signal handler called>"
+  bool jit = false;                // pc in JIT code (ModuleMap::IsJitCode)
   size_t physical = 0;             // index of the unwound frame it belongs to
   uint64_t sp = 0;
   std::optional<uint64_t> cfa;

@@ -26,10 +26,17 @@ fi
 
 # Waits until PID sleeps in the kernel (state S): a synchronization, bounded
 # for a hang only.
+# With WAIT_SYSCALL set (numbers), until its main thread is in one of those
+# system calls (/proc/PID/syscall): a program that also sleeps while it
+# starts up (node) is killed only once idle.
 wait_asleep() {
-  local i
+  local i call
   for i in $(seq 6000); do
-    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = S ] && return 0
+    if [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = S ]; then
+      [ -z "${WAIT_SYSCALL:-}" ] && return 0
+      call=$(awk '{print $1}' "/proc/$1/syscall" 2>/dev/null || true)
+      for n in $WAIT_SYSCALL; do [ "$call" = "$n" ] && return 0; done
+    fi
     sleep 0.01
   done
   return 1
@@ -136,7 +143,8 @@ printf = ctypes.cast(ctypes.CDLL(None).printf, ctypes.c_void_p).value
 ctypes.memmove(printf, b'x', 1)"
 # node's process.abort(): abort() called under JavaScript frames.
 crash node-abort /usr/bin/node -e "function f() { process.abort(); } f();"
-kill_with node-kill-segv SEGV /usr/bin/node -e "setTimeout(() => {}, 1000000);"
+# Killed once its event loop is idle in epoll_wait or epoll_pwait.
+WAIT_SYSCALL="232 281" kill_with node-kill-segv SEGV /usr/bin/node -e "setTimeout(() => {}, 1000000);"
 kill_with perl-kill-abrt ABRT /usr/bin/perl -e 'sleep 1000'
 kill_with sleep-kill-segv SEGV /bin/sleep 1000
 kill_with cat-kill-abrt ABRT /bin/cat

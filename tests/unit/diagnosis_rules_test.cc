@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/byte_view.h"
 #include "core/core.h"
 #include "processor/processor.h"
 #include "source/byte_source.h"
@@ -70,6 +71,10 @@ TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
   EXPECT_EQ(d.null_register, "rax");
+  // The code page is executable memory no module or file holds: JIT code,
+  // named as such, not "?+0x0".
+  EXPECT_NE(d.summary.find("JIT code at " + Hex(m.rip)), std::string::npos) << d.summary;
+  EXPECT_EQ(d.summary.find("?+"), std::string::npos) << d.summary;
   // A small offset from NULL is still NULL's page.
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x40, 0x10};  // mov 0x10(%rax),%rax
   m.fault_address = 0x10;
