@@ -108,8 +108,15 @@ GdbOracle ParseGdbOracle(const std::string& path) {
           if (eq != std::string::npos) regs[kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1), nullptr, 16);
         }
       } else if (line.rfind("var ", 0) == 0) {
-        static const std::regex kVar(R"(^var (\d+) (arg|local) (\S+)\t(.*)$)");
-        if (std::regex_search(line, m, kVar)) o.variables.push_back({std::stoi(m[1]), m[2] == "arg", m[3], m[4]});
+        // "var LEVEL arg|local NAME<TAB>VALUE", split by hand: a value can
+        // be tens of kilobytes (node's structures), too long for std::regex's
+        // recursion under a sanitizer's stack.
+        size_t tab = line.find('\t');
+        std::istringstream head(line.substr(0, tab));
+        std::string word, kind, name;
+        int level = 0;
+        if (tab != std::string::npos && head >> word >> level >> kind >> name && (kind == "arg" || kind == "local"))
+          o.variables.push_back({level, kind == "arg", name, line.substr(tab + 1)});
       } else if (std::regex_search(line, m, kFrame)) {
         o.frames[frames_tid].push_back({std::stoull(m[1], nullptr, 16), m[2], m[3], m[4], std::stoi(m[5])});
       }
