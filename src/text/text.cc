@@ -51,27 +51,6 @@ bool IsValid(std::string_view s) {
   return true;
 }
 
-}  // namespace
-
-std::string ValidUtf8(std::string_view s) {
-  if (IsValid(s)) return std::string(s);  // most text: one check and one copy
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    size_t len = SequenceLength(s, i);
-    if (len) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += kReplacement;
-      ++i;
-    }
-  }
-  return out;
-}
-
-namespace {
-
 bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
 // `s` made valid UTF-8, each control character passed to `control`.
@@ -99,6 +78,14 @@ std::string Rewrite(std::string_view s, OnControl control) {
 }
 
 }  // namespace
+
+std::string ValidUtf8(std::string_view s) {
+  if (IsValid(s)) return std::string(s);  // most text: one check and one copy
+  return Rewrite(s, [](unsigned char c, std::string& out) {
+    if (c == '\t') out += '\t';
+    else out += kReplacement;
+  });
+}
 
 std::string ValidUtf8KeepingControls(std::string_view s) {
   return Rewrite(s, [](unsigned char c, std::string& out) { out += static_cast<char>(c); });
