@@ -1,57 +1,81 @@
 #include "symbolize/disassembler.h"
 
-#include <capstone/capstone.h>
+#include <Zydis/Zydis.h>
 
 #include <algorithm>
 
 #include "core/byte_view.h"
+#include "symbolize/gas_spelling.h"
 
 namespace coroner {
 namespace {
 
-// "mov 8(%rax), %rax": mnemonic and operands as Capstone prints them.
-std::string InstructionText(const cs_insn& insn) {
-  return insn.op_str[0] ? std::string(insn.mnemonic) + " " + insn.op_str : std::string(insn.mnemonic);
-}
+// One decoded instruction: Zydis's decoding, gdb's words.
+struct Decoded {
+  ZydisDecodedInstruction in;
+  ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+  std::string text;
+};
 
-// An x86-64 Capstone handle in AT&T syntax; `detail` adds operand details.
-// Used one per thread (thread_local).
-class Capstone {
+// An x86-64 decoder and an AT&T formatter set to write numbers as gdb does
+// (lowercase hex, no padding, rip-relative operands relative). Used one per
+// thread (thread_local).
+class X86Decoder {
  public:
-  explicit Capstone(bool detail) {
-    ok_ = cs_open(CS_ARCH_X86, CS_MODE_64, &handle_) == CS_ERR_OK;
-    if (ok_) cs_option(handle_, CS_OPT_SYNTAX, CS_OPT_SYNTAX_ATT);
-    if (ok_ && detail) cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON);
+  X86Decoder() {
+    ok_ = ZYAN_SUCCESS(ZydisDecoderInit(&decoder_, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
+          ZYAN_SUCCESS(ZydisFormatterInit(&formatter_, ZYDIS_FORMATTER_STYLE_ATT));
+    if (!ok_) return;
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_FORCE_RELATIVE_RIPREL, ZYAN_TRUE);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_HEX_UPPERCASE, ZYAN_FALSE);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_ADDR_PADDING_ABSOLUTE, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_ADDR_PADDING_RELATIVE, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_IMM_PADDING, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_DISP_PADDING, ZYDIS_PADDING_DISABLED);
+    ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_IMM_SIGNEDNESS, ZYDIS_SIGNEDNESS_UNSIGNED);
   }
-  ~Capstone() {
-    if (ok_) cs_close(&handle_);
-  }
-  Capstone(const Capstone&) = delete;
-  Capstone& operator=(const Capstone&) = delete;
 
-  std::vector<Instruction> Decode(const std::vector<std::byte>& code, uint64_t address) const {
-    std::vector<Instruction> out;
-    if (!ok_ || code.empty()) return out;
-    cs_insn* insn = nullptr;
-    size_t n = cs_disasm(handle_, reinterpret_cast<const uint8_t*>(code.data()), code.size(), address, 0, &insn);
-    for (size_t i = 0; i < n; ++i) {
-      Instruction in;
-      in.address = insn[i].address;
-      in.bytes = HexBytes(std::as_bytes(std::span(insn[i].bytes, insn[i].size)));
-      in.text = InstructionText(insn[i]);
-      out.push_back(std::move(in));
+  // The instruction at the start of `code`, which is at `address`.
+  std::optional<Decoded> DecodeOne(std::span<const std::byte> code, uint64_t address) const {
+    if (!ok_ || code.empty()) return std::nullopt;
+    Decoded d;
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder_, code.data(), code.size(), &d.in, d.ops))) return std::nullopt;
+    char buf[256];
+    if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&formatter_, &d.in, d.ops, d.in.operand_count_visible, buf,
+                                                      sizeof buf, address, nullptr))) {
+      return std::nullopt;
     }
-    if (insn) cs_free(insn, n);
+    d.text = GasSpelling(buf, d.in, d.ops);
+    return d;
+  }
+
+  // Instructions from the start of `code` until one does not decode.
+  std::vector<Instruction> Decode(std::span<const std::byte> code, uint64_t address) const {
+    std::vector<Instruction> out;
+    size_t at = 0;
+    while (at < code.size()) {
+      std::optional<Decoded> d = DecodeOne(code.subspan(at), address + at);
+      if (!d) break;
+      Instruction in;
+      in.address = address + at;
+      in.bytes = HexBytes(code.subspan(at, d->in.length));
+      in.text = std::move(d->text);
+      out.push_back(std::move(in));
+      at += d->in.length;
+    }
     return out;
   }
 
-  bool ok() const { return ok_; }
-  csh handle() const { return handle_; }
-
  private:
-  csh handle_ = 0;
+  ZydisDecoder decoder_{};
+  ZydisFormatter formatter_{};
   bool ok_ = false;
 };
+
+const X86Decoder& Decoder() {
+  thread_local X86Decoder decoder;
+  return decoder;
+}
 
 std::vector<std::byte> Read(const ModuleMap& modules, uint64_t from, size_t len) {
   std::vector<std::byte> code(len);
@@ -59,56 +83,71 @@ std::vector<std::byte> Read(const ModuleMap& modules, uint64_t from, size_t len)
   return code;
 }
 
+// SSE/AVX accesses that fault on a misaligned operand.
+bool NeedsAlignment(ZydisMnemonic m) {
+  static const ZydisMnemonic kAligned[] = {
+      ZYDIS_MNEMONIC_MOVAPS,    ZYDIS_MNEMONIC_MOVAPD,    ZYDIS_MNEMONIC_MOVDQA,    ZYDIS_MNEMONIC_MOVNTPS,
+      ZYDIS_MNEMONIC_MOVNTPD,   ZYDIS_MNEMONIC_MOVNTDQ,   ZYDIS_MNEMONIC_MOVNTDQA,  ZYDIS_MNEMONIC_VMOVAPS,
+      ZYDIS_MNEMONIC_VMOVAPD,   ZYDIS_MNEMONIC_VMOVDQA,   ZYDIS_MNEMONIC_VMOVDQA32, ZYDIS_MNEMONIC_VMOVDQA64,
+      ZYDIS_MNEMONIC_VMOVNTPS,  ZYDIS_MNEMONIC_VMOVNTPD,  ZYDIS_MNEMONIC_VMOVNTDQ,  ZYDIS_MNEMONIC_VMOVNTDQA,
+      ZYDIS_MNEMONIC_FXSAVE,    ZYDIS_MNEMONIC_FXSAVE64,  ZYDIS_MNEMONIC_FXRSTOR,   ZYDIS_MNEMONIC_FXRSTOR64};
+  for (ZydisMnemonic a : kAligned) {
+    if (m == a) return true;
+  }
+  return false;
+}
+
+std::string RegisterName(ZydisRegister r) {
+  const char* name = r == ZYDIS_REGISTER_NONE ? nullptr : ZydisRegisterGetString(r);
+  return name ? name : "";
+}
+
 }  // namespace
 
+std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address) {
+  return Decoder().Decode(code, address);
+}
+
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc) {
-  std::byte code[16];
+  std::byte code[ZYDIS_MAX_INSTRUCTION_LENGTH];
   size_t n = modules.ReadCode(pc, code);
-  if (n == 0) return std::nullopt;
-  thread_local Capstone detailed(true);
-  if (!detailed.ok()) return std::nullopt;
-  csh h = detailed.handle();
-  cs_insn* insn = nullptr;
-  std::optional<MemoryOperand> result;
-  if (cs_disasm(h, reinterpret_cast<const uint8_t*>(code), n, pc, 1, &insn) == 1) {
-    MemoryOperand m;
-    m.mnemonic = insn->mnemonic;
-    m.text = InstructionText(*insn);
-    m.is_ret = insn->id == X86_INS_RET;
-    m.is_call = insn->id == X86_INS_CALL;
-    static const unsigned kAligned[] = {X86_INS_MOVAPS, X86_INS_MOVAPD, X86_INS_MOVDQA, X86_INS_MOVNTPS,
-                                        X86_INS_MOVNTDQ, X86_INS_VMOVAPS, X86_INS_VMOVAPD, X86_INS_VMOVDQA,
-                                        X86_INS_FXSAVE, X86_INS_FXRSTOR};
-    for (unsigned id : kAligned) m.needs_alignment |= insn->id == id;
-    const cs_x86& x86 = insn->detail->x86;
-    for (uint8_t i = 0; i < x86.op_count; ++i) {
-      if (x86.operands[i].type != X86_OP_MEM) continue;
-      const x86_op_mem& mem = x86.operands[i].mem;
-      if (mem.base != X86_REG_INVALID) m.base = cs_reg_name(h, mem.base);
-      if (mem.index != X86_REG_INVALID) m.index = cs_reg_name(h, mem.index);
-      m.scale = mem.scale;
-      m.displacement = mem.disp;
-      m.writes = (x86.operands[i].access & CS_AC_WRITE) != 0;
-      result = m;
-      break;
-    }
-    if (!result && (m.is_ret || m.is_call)) result = m;
+  std::optional<Decoded> d = Decoder().DecodeOne(std::span(code, n), pc);
+  if (!d) return std::nullopt;
+  MemoryOperand m;
+  m.text = d->text;
+  m.mnemonic = m.text.substr(0, m.text.find(' '));
+  m.is_ret = d->in.meta.category == ZYDIS_CATEGORY_RET;
+  m.is_call = d->in.meta.category == ZYDIS_CATEGORY_CALL;
+  m.needs_alignment = NeedsAlignment(d->in.mnemonic);
+  // The explicit memory operand; a string instruction's are implicit
+  // (`rep movsb`: the destination first, then the source). A call's or
+  // push's implicit stack slot is not the operand that names a bad pointer.
+  const bool string_op = d->in.meta.category == ZYDIS_CATEGORY_STRINGOP;
+  const unsigned count = string_op ? d->in.operand_count : d->in.operand_count_visible;
+  for (unsigned i = 0; i < count; ++i) {
+    const ZydisDecodedOperand& op = d->ops[i];
+    if (op.type != ZYDIS_OPERAND_TYPE_MEMORY || op.mem.type != ZYDIS_MEMOP_TYPE_MEM) continue;
+    m.base = RegisterName(op.mem.base);
+    m.index = RegisterName(op.mem.index);
+    m.scale = op.mem.index == ZYDIS_REGISTER_NONE ? 1 : op.mem.scale;
+    m.displacement = op.mem.disp.has_displacement ? op.mem.disp.value : 0;
+    m.writes = (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) != 0;
+    return m;
   }
-  if (insn) cs_free(insn, 1);
-  return result;
+  if (m.is_ret || m.is_call) return m;
+  return std::nullopt;
 }
 
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
   // Whatever bytes are at pc are shown, code or not (a jump into data runs
   // the data as instructions, and gdb shows it so too).
   if (pc == 0) return {};
-  thread_local Capstone capstone(false);
   constexpr uint64_t kMaxFunctionPrefix = 4096;
   constexpr size_t kTail = 16 * 15;  // room for `after` instructions of up to 15 bytes
   PcSymbol sym = modules.Symbolize(exact ? pc : pc - 1);
   uint64_t start = pc;
   if (!sym.symbol.empty() && sym.symbol_offset <= kMaxFunctionPrefix) start = (exact ? pc : pc - 1) - sym.symbol_offset;
-  std::vector<Instruction> all = capstone.Decode(Read(modules, start, static_cast<size_t>(pc - start) + kTail), start);
+  std::vector<Instruction> all = Decoder().Decode(Read(modules, start, static_cast<size_t>(pc - start) + kTail), start);
   // The current instruction: at pc, or the call ending at pc.
   auto cur = std::find_if(all.begin(), all.end(), [&](const Instruction& in) {
     return exact ? in.address == pc : in.address + in.bytes.size() / 2 == pc;
@@ -116,14 +155,13 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   if (cur == all.end()) {
     // Out of step (data in code, a wrong symbol): decode from pc alone.
     std::vector<std::byte> code = Read(modules, pc, kTail);
-    all = capstone.Decode(code, pc);
+    all = Decoder().Decode(code, pc);
     if (all.empty() && exact && !code.empty()) {
-      // Capstone 4 does not know every instruction (some AVX-512 forms):
-      // show the bytes, as gdb shows "(bad)".
+      // Bytes that are no instruction (a jump into data): gdb's "(bad)".
       Instruction raw;
       raw.address = pc;
-      raw.bytes = HexBytes(std::span(code).first(std::min<size_t>(code.size(), 8)));
-      raw.text = "(not decoded)";
+      raw.bytes = HexBytes(std::span(code).first(1));
+      raw.text = "(bad)";
       raw.current = true;
       return {raw};
     }

@@ -1,10 +1,11 @@
-// Disassembly (Capstone, AT&T syntax as gdb shows it) of the instructions
-// around a frame's pc, from the code bytes in the core when dumped, else from
-// the module's file.
+// Disassembly (Zydis, in gdb's AT&T spelling) of the instructions around a
+// frame's pc, from the code bytes in the core when dumped, else from the
+// module's file.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,21 +16,15 @@ namespace coroner {
 struct Instruction {
   uint64_t address = 0;
   std::string bytes;  // hex
-  std::string text;   // "mov 0x8(%rax), %rax"
+  std::string text;   // "mov 0x8(%rax),%rax", as gdb's x/i writes it
   bool current = false;  // the faulting instruction (frame 0) or the call (callers)
 };
 
-// Up to `before` instructions before the current one and `after` after it.
-// `exact` says pc is the instruction itself (frame 0, a signal's interrupted
-// context); otherwise pc is a return address and the current instruction is
-// the call that ends there. Decoding starts at the enclosing function's
-// symbol so that it stays in step; without a symbol it starts at the current
-// instruction (x86 cannot be decoded backwards). Empty when no bytes are
-// readable at pc.
 // The memory operand of the instruction at pc, for naming the register that
 // held a bad pointer: base and index register names (gdb's: "rax"), scale,
-// displacement. nullopt when the instruction has no memory operand or cannot
-// be decoded.
+// displacement. A string instruction's operands are implicit (`rep movsb`:
+// the destination's). nullopt when the instruction has no memory operand
+// (other than a call's or push's stack slot) or cannot be decoded.
 struct MemoryOperand {
   std::string mnemonic, text;
   std::string base, index;  // empty when absent; "rip" for rip-relative
@@ -42,6 +37,17 @@ struct MemoryOperand {
 };
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc);
 
+// Every instruction from the start of `code` (at `address`) until bytes that
+// are no instruction.
+std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address);
+
+// Up to `before` instructions before the current one and `after` after it.
+// `exact` says pc is the instruction itself (frame 0, a signal's interrupted
+// context); otherwise pc is a return address and the current instruction is
+// the call that ends there. Decoding starts at the enclosing function's
+// symbol so that it stays in step; without a symbol it starts at the current
+// instruction (x86 cannot be decoded backwards). Empty when no bytes are
+// readable at pc.
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before = 6,
                                      size_t after = 4);
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 build=$1 zoo=$2 seconds=$3
 corpus=$build/corpus
-mkdir -p "$corpus/core" "$corpus/source" "$corpus/metadata" "$corpus/epi" "$build/artifacts"
+mkdir -p "$corpus/core" "$corpus/source" "$corpus/metadata" "$corpus/epi" "$corpus/disassembler" "$build/artifacts"
 for c in "$zoo"/cores/*-O0.core "$zoo"/cores/*-static.core; do
   head -c 65536 "$c" > "$corpus/core/$(basename "$c")"
 done
@@ -17,6 +17,11 @@ for c in "$zoo"/cores/*.zst "$zoo"/cores/*.lz4 "$zoo"/cores/*.xz; do
   { printf "$p"; head -c 32768 "$c"; } > "$corpus/source/seed$i"
   i=$((i + 1))
 done
+# Decoder seeds: compiled code, and libc's (AVX-512 string functions among it).
+objcopy -O binary --only-section=.text "$zoo/bin/null_deref-O2" "$corpus/disassembler/zoo-text"
+objcopy -O binary --only-section=.text /lib/x86_64-linux-gnu/libc.so.6 "$build/libc-text"
+split -b 2048 -a 4 "$build/libc-text" "$corpus/disassembler/libc-"
+rm -f "$build/libc-text"
 # Metadata seeds: an inventory, times, a systemd-coredump name, a record.
 printf '\x00host,valid_from,valid_to,pm\nnode-1,2026-10-01T00:00:00Z,,"pm, 1"\n' > "$corpus/metadata/inventory"
 printf '\x012026-10-14T03:12:00.5+02:00' > "$corpus/metadata/time"
@@ -35,7 +40,7 @@ export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-for f in core source metadata epi analysis module; do
+for f in core source metadata epi disassembler analysis module; do
   case $f in
     analysis) export CORONER_FUZZ_CORE="$zoo/cores/locals-O0.core" ;;
     # Full stacks for allocations, so that the suppression of libdw's own

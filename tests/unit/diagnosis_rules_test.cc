@@ -26,7 +26,7 @@ constexpr uint64_t kCode = 0x400000, kStack = 0x7ffff000;
 constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's target minus 8 below
 
 // user_regs_struct indexes.
-enum : int { kRax = 10, kRcx = 11, kOrigRax = 15 };
+enum : int { kRax = 10, kRcx = 11, kRsi = 13, kRdi = 14, kOrigRax = 15 };
 
 struct Machine {
   uint64_t rip = 0, rsp = kSp;
@@ -79,6 +79,26 @@ TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x40, 0x10};  // mov 0x10(%rax),%rax
   m.fault_address = 0x10;
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kNullDeref);
+}
+
+// glibc's EVEX string functions (what an AVX-512 CPU runs for strlen) and
+// `rep movsb` (memcpy's large copies): the faulting instruction is decoded
+// whole, as gdb writes it, and its null register named.
+TEST(DiagnosisRules, ANullStringInAvx512CodeIsANullDerefNamingTheRegister) {
+  Machine m;
+  m.rip = kCode + 0x40;
+  m.code_bytes[m.rip] = {0x62, 0xf3, 0x7d, 0x20, 0x3f, 0x07, 0x00};  // __strlen_evex+24
+  m.regs[kRdi] = 0;
+  m.regs[kRsi] = kStack + 0x100;
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
+  EXPECT_EQ(d.null_register, "rdi");
+  EXPECT_EQ(d.faulting_instruction, "vpcmpeqb (%rdi),%ymm16,%k0");  // gdb: x/i __strlen_evex+24
+  m.code_bytes[m.rip] = {0xf3, 0xa4};
+  d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
+  EXPECT_EQ(d.null_register, "rdi");
+  EXPECT_EQ(d.faulting_instruction, "rep movsb %ds:(%rsi),%es:(%rdi)");
 }
 
 TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {

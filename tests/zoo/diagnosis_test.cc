@@ -47,7 +47,7 @@ TEST(Diagnosis, NullDerefNamesTheRegisterAndInstruction) {
   auto a = Analyze(Core("null_deref-O0"));
   const Diagnosis& d = *a->analysis.diagnosis;
   EXPECT_EQ(d.null_register, "rax");
-  EXPECT_EQ(d.faulting_instruction, "movq 8(%rax), %rax");
+  EXPECT_EQ(d.faulting_instruction, "mov 0x8(%rax),%rax");  // gdb: x/i $pc
   const auto& rax = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rax"; });
   EXPECT_EQ(rax.kind, "null");
   const auto& rip = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rip"; });

@@ -33,8 +33,7 @@ size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& o
                         const ModuleMap& modules, bool stop_outside_modules = false);
 
 // The crashing instruction against gdb's `x/2i $pc`: same address, same
-// length (where the next one starts), same mnemonic (Capstone adds AT&T size
-// suffixes that gdb leaves out: movq/mov, retq/ret).
+// length (where the next one starts), same text.
 void ExpectCrashingInstructionMatches(const GdbOracle& gdb, const Core& core, const ModuleMap& modules);
 
 }  // namespace coroner::testing

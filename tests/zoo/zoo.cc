@@ -24,6 +24,19 @@ std::vector<std::vector<std::string>> ReadTsv(const std::string& path) {
   return rows;
 }
 
+std::string GdbInstructionText(const std::string& line) {
+  std::string text = line.substr(0, line.find(" #"));
+  if (size_t sym = text.find(" <"); sym != std::string::npos) text.erase(sym, text.find('>', sym) + 1 - sym);
+  std::string out;
+  for (char c : text) {
+    bool space = c == ' ' || c == '\t';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
 std::string ZooDir() {
   const char* z = std::getenv("CORONER_ZOO");
   if (!z) throw std::runtime_error("CORONER_ZOO is not set (run the tests through ctest)");
@@ -59,7 +72,7 @@ GdbOracle ParseGdbOracle(const std::string& path) {
   static const std::regex kThreadHead(R"(^Thread \d+ \(.*\b(?:LWP|process) (\d+)\)\)?:)");
   static const std::regex kReg(R"(^([a-z0-9_]+) +(0x[0-9a-f]+)\b)");
   static const std::regex kMap(R"(^ +(0x[0-9a-f]+) +(0x[0-9a-f]+) +0x[0-9a-f]+ +(0x[0-9a-f]+) +(\S.*)$)");
-  static const std::regex kInsn(R"(^(?:=>)?\s+(0x[0-9a-f]+)(?: <[^>]*>)?:\t(\S+))");
+  static const std::regex kInsn(R"(^(?:=>)?\s+(0x[0-9a-f]+)(?: <[^>]*>)?:\t(.*)$)");
   static const std::regex kFrame(R"(^frame \d+ (0x[0-9a-f]+) (\w+) (.*)\t(.*)\t(\d+)$)");
   std::string section, line;
   std::smatch m;
@@ -92,7 +105,7 @@ GdbOracle ParseGdbOracle(const std::string& path) {
       }
     } else if (section == "insn") {
       if (line.find("Cannot access memory") == std::string::npos && std::regex_search(line, m, kInsn)) {
-        o.instructions.push_back({std::stoull(m[1], nullptr, 16), m[2]});
+        o.instructions.push_back({std::stoull(m[1], nullptr, 16), GdbInstructionText(m[2])});
       }
     } else if (section == "frames") {
       if (line.rfind("@thread ", 0) == 0) {

@@ -64,8 +64,13 @@ struct GdbVariable {
 
 struct GdbInstruction {
   uint64_t address;
-  std::string mnemonic;
+  std::string text;  // as GdbInstructionText leaves it: "mov 0x8(%rax),%rax"
 };
+
+// gdb's `x/i` text with its padding collapsed to one space and its
+// annotations (` <symbol+off>` after an address, `# 0x... <symbol>` after a
+// rip-relative operand) left out.
+std::string GdbInstructionText(const std::string& line);
 
 struct GdbOracle {
   std::vector<GdbInstruction> instructions;  // `x/2i $pc` in the crashing thread
