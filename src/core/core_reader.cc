@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "core/byte_view.h"
 #include "core/core.h"
@@ -470,6 +471,8 @@ class CoreReader {
           return s && s->exec;
         },
         [&](uint64_t header) { return HeaderAt(header).image_end; });
+    std::set<std::string> loaded_build_ids;  // of the objects with code
+    std::vector<std::pair<Module, bool>> found;  // and whether it has code
     for (auto& object : objects) {
       Module& m = object.module;
       bool elf_in_core = object.header_at && ReadModuleFromMemory(m, *object.header_at);
@@ -480,6 +483,14 @@ class CoreReader {
         if (info.state != ModuleFileInfo::State::kFound) continue;
       }
       if (!elf_in_core) m.load_bias = m.base;
+      if (object.has_code && !m.build_id.empty()) loaded_build_ids.insert(m.build_id);
+      found.emplace_back(std::move(m), object.has_code);
+    }
+    for (auto& [m, has_code] : found) {
+      // A file read with mmap that is a loaded object's copy under another
+      // name (ruby's crash reporter maps libc's separate debug file) is data,
+      // not a second image of that object.
+      if (!has_code && loaded_build_ids.count(m.build_id)) continue;
       CheckFile(m);
       c_.modules_.push_back(std::move(m));
     }

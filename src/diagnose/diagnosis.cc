@@ -119,7 +119,8 @@ class Diagnoser {
     crashing_ = bts_.size() > core_.crashing_thread() ? &bts_[core_.crashing_thread()] : nullptr;
     frames_ = EffectiveFrames(crashing_, fc_);
     if (fc_) {
-      d_.evidence.push_back("A fatal-signal handler re-raised the signal (" + SignalName(core_.signal()->signo) + ", " +
+      d_.evidence.push_back("A fatal-signal handler caught the fault and " + HandlerEnding(*core_.signal(), *fc_) + " (" +
+                            SignalName(core_.signal()->signo) + ", " +
                             SignalCodeName(core_.signal()->signo, core_.signal()->code).value_or("?") +
                             "); the real fault was read from the kernel's signal frame at " +
                             Hex(fc_->frame_address) + ".");

@@ -347,8 +347,8 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                                    fc->signal.code, code ? *code : "unknown");
     if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
     add(line);
-    add(fmt::format("  at rip {} rsp {} (the handler re-raised the signal)", Hex(fc->registers.pc()),
-                    Hex(fc->registers.sp())));
+    add(fmt::format("  at rip {} rsp {} (a handler caught it and {})", Hex(fc->registers.pc()), Hex(fc->registers.sp()),
+                    core.signal() ? HandlerEnding(*core.signal(), *fc) : "ended the process"));
   }
   if (const auto& d = analysis.diagnosis) {
     add(fmt::format("diagnosis: {} ({})", SyndromeName(d->syndrome), ContextName(d->context)));

@@ -34,8 +34,9 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     if (sig->fault_address) s += ", fault address " + Hex(*sig->fault_address);
     s += ")";
     if (a.fault_context) {
-      s += "; re-raised by a handler as " + SignalName(core.signal()->signo) + " (" +
-           SignalCodeName(core.signal()->signo, core.signal()->code).value_or("?") + ")";
+      s += "; a handler caught it and " + HandlerEnding(*core.signal(), *a.fault_context) + " (" +
+           SignalName(core.signal()->signo) + ", " + SignalCodeName(core.signal()->signo, core.signal()->code).value_or("?") +
+           ")";
     }
     add("**Crash signal:** " + s + "  ");
   }

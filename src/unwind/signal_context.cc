@@ -14,18 +14,23 @@ constexpr uint64_t kMcontext = 40;
 constexpr uint64_t kSiginfo = 304;
 // After the 18 general registers: cs/gs/fs/ss, err, trapno, oldmask, cr2.
 constexpr uint64_t kSegments = kMcontext + 18 * 8;
-constexpr uint64_t kErr = kSegments + 8, kTrapno = kSegments + 16, kCr2 = kSegments + 32;
+constexpr uint64_t kTrapno = kSegments + 16, kCr2 = kSegments + 32;
+constexpr uint64_t kPageFault = 14;  // #PF
 
 // The signal a CPU exception raises, from the trap number the kernel saved
 // in the sigcontext (used when the handler was not SA_SIGINFO, so the kernel
-// wrote no siginfo into the frame).
-std::optional<SignalInfo> FromTrap(uint64_t trapno, uint64_t err, uint64_t cr2, uint64_t rip) {
+// wrote no siginfo into the frame). For a page fault the kernel's si_code
+// says whether any mapping holds the address (SEGV_ACCERR) or none does
+// (SEGV_MAPERR); the error code's "page present" bit does not say that (a
+// write to a PROT_READ page never touched is "not present" and ACCERR), so
+// the core's mappings decide.
+std::optional<SignalInfo> FromTrap(uint64_t trapno, uint64_t cr2, uint64_t rip, const Memory& mappings) {
   SignalInfo s;
   s.source = SignalInfo::Source::kSigcontext;
   switch (trapno) {
-    case 14:  // #PF: error code bit 0 set = protection violation on a present page
+    case kPageFault:
       s.signo = SIGSEGV;
-      s.code = (err & 1) ? SEGV_ACCERR : SEGV_MAPERR;
+      s.code = mappings.Find(cr2) ? SEGV_ACCERR : SEGV_MAPERR;
       s.fault_address = cr2;
       return s;
     case 13:  // #GP: non-canonical address and the like
@@ -47,9 +52,18 @@ std::optional<SignalInfo> FromTrap(uint64_t trapno, uint64_t err, uint64_t cr2, 
   }
 }
 
+// Whether a siginfo in the frame is the kernel's for the trap the
+// sigcontext records: the same signal (a page fault may be a SIGBUS: a
+// mapped file's page past its end) at the same address.
+bool NamesTheTrap(const SignalInfo& s, const SignalInfo& trap, uint64_t trapno) {
+  bool same_signal = s.signo == trap.signo || (trapno == kPageFault && s.signo == SIGBUS);
+  return same_signal && (!trap.fault_address || s.fault_address == trap.fault_address);
+}
+
 }  // namespace
 
-std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucontext, StackMemory& memory) {
+std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thread, uint64_t ucontext,
+                                            StackMemory& memory) {
   // sigcontext's general registers, in its order.
   static const Reg kOrder[] = {Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13,
                                Reg::r14, Reg::r15, Reg::rdi, Reg::rsi, Reg::rbp, Reg::rbx,
@@ -71,12 +85,12 @@ std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucont
   }
   // The kernel copies the siginfo into the frame only for SA_SIGINFO
   // handlers; otherwise those bytes are whatever the stack held. A siginfo
-  // is believed when it names the fault the sigcontext's trap describes.
+  // is believed when it names the fault the sigcontext's trap describes,
+  // and its si_code is the kernel's word on the fault.
   auto trapno = memory.Read64(ucontext + kTrapno);
-  auto err = memory.Read64(ucontext + kErr);
   auto cr2 = memory.Read64(ucontext + kCr2);
   std::optional<SignalInfo> trap;
-  if (trapno && err && cr2) trap = FromTrap(*trapno, *err, *cr2, fc.registers[Reg::rip]);
+  if (trapno && cr2) trap = FromTrap(*trapno, *cr2, fc.registers[Reg::rip], core.memory());
   auto w0 = memory.Read64(ucontext + kSiginfo);       // si_signo, si_errno
   auto w1 = memory.Read64(ucontext + kSiginfo + 8);   // si_code, padding
   auto w2 = memory.Read64(ucontext + kSiginfo + 16);  // si_addr / si_pid, si_uid
@@ -92,7 +106,7 @@ std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucont
       s.sender_uid = static_cast<uint32_t>(*w2 >> 32);
     }
     bool plausible = s.signo > 0 && s.signo <= 64 && SignalCodeName(s.signo, s.code).has_value();
-    if (plausible && (!trap || (trap->signo == s.signo && trap->code == s.code))) {
+    if (plausible && (!trap || NamesTheTrap(s, *trap, *trapno))) {
       fc.signal = s;
       return fc;
     }
@@ -108,10 +122,16 @@ std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrac
   const Thread& thread = core.threads()[core.crashing_thread()];
   for (const Frame& f : crashing.frames) {
     if (!f.signal_trampoline) continue;
-    auto fc = ReadSignalFrame(thread, f.sp, memory);
+    auto fc = ReadSignalFrame(core, thread, f.sp, memory);
     if (fc && fc->signal.code > 0 && SignalHasFaultAddress(fc->signal.signo, fc->signal.code)) return fc;
   }
   return std::nullopt;
+}
+
+std::string HandlerEnding(const SignalInfo& core_signal, const FaultContext& fc) {
+  if (core_signal.signo == fc.signal.signo) return "re-raised it";
+  if (core_signal.signo == SIGABRT) return "called abort()";
+  return "ended the process with " + SignalName(core_signal.signo);
 }
 
 }  // namespace coroner

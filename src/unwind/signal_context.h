@@ -1,4 +1,4 @@
-// The fault a fatal-signal handler hid by re-raising.
+// The fault a fatal-signal handler hid by re-raising it or by aborting.
 //
 // A handler that catches SIGSEGV and re-raises it from inside itself (LLVM's,
 // folly's, glog's, Abseil's) leaves a core whose registers sit in raise() and
@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "core/core.h"
 #include "unwind/backtrace.h"
@@ -23,8 +24,11 @@ struct FaultContext {
 };
 
 // The kernel's rt_sigframe above the signal trampoline frame `trampoline`
-// (its sp is the ucontext's address): registers and siginfo.
-std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucontext, StackMemory& memory);
+// (its sp is the ucontext's address): registers and siginfo. The siginfo is
+// the frame's when it names the trap the sigcontext records, else it is
+// derived from the trap (`core`'s mappings tell SEGV_ACCERR from MAPERR).
+std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thread, uint64_t ucontext,
+                                            StackMemory& memory);
 
 // The real fault behind a re-raised signal: when the core's signal was sent
 // (si_code <= 0) and a signal frame on the crashing thread's stack holds a
@@ -32,5 +36,10 @@ std::optional<FaultContext> ReadSignalFrame(const Thread& thread, uint64_t ucont
 // positive code), that frame's context. nullopt otherwise.
 std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrace& crashing,
                                                 StackMemory& memory);
+
+// What the handler did once it had caught the fault, for reports: "re-raised
+// it" (the core's signal is the fault's), "called abort()" (ruby's [BUG]
+// handler), else "ended the process with SIGxxx".
+std::string HandlerEnding(const SignalInfo& core_signal, const FaultContext& fc);
 
 }  // namespace coroner

@@ -14,7 +14,7 @@ set -euo pipefail
 out=$(realpath -m "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 fixtures=$here/../fixtures
-mkdir -p "$out/cores" "$out/oracle"
+mkdir -p "$out/cores" "$out/oracle" "$out/logs"
 manifest=$out/manifest.tsv.tmp
 printf '#name\tbinary\tcore\toracle\n' >"$manifest"
 
@@ -62,7 +62,11 @@ have() {  # have NAME BINARY: false (and a note) when the program is absent
   fi
 }
 
-# crash NAME BINARY ARGS...: a program that crashes by itself.
+# crash NAME BINARY ARGS...: a program that crashes by itself. What it
+# prints is kept in logs/NAME.log (a runtime's own crash report). With
+# HANDLED set, the program handles its fault itself (re-raises or aborts), so
+# gdb, where it writes the core, passes the first signal on and writes the
+# core at the second.
 crash() {
   local name=$1 bin=$2
   shift 2
@@ -71,11 +75,14 @@ crash() {
     local work
     work=$(mktemp -d)
     if [ $kernel_cores = yes ]; then
-      (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >/dev/null 2>&1) || true
+      (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >"$out/logs/$name.log" 2>&1) || true
     fi
     if ! take_core "$work" "$name"; then
-      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -ex run \
+      local pass=()
+      [ -n "${HANDLED:-}" ] && pass=(-ex continue)
+      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -ex run "${pass[@]}" \
         -ex "generate-core-file $out/cores/$name.core" --args "$bin" "$@" </dev/null >"$work/gdb.log" 2>&1 || true
+      cp "$work/gdb.log" "$out/logs/$name.log"
     fi
     rm -rf "$work"
   fi
@@ -138,7 +145,7 @@ time.sleep(0.5)
 ctypes.string_at(0)"
 # faulthandler prints the Python stack and re-raises from its handler: the
 # core's signal is the re-raise, the fault is in the handler's frame.
-crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
+HANDLED=1 crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
 # ctypes.memmove onto libc's code (printf), mapped read and execute.
 crash python-write-code $python -c "
 import ctypes
@@ -168,5 +175,49 @@ http {
 CONF
 rm -f "$out/nginx/nginx.sock"
 kill_with nginx-kill-segv SEGV /usr/sbin/nginx -p "$out/nginx" -c "$out/nginx/nginx.conf"
+
+# ruby's fatal-signal handler prints its [BUG] report and calls abort(): the
+# core is SIGABRT, the read of address 8 is in the signal frame.
+HANDLED=1 crash ruby-fiddle-bug /usr/bin/ruby -e 'require "fiddle"; Fiddle::Pointer.new(8)[0]'
+
+# redis_segfault NAME: redis-server's `DEBUG SEGFAULT` writes to a PROT_READ
+# page; redis's handler logs the fault (logs/NAME.log: "crashed by signal",
+# "si_code", "Accessing address") and re-raises it with kill().
+redis_segfault() {
+  local name=$1 bin=/usr/bin/redis-server
+  have "$name" "$bin" || return 0
+  if [ ! -s "$out/oracle/$name.gdb" ]; then
+    local work pid i
+    work=$(mktemp -d)
+    local cli=(redis-cli -s "$work/redis.sock")
+    start_redis() {
+      (cd "$work" && ulimit -c unlimited && exec "$bin" --port 0 --unixsocket "$work/redis.sock" --save '' \
+        --appendonly no --enable-debug-command yes --logfile "$out/logs/$name.log" </dev/null >/dev/null 2>&1) &
+      pid=$!
+      for i in $(seq 6000); do
+        [ "$("${cli[@]}" ping 2>/dev/null)" = PONG ] && return 0
+        sleep 0.01
+      done
+      echo "real cores: $name did not answer ping" >&2
+    }
+    if [ $kernel_cores = yes ]; then
+      start_redis
+      "${cli[@]}" debug segfault >/dev/null 2>&1 || true
+      wait $pid || true
+    fi
+    if ! take_core "$work" "$name"; then
+      rm -f "$work/redis.sock"
+      start_redis
+      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -p $pid \
+        -ex "shell (${cli[*]} debug segfault >/dev/null 2>&1 &)" -ex continue -ex continue \
+        -ex "generate-core-file $out/cores/$name.core" -ex kill </dev/null >"$work/gdb.log" 2>&1 || true
+      kill -KILL $pid 2>/dev/null || true
+      wait $pid 2>/dev/null || true
+    fi
+    rm -rf "$work"
+  fi
+  record "$name" "$bin"
+}
+redis_segfault redis-debug-segfault
 
 mv "$manifest" "$out/manifest.tsv"

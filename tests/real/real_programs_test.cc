@@ -1,12 +1,15 @@
 // The real-programs corpus (make_real_cores.sh): cores of Debian's python3,
-// node, perl, sleep, cat, sqlite3 and nginx, crashed or killed as
+// node, ruby, redis, perl, sleep, cat, sqlite3 and nginx, crashed or killed as
 // tests/real/expected.tsv says. Each against gdb on the same core (threads,
 // every register, the signal, every frame gdb names, the crashing
 // instruction) and against its crash method (the syndrome and context), in
 // the library and in the text, JSON and Markdown reports.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -178,6 +181,74 @@ TEST_P(RealProgramTest, ThreadStatesAreHowTheyWaited) {
   for (size_t i = 0; i < d.thread_states.size(); ++i)
     if (i != a->core->crashing_thread()) others.insert(d.thread_states[i]);
   EXPECT_EQ(others, (std::multiset<std::string>{"futex wait", "read", "sleep"}));
+}
+
+// What the program's own crash report (logs/NAME.log) says of its fault.
+struct LoggedFault {
+  int signo = 0;
+  std::optional<int> code;
+  uint64_t address = 0;
+  std::string ending;  // what the handler then did, in the reports' words
+};
+
+std::optional<LoggedFault> ReadLoggedFault(const std::string& variant) {
+  std::ifstream in(RealDir() + "/logs/" + variant + ".log");
+  std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  LoggedFault f;
+  if (variant == "redis-debug-segfault") {
+    // "Redis 7.0.15 crashed by signal: 11, si_code: 2" / "Accessing address: 0x7f..."
+    if (!std::regex_search(log, m, std::regex(R"(crashed by signal: (\d+), si_code: (\d+))"))) return std::nullopt;
+    f.signo = std::stoi(m[1]);
+    f.code = std::stoi(m[2]);
+    if (!std::regex_search(log, m, std::regex(R"(Accessing address: (0x[0-9a-f]+))"))) return std::nullopt;
+    f.address = std::stoull(m[1], nullptr, 16);
+    f.ending = "re-raised it";
+    return f;
+  }
+  if (variant == "ruby-fiddle-bug") {
+    // "-e:1: [BUG] Segmentation fault at 0x0000000000000008"
+    if (!std::regex_search(log, m, std::regex(R"(\[BUG\] Segmentation fault at 0x([0-9a-f]+))"))) return std::nullopt;
+    f.signo = SIGSEGV;
+    f.address = std::stoull(m[1], nullptr, 16);
+    f.ending = "called abort()";
+    return f;
+  }
+  return std::nullopt;
+}
+
+// A runtime's handler that logs the fault and then re-raises it (redis) or
+// aborts (ruby): the real fault read from the kernel's signal frame is the
+// one the program itself logged, si_code included (redis's SEGV_ACCERR on a
+// page never touched), and the reports say what the handler did.
+TEST_P(RealProgramTest, TheRealFaultIsTheOneTheProgramLogged) {
+  const std::string& v = GetParam().variant;
+  if (v != "redis-debug-segfault" && v != "ruby-fiddle-bug") GTEST_SKIP() << "only redis and ruby log their fault";
+  auto logged = ReadLoggedFault(v);
+  ASSERT_TRUE(logged) << "no fault in " << RealDir() << "/logs/" << v << ".log";
+  auto a = AnalyzeCore(GetParam().core);
+  ASSERT_TRUE(a->analysis.fault_context) << "no real fault found behind " << SignalName(a->core->signal()->signo);
+  const SignalInfo& s = a->analysis.fault_context->signal;
+  EXPECT_EQ(s.signo, logged->signo);
+  if (logged->code) {
+    EXPECT_EQ(s.code, *logged->code);
+  }
+  ASSERT_TRUE(s.fault_address);
+  EXPECT_EQ(*s.fault_address, logged->address);
+  auto text = Coroner("analyze " + GetParam().core);
+  EXPECT_NE(text.out.find("a handler caught it and " + logged->ending), std::string::npos) << text.out;
+  auto md = Coroner("analyze --format md " + GetParam().core);
+  EXPECT_NE(md.out.find("a handler caught it and " + logged->ending), std::string::npos) << md.out;
+  // ruby maps libc's separate debug file to read it: that copy is no module,
+  // and libc's CFI unwinds the handler's frames (gdb's frames agree above).
+  for (const auto& m : a->core->modules()) EXPECT_EQ(m.path.find("/usr/lib/debug/"), std::string::npos) << m.path;
+  if (v == "ruby-fiddle-bug") {
+    bool debug_file_mapped = false;
+    for (const auto& f : a->core->files()) debug_file_mapped |= f.path.find("/usr/lib/debug/") != std::string::npos;
+    EXPECT_TRUE(debug_file_mapped) << "ruby did not map a debug file: the case above is not tested";
+  }
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  for (const Frame& f : bt.frames) EXPECT_NE(f.trust, FrameTrust::kScan) << "frame " << f.index;
 }
 
 std::string CorpusName(const ::testing::TestParamInfo<ZooCore>& info) { return ZooTestName(info); }
