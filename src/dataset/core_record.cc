@@ -115,7 +115,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     // The rows hold the frames' names made valid UTF-8 already.
     const Frame* first = crashing.frames.data();
     for (const Frame* f : EffectiveFrames(&crashing, fault)) {
-      if (f->signal_trampoline) continue;
+      if (f->signal_trampoline || f->trust == FrameTrust::kTailCall) continue;
       const FrameRow& row = r.frames[base + static_cast<size_t>(f - first)];
       sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan});
     }

@@ -30,6 +30,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
     o.max_frames = std::max<size_t>(1, std::min(options.unwind.max_frames, budget));
     Backtrace& bt = a.backtraces[i];
     bt = BuildBacktrace(core.threads()[i], modules, stack, o);
+    AddTailCallFrames(bt, modules);
     budget -= std::min(budget, bt.frames.size());
     if (o.max_frames < options.unwind.max_frames && bt.frames.size() >= o.max_frames) {
       bt.stop_reason = "the core's budget of " + std::to_string(kMaxFramesPerCore) + " frames for all threads is spent";

@@ -174,6 +174,7 @@ std::string FrameLine(const Frame& f) {
   if (f.inlined) s += " [inlined]";
   if (f.trust == FrameTrust::kScan) s += " [found by stack scan]";
   if (f.trust == FrameTrust::kFp) s += " [found by frame pointer]";
+  if (f.trust == FrameTrust::kTailCall) s += " [tail call]";
   return s;
 }
 

@@ -37,6 +37,17 @@ struct SourceFunction {
   bool inlined = false;
 };
 
+// A call instruction as DWARF describes it (DW_TAG_call_site, or GCC's
+// DW_TAG_GNU_call_site): where the call returns to (link-time), the entry of
+// the function it calls when DWARF names one (not for calls through a
+// pointer), and whether it is a tail call (a jump: it never returns there).
+struct CallSite {
+  uint64_t return_pc = 0;
+  std::optional<uint64_t> target;
+  std::string target_name;  // an external function's linkage name: where another module defines it
+  bool tail_call = false;
+};
+
 // The compile unit that holds an address: what built it and where.
 struct CompileUnit {
   std::string name;       // DW_AT_name, the primary source file
@@ -86,6 +97,13 @@ class ModuleImage {
   // The compile unit covering vaddr; nullopt without DWARF there.
   std::optional<CompileUnit> CompileUnitAt(uint64_t vaddr) const;
 
+  // The entry (link-time) of the physical function holding vaddr, from DWARF.
+  std::optional<uint64_t> FunctionEntry(uint64_t vaddr) const;
+  // The call site whose call returns to `return_pc`; nullopt without one.
+  std::optional<CallSite> CallSiteReturningTo(uint64_t return_pc) const;
+  // The tail calls made by the function entered at `entry` (at most 256).
+  std::vector<CallSite> TailCallsFrom(uint64_t entry) const;
+
   // The link-time address of a function or object symbol by name (the
   // dynamic symbol table or .symtab); nullopt when absent.
   std::optional<uint64_t> SymbolAddress(const std::string& name) const;
@@ -107,6 +125,9 @@ class ModuleImage {
   const std::vector<Symbol>& Symbols() const;
   std::vector<SourceFunction> LookUpFunctions(uint64_t vaddr) const;
   void LoadSymbols(Elf* elf) const;
+  std::optional<Dwarf_Die> SubprogramAt(uint64_t vaddr) const;
+  std::optional<CallSite> ReadCallSite(Dwarf_Die& die) const;
+  std::optional<uint64_t> EntryOf(Dwarf_Die& function) const;
 
   std::string binary_path_, debug_path_, build_id_;
   int fd_ = -1, debug_fd_ = -1;

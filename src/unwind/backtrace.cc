@@ -57,4 +57,87 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
   return bt;
 }
 
+namespace {
+
+// The chains of tail-call sites from the function entered at `from` to the
+// one entered at `to`, depth first, each at most kMaxChain long; stops once
+// a second chain shows the path is not proved.
+constexpr size_t kMaxChain = 8;
+
+void FindTailChains(const ModuleImage& image, uint64_t from, uint64_t to, std::vector<CallSite>& path,
+                    std::vector<uint64_t>& visited, std::vector<std::vector<CallSite>>& chains) {
+  if (chains.size() > 1 || path.size() >= kMaxChain || visited.size() > 256) return;
+  visited.push_back(from);
+  for (const CallSite& site : image.TailCallsFrom(from)) {
+    if (!site.target || chains.size() > 1) continue;
+    path.push_back(site);
+    if (*site.target == to) {
+      chains.push_back(path);
+    } else if (std::find(visited.begin(), visited.end(), *site.target) == visited.end()) {
+      FindTailChains(image, *site.target, to, path, visited, chains);
+    }
+    path.pop_back();
+  }
+}
+
+}  // namespace
+
+void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
+  std::vector<Frame> out;
+  out.reserve(bt.frames.size());
+  for (size_t i = 0; i < bt.frames.size(); ++i) {
+    out.push_back(bt.frames[i]);
+    // The callee's last (outermost) frame and the caller's first.
+    if (i + 1 >= bt.frames.size() || bt.frames[i + 1].physical == bt.frames[i].physical) continue;
+    const Frame& callee = bt.frames[i];
+    const Frame& caller = bt.frames[i + 1];
+    if (callee.signal_trampoline || caller.signal_trampoline || caller.trust == FrameTrust::kScan ||
+        caller.trust == FrameTrust::kSignal || !callee.module || !caller.module || !callee.module->image ||
+        !caller.module->image || !callee.lookup || !caller.offset) {
+      continue;
+    }
+    const ModuleImage& image = *callee.module->image;
+    std::optional<CallSite> call = caller.module->image->CallSiteReturningTo(*caller.offset);
+    if (!call) continue;
+    // What the call went to, in the callee's module: a call into another
+    // module (through the PLT) names an external function, which that
+    // module must export.
+    std::optional<uint64_t> target = call->target;
+    if (callee.module != caller.module) {
+      target.reset();
+      if (!call->target_name.empty() && image.DefinesDynamic(call->target_name)) {
+        target = image.SymbolAddress(call->target_name);
+      }
+    }
+    std::optional<uint64_t> running = image.FunctionEntry(*callee.lookup);
+    if (!target || !running || *target == *running) continue;
+    std::vector<CallSite> path;
+    std::vector<uint64_t> visited;
+    std::vector<std::vector<CallSite>> chains;
+    FindTailChains(image, *target, *running, path, visited, chains);
+    if (chains.size() != 1) continue;
+    // Innermost first: the last tail call made is the nearest the callee.
+    for (auto site = chains[0].rbegin(); site != chains[0].rend(); ++site) {
+      Frame f;
+      f.pc = site->return_pc + callee.module->bias;
+      f.module = callee.module;
+      f.offset = site->return_pc;
+      f.lookup = site->return_pc - 1;
+      PcSymbol sym = modules.Symbolize(f.pc - 1);
+      // Named by the innermost function at the jump, as gdb names it.
+      f.function = sym.functions.empty() || sym.functions[0].name.empty() ? sym.symbol : sym.functions[0].name;
+      if (!sym.functions.empty()) {
+        f.file = sym.functions[0].file;
+        f.line = sym.functions[0].line;
+      }
+      f.trust = FrameTrust::kTailCall;
+      f.physical = callee.physical;
+      f.sp = callee.cfa.value_or(callee.sp);
+      out.push_back(std::move(f));
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].index = i;
+  bt.frames = std::move(out);
+}
+
 }  // namespace coroner

@@ -53,4 +53,14 @@ struct Backtrace {
 Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
                          const UnwindOptions& options = {});
 
+// Frames for the tail calls between each caller and its callee, as gdb
+// shows them: where the caller's call site (DWARF) called another function
+// than the one running above it, the one chain of tail-call sites leading
+// from that function to the callee gives a frame per site (pc = where the
+// tail call would have returned, trust kTailCall, `physical` the callee's).
+// A call into another module is followed by the name of the function it
+// calls, which that module must export. No frames where no chain or more
+// than one leads there.
+void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules);
+
 }  // namespace coroner

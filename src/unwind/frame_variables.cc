@@ -691,9 +691,17 @@ void ReadScope(const Scope& scope, Frame& frame, const PhysicalFrame& where, con
 
 void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& memory) {
   for (size_t i = 0; i < bt.frames.size();) {
+    // A tail call's frame has no registers of its own to read variables with.
+    if (bt.frames[i].trust == FrameTrust::kTailCall) {
+      ++i;
+      continue;
+    }
     // The frames of one physical frame: its inlined calls, innermost first.
     size_t end = i;
-    while (end < bt.frames.size() && bt.frames[end].physical == bt.frames[i].physical) ++end;
+    while (end < bt.frames.size() && bt.frames[end].physical == bt.frames[i].physical &&
+           bt.frames[end].trust != FrameTrust::kTailCall) {
+      ++end;
+    }
     if (bt.frames[i].physical >= kMaxFrames) break;
     std::optional<PhysicalFrame> where = Locate(bt.frames[i], memory);
     if (!where) {
@@ -712,10 +720,12 @@ void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& me
       }
     }
     // The caller, for entry values: the next physical frame, when it called
-    // this one (not a signal frame's interrupted context, not a scan guess).
+    // this one (not a signal frame's interrupted context, not a scan guess,
+    // not across tail calls, whose callers' call sites called another
+    // function with other arguments).
     std::optional<PhysicalFrame> caller;
     if (end < bt.frames.size() && !bt.frames[i].signal_trampoline && bt.frames[end].trust != FrameTrust::kScan &&
-        bt.frames[end].trust != FrameTrust::kSignal) {
+        bt.frames[end].trust != FrameTrust::kSignal && bt.frames[end].trust != FrameTrust::kTailCall) {
       caller = Locate(bt.frames[end], memory);
     }
     if (scopes.size() == end - i) {

@@ -185,6 +185,7 @@ const char* FrameTrustName(FrameTrust t) {
     case FrameTrust::kFp: return "fp";
     case FrameTrust::kScan: return "scan";
     case FrameTrust::kSignal: return "signal";
+    case FrameTrust::kTailCall: return "tailcall";
   }
   return "unknown";
 }

@@ -22,7 +22,9 @@
 
 namespace coroner {
 
-enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal };
+// How a frame was found. kTailCall frames are not unwound: DWARF call
+// sites prove a function ran there and jumped on (AddTailCallFrames).
+enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal, kTailCall };
 const char* FrameTrustName(FrameTrust t);
 
 // Registers in DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.

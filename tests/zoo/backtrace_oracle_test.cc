@@ -60,7 +60,10 @@ TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
   EXPECT_EQ(bt.frames[0].trust, FrameTrust::kContext);
   for (size_t i = 1; i < bt.frames.size(); ++i) {
     const Frame& f = bt.frames[i];
-    if (f.physical == 0) {
+    if (f.trust == FrameTrust::kTailCall) {
+      // A tail call's frame belongs to the unwound frame it jumped to.
+      EXPECT_EQ(f.physical, bt.frames[i - 1].physical);
+    } else if (f.physical == 0) {
       EXPECT_EQ(f.trust, FrameTrust::kContext);  // an inlined frame at the crash pc
     } else {
       EXPECT_NE(f.trust, FrameTrust::kContext);

@@ -50,10 +50,7 @@ void ExpectSignalMatches(const GdbOracle& gdb, const Core& core) {
 
 size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& ours, const std::string& what,
                         const ModuleMap& modules, bool stop_outside_modules) {
-  std::vector<GdbFrame> gdb;
-  for (const auto& f : gdb_all) {
-    if (f.type != "tailcall") gdb.push_back(f);
-  }
+  std::vector<GdbFrame> gdb = gdb_all;
   // Past pc 0, gdb takes [rsp] for the return address whatever it holds; a
   // "frame" at a pc that is not code is that guess, and ends the comparison.
   for (size_t i = 1; i < gdb.size(); ++i) {
@@ -74,6 +71,7 @@ size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& o
       continue;
     }
     EXPECT_FALSE(f.signal_trampoline) << where;
+    EXPECT_EQ(f.trust == FrameTrust::kTailCall, g.type == "tailcall") << where;
     EXPECT_EQ(f.inlined, gdb.size() > i + 1 && g.type == "inline") << where;
     if (g.function != "??") {
       EXPECT_EQ(f.function, StripParameters(g.function)) << where;
