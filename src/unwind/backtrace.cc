@@ -61,12 +61,16 @@ namespace {
 
 // The chains of tail-call sites from the function entered at `from` to the
 // one entered at `to`, depth first, each at most kMaxChain long; stops once
-// a second chain shows the path is not proved.
+// a second chain shows the path is not proved. `budget` bounds the functions
+// whose DWARF is walked, for the whole backtrace (hostile DWARF, deep
+// recursion).
 constexpr size_t kMaxChain = 8;
+constexpr size_t kMaxFunctionsWalked = 512;
 
 void FindTailChains(const ModuleImage& image, uint64_t from, uint64_t to, std::vector<CallSite>& path,
-                    std::vector<uint64_t>& visited, std::vector<std::vector<CallSite>>& chains) {
-  if (chains.size() > 1 || path.size() >= kMaxChain || visited.size() > 256) return;
+                    std::vector<uint64_t>& visited, std::vector<std::vector<CallSite>>& chains, size_t& budget) {
+  if (chains.size() > 1 || path.size() >= kMaxChain || budget == 0) return;
+  --budget;
   visited.push_back(from);
   for (const CallSite& site : image.TailCallsFrom(from)) {
     if (!site.target || chains.size() > 1) continue;
@@ -74,7 +78,7 @@ void FindTailChains(const ModuleImage& image, uint64_t from, uint64_t to, std::v
     if (*site.target == to) {
       chains.push_back(path);
     } else if (std::find(visited.begin(), visited.end(), *site.target) == visited.end()) {
-      FindTailChains(image, *site.target, to, path, visited, chains);
+      FindTailChains(image, *site.target, to, path, visited, chains, budget);
     }
     path.pop_back();
   }
@@ -83,6 +87,7 @@ void FindTailChains(const ModuleImage& image, uint64_t from, uint64_t to, std::v
 }  // namespace
 
 void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
+  size_t budget = kMaxFunctionsWalked;
   std::vector<Frame> out;
   out.reserve(bt.frames.size());
   for (size_t i = 0; i < bt.frames.size(); ++i) {
@@ -114,8 +119,9 @@ void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
     std::vector<CallSite> path;
     std::vector<uint64_t> visited;
     std::vector<std::vector<CallSite>> chains;
-    FindTailChains(image, *target, *running, path, visited, chains);
-    if (chains.size() != 1) continue;
+    FindTailChains(image, *target, *running, path, visited, chains, budget);
+    // Unproved where the search ran out before it could see a second chain.
+    if (chains.size() != 1 || budget == 0) continue;
     // Innermost first: the last tail call made is the nearest the callee.
     for (auto site = chains[0].rbegin(); site != chains[0].rend(); ++site) {
       Frame f;
