@@ -75,7 +75,8 @@ crash() {
     local work
     work=$(mktemp -d)
     if [ $kernel_cores = yes ]; then
-      (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >"$out/logs/$name.log" 2>&1) || true
+      (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >"$out/logs/$name.out" 2>&1) || true
+      [ -s "$out/logs/$name.log" ] || mv "$out/logs/$name.out" "$out/logs/$name.log"
     fi
     if ! take_core "$work" "$name"; then
       local pass=()
@@ -179,6 +180,14 @@ kill_with nginx-kill-segv SEGV /usr/sbin/nginx -p "$out/nginx" -c "$out/nginx/ng
 # ruby's fatal-signal handler prints its [BUG] report and calls abort(): the
 # core is SIGABRT, the read of address 8 is in the signal frame.
 HANDLED=1 crash ruby-fiddle-bug /usr/bin/ruby -e 'require "fiddle"; Fiddle::Pointer.new(8)[0]'
+
+# The JVM: Unsafe.putLong(0) in libjvm under interpreted Java frames (the
+# source launcher compiles UnsafeNull.java); the JVM's handler writes its
+# error report (logs/NAME.log: the siginfo, the Java and native frames) and
+# calls abort(). A small heap and code cache keep the core near 200 MB.
+HANDLED=1 crash java-unsafe-null /usr/bin/java -Xms8m -Xmx16m -XX:+UseSerialGC -XX:ReservedCodeCacheSize=8m \
+  -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -Xshare:off -XX:ErrorFile="$out/logs/java-unsafe-null.log" \
+  "$here/UnsafeNull.java"
 
 # redis_segfault NAME: redis-server's `DEBUG SEGFAULT` writes to a PROT_READ
 # page; redis's handler logs the fault (logs/NAME.log: "crashed by signal",

@@ -1,11 +1,12 @@
 // The real-programs corpus (make_real_cores.sh): cores of Debian's python3,
-// node, ruby, redis, perl, sleep, cat, sqlite3 and nginx, crashed or killed as
+// node, a JVM, ruby, redis, perl, sleep, cat, sqlite3 and nginx, crashed or killed as
 // tests/real/expected.tsv says. Each against gdb on the same core (threads,
 // every register, the signal, every frame gdb names, the crashing
 // instruction) and against its crash method (the syndrome and context), in
 // the library and in the text, JSON and Markdown reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -206,6 +207,17 @@ std::optional<LoggedFault> ReadLoggedFault(const std::string& variant) {
     f.ending = "re-raised it";
     return f;
   }
+  if (variant == "java-unsafe-null") {
+    // The JVM's error file: "siginfo: si_signo: 11 (SIGSEGV), si_code: 1 (SEGV_MAPERR), si_addr: 0x0000000000000000"
+    if (!std::regex_search(log, m, std::regex(R"(siginfo: si_signo: (\d+) \(\w+\), si_code: (\d+) \(\w+\), si_addr: 0x([0-9a-f]+))"))) {
+      return std::nullopt;
+    }
+    f.signo = std::stoi(m[1]);
+    f.code = std::stoi(m[2]);
+    f.address = std::stoull(m[3], nullptr, 16);
+    f.ending = "called abort()";
+    return f;
+  }
   if (variant == "ruby-fiddle-bug") {
     // "-e:1: [BUG] Segmentation fault at 0x0000000000000008"
     if (!std::regex_search(log, m, std::regex(R"(\[BUG\] Segmentation fault at 0x([0-9a-f]+))"))) return std::nullopt;
@@ -218,12 +230,14 @@ std::optional<LoggedFault> ReadLoggedFault(const std::string& variant) {
 }
 
 // A runtime's handler that logs the fault and then re-raises it (redis) or
-// aborts (ruby): the real fault read from the kernel's signal frame is the
+// aborts (ruby, the JVM): the real fault read from the kernel's signal frame is the
 // one the program itself logged, si_code included (redis's SEGV_ACCERR on a
 // page never touched), and the reports say what the handler did.
 TEST_P(RealProgramTest, TheRealFaultIsTheOneTheProgramLogged) {
   const std::string& v = GetParam().variant;
-  if (v != "redis-debug-segfault" && v != "ruby-fiddle-bug") GTEST_SKIP() << "only redis and ruby log their fault";
+  if (v != "redis-debug-segfault" && v != "ruby-fiddle-bug" && v != "java-unsafe-null") {
+    GTEST_SKIP() << "only redis, ruby and the JVM log their fault";
+  }
   auto logged = ReadLoggedFault(v);
   ASSERT_TRUE(logged) << "no fault in " << RealDir() << "/logs/" << v << ".log";
   auto a = AnalyzeCore(GetParam().core);
@@ -249,6 +263,46 @@ TEST_P(RealProgramTest, TheRealFaultIsTheOneTheProgramLogged) {
   }
   const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
   for (const Frame& f : bt.frames) EXPECT_NE(f.trust, FrameTrust::kScan) << "frame " << f.index;
+}
+
+// Frames through JIT code are kept: between the VM function that faulted
+// and the VM function that called into Java, the JVM's error file lists one
+// Java or stub frame ("j", "J", "v") for each JIT-code frame the backtrace
+// must show.
+TEST_P(RealProgramTest, JitFramesAreTheJvmsOwn) {
+  if (GetParam().variant != "java-unsafe-null") GTEST_SKIP() << "only the JVM lists its JIT frames";
+  std::ifstream in(RealDir() + "/logs/java-unsafe-null.log");
+  std::string line, faulted, caller;
+  size_t java_frames = 0;
+  bool native = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Native frames:", 0) == 0) native = true;
+    if (!native || line.size() < 4) continue;
+    std::string kind = line.substr(0, 3);
+    if (kind == "V  " || kind == "C  ") {
+      // "V  [libjvm.so+0xed2f94]  Unsafe_PutLong+0x124"
+      std::string name = line.substr(line.find("]  ") + 3);
+      name = name.substr(0, name.find_first_of("+("));
+      if (faulted.empty()) {
+        faulted = name;
+      } else {
+        caller = name;
+        break;
+      }
+    } else if (!faulted.empty() && (kind == "j  " || kind == "J  " || kind == "v  ")) {
+      ++java_frames;
+    }
+  }
+  ASSERT_FALSE(caller.empty()) << "no native frames in the JVM's error file";
+  auto a = AnalyzeCore(GetParam().core);
+  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  auto from = std::find_if(bt.frames.begin(), bt.frames.end(), [&](const Frame& f) { return f.function == faulted; });
+  ASSERT_NE(from, bt.frames.end()) << faulted;
+  auto to = std::find_if(from, bt.frames.end(), [&](const Frame& f) { return f.function == caller; });
+  ASSERT_NE(to, bt.frames.end()) << caller << " is not in the backtrace";
+  size_t jit = static_cast<size_t>(std::count_if(from, to, [](const Frame& f) { return f.jit; }));
+  EXPECT_EQ(jit, java_frames) << "between " << faulted << " and " << caller;
+  EXPECT_EQ(static_cast<size_t>(to - from), java_frames + 1) << "only JIT frames between them";
 }
 
 std::string CorpusName(const ::testing::TestParamInfo<ZooCore>& info) { return ZooTestName(info); }
