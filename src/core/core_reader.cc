@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "core/byte_view.h"
 #include "core/core.h"
@@ -467,8 +468,8 @@ class CoreReader {
     auto objects = GroupMappings(
         c_.files_,
         [&](uint64_t a) {
-          const Segment* s = mem.Find(a);
-          return s && s->exec;
+          if (const Segment* s = mem.Find(a)) return s->exec;
+          return MappedAsCode(a);
         },
         [&](uint64_t header) { return HeaderAt(header).image_end; });
     std::set<std::string> loaded_build_ids;  // of the objects with code
@@ -525,7 +526,37 @@ class CoreReader {
     uint64_t load_bias = 0;
     std::string build_id;
     std::optional<uint64_t> image_end;  // where the PT_LOAD segments end
+    // Where the loader maps each executable PT_LOAD (page-aligned address
+    // and file offset) for an image whose header is mapped here.
+    std::vector<std::pair<uint64_t, uint64_t>> code_mappings;
   };
+
+  // For a mapping the core has no segment for (gdb's gcore leaves out a
+  // library's unmodified code): code when it is where the loader puts an
+  // executable segment of the image whose header is the nearest offset-0
+  // mapping of the same file below it. A file read with mmap has one
+  // mapping from offset 0 and none there.
+  bool MappedAsCode(uint64_t start) {
+    if (!mappings_indexed_) {
+      // Indexed once: a gcore of a big process has thousands of mappings.
+      mappings_indexed_ = true;
+      for (const auto& m : c_.files_) {
+        mapping_at_.emplace(m.start, &m);
+        if (m.offset == 0) headers_of_path_[m.path].push_back(m.start);
+      }
+      for (auto& [path, starts] : headers_of_path_) std::sort(starts.begin(), starts.end());
+    }
+    auto f = mapping_at_.find(start);
+    if (f == mapping_at_.end() || f->second->offset == 0) return false;
+    auto headers = headers_of_path_.find(f->second->path);
+    if (headers == headers_of_path_.end()) return false;
+    auto above = std::lower_bound(headers->second.begin(), headers->second.end(), start);
+    if (above == headers->second.begin()) return false;
+    for (const auto& [at, offset] : HeaderAt(*std::prev(above)).code_mappings) {
+      if (at == start && offset == f->second->offset) return true;
+    }
+    return false;
+  }
   const HeaderRead& HeaderAt(uint64_t header) {
     auto it = headers_.find(header);
     if (it != headers_.end()) return it->second;
@@ -540,6 +571,13 @@ class CoreReader {
       h.build_id = ReadBuildId(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
       auto end = LoadEnd(*image);
       if (first && end && *end >= *first) h.image_end = CheckedAdd(header, *end - *first);
+      constexpr uint64_t kPage = 4096;
+      for (const auto& ph : image->phdrs) {
+        if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || !first || ph.p_vaddr < *first) continue;
+        if (auto at = CheckedAdd(header, (ph.p_vaddr & ~(kPage - 1)) - (*first & ~(kPage - 1)))) {
+          h.code_mappings.emplace_back(*at, ph.p_offset & ~(kPage - 1));
+        }
+      }
     }
     return headers_.emplace(header, std::move(h)).first->second;
   }
@@ -582,6 +620,9 @@ class CoreReader {
   std::optional<SignalInfo> first_siginfo_, prstatus_signal_;
   size_t threads_seen_ = 0;
   std::map<uint64_t, HeaderRead> headers_;
+  bool mappings_indexed_ = false;
+  std::unordered_map<uint64_t, const FileMapping*> mapping_at_;
+  std::map<std::string_view, std::vector<uint64_t>> headers_of_path_;
 };
 
 std::vector<MappedObject> GroupMappings(

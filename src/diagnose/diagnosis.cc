@@ -503,17 +503,24 @@ class Diagnoser {
   bool WriteToReadonly(std::optional<uint64_t> addr) {
     constexpr int kSegvAccerr = 2;
     if (!addr || sig_.code != kSegvAccerr || !op_ || !op_->writes) return false;
-    const Segment* s = core_.memory().Find(*addr);
-    if (!s || s->write) return false;
-    d_.syndrome = Syndrome::kWriteToReadonly;
-    std::string perms = std::string(s->read ? "r" : "-") + "-" + (s->exec ? "x" : "-");
-    std::string mapping = "the " + perms + " mapping " + Hex(s->vaddr) + "-" + Hex(s->end());
+    const FileMapping* file = nullptr;
     for (const auto& f : core_.files()) {
-      if (*addr >= f.start && *addr < f.end) {
-        mapping += " of " + f.path + " (file offset " + Hex(f.offset + (*addr - f.start)) + ")";
-        break;
-      }
+      if (*addr >= f.start && *addr < f.end) file = &f;
     }
+    std::string mapping;
+    if (const Segment* s = core_.memory().Find(*addr)) {
+      if (s->write) return false;
+      std::string perms = std::string(s->read ? "r" : "-") + "-" + (s->exec ? "x" : "-");
+      mapping = "the " + perms + " mapping " + Hex(s->vaddr) + "-" + Hex(s->end());
+    } else if (file && modules_.IsCode(*addr)) {
+      // A core without the mapping (gdb's gcore leaves out a library's
+      // unmodified code): the module's file says the loader maps it as code.
+      mapping = "the r-x mapping " + Hex(file->start) + "-" + Hex(file->end) + " (code, as the module's file maps it)";
+    } else {
+      return false;
+    }
+    d_.syndrome = Syndrome::kWriteToReadonly;
+    if (file) mapping += " of " + file->path + " (file offset " + Hex(file->offset + (*addr - file->start)) + ")";
     d_.readonly_mapping = mapping;
     d_.evidence.push_back("`" + op_->text + "` in " + Where(modules_, regs_.pc()) + " wrote to " + Hex(*addr) + ", in " +
                           mapping + ", which is not writable (SEGV_ACCERR: mapped, but not for this access).");

@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 fixtures=$here/../fixtures
 mkdir -p "$out/cores" "$out/oracle" "$out/logs"
 manifest=$out/manifest.tsv.tmp
-printf '#name\tbinary\tcore\toracle\n' >"$manifest"
+printf '#name\tbinary\tcore\toracle\twriter\n' >"$manifest"
 
 pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "|")
 kernel_cores=yes
@@ -45,13 +45,17 @@ wait_asleep() {
 take_core() {  # take_core DIR NAME: the kernel's core in DIR, if any
   local core
   core=$(find "$1" -maxdepth 1 -name 'core*' -type f | head -n 1)
-  [ -n "$core" ] && [ -s "$core" ] && mv "$core" "$out/cores/$2.core"
+  [ -n "$core" ] && [ -s "$core" ] && mv "$core" "$out/cores/$2.core" && echo kernel >"$out/cores/$2.writer"
 }
 
-record() {  # record NAME BINARY: the oracle and the manifest line
-  local name=$1 bin=$2
+# record NAME BINARY: the oracle and the manifest line, which says who wrote
+# the core (kernel or gdb: gdb writes it at the first signal it stops at,
+# and the process's arguments as gdb quotes them).
+record() {
+  local name=$1 bin=$2 writer
   [ -s "$out/oracle/$name.gdb" ] || "$fixtures/gdb_oracle.sh" "$bin" "$out/cores/$name.core" "$out/oracle/$name.gdb"
-  printf '%s\t%s\t%s\t%s\n' "$name" "$bin" "$out/cores/$name.core" "$out/oracle/$name.gdb" >>"$manifest"
+  writer=$(cat "$out/cores/$name.writer" 2>/dev/null || echo unknown)
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$bin" "$out/cores/$name.core" "$out/oracle/$name.gdb" "$writer" >>"$manifest"
 }
 
 have() {  # have NAME BINARY: false (and a note) when the program is absent
@@ -63,10 +67,11 @@ have() {  # have NAME BINARY: false (and a note) when the program is absent
 }
 
 # crash NAME BINARY ARGS...: a program that crashes by itself. What it
-# prints is kept in logs/NAME.log (a runtime's own crash report). With
-# HANDLED set, the program handles its fault itself (re-raises or aborts), so
-# gdb, where it writes the core, passes the first signal on and writes the
-# core at the second.
+# prints is kept in logs/NAME.log (a runtime's own crash report). HANDLED
+# says how the program's own handler ends a fault, for gdb where gdb writes
+# the core: "reraise" (gdb passes the first signal on and writes the core at
+# the second) or "abort" (gdb passes every SIGSEGV on, as a JVM raises many,
+# and writes the core at SIGABRT).
 crash() {
   local name=$1 bin=$2
   shift 2
@@ -74,17 +79,22 @@ crash() {
   if [ ! -s "$out/oracle/$name.gdb" ]; then
     local work
     work=$(mktemp -d)
+    # What the program prints goes to NAME.out; a program that writes its
+    # own report into NAME.log (the JVM's -XX:ErrorFile) keeps it.
+    rm -f "$out/logs/$name.log" "$out/logs/$name.out"
     if [ $kernel_cores = yes ]; then
       (cd "$work" && ulimit -c unlimited && timeout 120 "$bin" "$@" </dev/null >"$out/logs/$name.out" 2>&1) || true
-      [ -s "$out/logs/$name.log" ] || mv "$out/logs/$name.out" "$out/logs/$name.log"
     fi
     if ! take_core "$work" "$name"; then
-      local pass=()
-      [ -n "${HANDLED:-}" ] && pass=(-ex continue)
-      timeout 300 gdb -nx -batch -q -ex 'set pagination off' -ex run "${pass[@]}" \
+      local before=() after=()
+      [ "${HANDLED:-}" = reraise ] && after=(-ex continue)
+      [ "${HANDLED:-}" = abort ] && before=(-ex 'handle SIGSEGV nostop noprint pass')
+      timeout 300 gdb -nx -batch -q -ex 'set pagination off' "${before[@]}" -ex run "${after[@]}" \
         -ex "generate-core-file $out/cores/$name.core" --args "$bin" "$@" </dev/null >"$work/gdb.log" 2>&1 || true
-      cp "$work/gdb.log" "$out/logs/$name.log"
+      cp "$work/gdb.log" "$out/logs/$name.out"
+      echo gdb >"$out/cores/$name.writer"
     fi
+    [ -s "$out/logs/$name.log" ] || mv "$out/logs/$name.out" "$out/logs/$name.log"
     rm -rf "$work"
   fi
   record "$name" "$bin"
@@ -118,6 +128,7 @@ kill_with() {
       timeout 300 gdb -nx -batch -q -ex 'set pagination off' -p $pid \
         -ex "shell kill -s $sig $pid" -ex continue \
         -ex "generate-core-file $out/cores/$name.core" -ex kill </dev/null >"$work/gdb.log" 2>&1 || true
+      echo gdb >"$out/cores/$name.writer"
       kill -KILL $pid 2>/dev/null || true
       wait $pid 2>/dev/null || true
     fi
@@ -146,7 +157,7 @@ time.sleep(0.5)
 ctypes.string_at(0)"
 # faulthandler prints the Python stack and re-raises from its handler: the
 # core's signal is the re-raise, the fault is in the handler's frame.
-HANDLED=1 crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
+HANDLED=reraise crash python-faulthandler $python -X faulthandler -c "import ctypes; ctypes.string_at(0)"
 # ctypes.memmove onto libc's code (printf), mapped read and execute.
 crash python-write-code $python -c "
 import ctypes
@@ -179,13 +190,13 @@ kill_with nginx-kill-segv SEGV /usr/sbin/nginx -p "$out/nginx" -c "$out/nginx/ng
 
 # ruby's fatal-signal handler prints its [BUG] report and calls abort(): the
 # core is SIGABRT, the read of address 8 is in the signal frame.
-HANDLED=1 crash ruby-fiddle-bug /usr/bin/ruby -e 'require "fiddle"; Fiddle::Pointer.new(8)[0]'
+HANDLED=abort crash ruby-fiddle-bug /usr/bin/ruby -e 'require "fiddle"; Fiddle::Pointer.new(8)[0]'
 
 # The JVM: Unsafe.putLong(0) in libjvm under interpreted Java frames (the
 # source launcher compiles UnsafeNull.java); the JVM's handler writes its
 # error report (logs/NAME.log: the siginfo, the Java and native frames) and
 # calls abort(). A small heap and code cache keep the core near 200 MB.
-HANDLED=1 crash java-unsafe-null /usr/bin/java -Xms8m -Xmx16m -XX:+UseSerialGC -XX:ReservedCodeCacheSize=8m \
+HANDLED=abort crash java-unsafe-null /usr/bin/java -Xms8m -Xmx16m -XX:+UseSerialGC -XX:ReservedCodeCacheSize=8m \
   -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -Xshare:off -XX:ErrorFile="$out/logs/java-unsafe-null.log" \
   "$here/UnsafeNull.java"
 
@@ -220,6 +231,7 @@ redis_segfault() {
       timeout 300 gdb -nx -batch -q -ex 'set pagination off' -p $pid \
         -ex "shell (${cli[*]} debug segfault >/dev/null 2>&1 &)" -ex continue -ex continue \
         -ex "generate-core-file $out/cores/$name.core" -ex kill </dev/null >"$work/gdb.log" 2>&1 || true
+      echo gdb >"$out/cores/$name.writer"
       kill -KILL $pid 2>/dev/null || true
       wait $pid 2>/dev/null || true
     fi

@@ -52,8 +52,27 @@ const std::map<std::string, RealExpectation>& Expectations() {
   return *m;
 }
 
+// Who wrote each core (the manifest's fifth column): "kernel" or "gdb".
+const std::map<std::string, std::string>& Writers() {
+  static const auto* m = [] {
+    auto* out = new std::map<std::string, std::string>;
+    for (const auto& r : ReadTsv(RealDir() + "/manifest.tsv")) {
+      if (r.size() >= 5) (*out)[r[0]] = r[4];
+    }
+    return out;
+  }();
+  return *m;
+}
+
 class RealProgramTest : public ::testing::TestWithParam<ZooCore> {
  protected:
+  // gdb writes a core at the first signal it stops at (a kill, not the
+  // handler's re-sent signal) and the arguments as it quotes them; where
+  // core_pattern leaves no kernel core here, those facts are the core's own.
+  bool WrittenByGdb() {
+    auto it = Writers().find(GetParam().variant);
+    return it != Writers().end() && it->second == "gdb";
+  }
   const RealExpectation& Expected() {
     auto it = Expectations().find(GetParam().variant);
     if (it == Expectations().end()) throw std::runtime_error("no line in expected.tsv for " + GetParam().variant);
@@ -95,7 +114,9 @@ TEST_P(RealProgramTest, DiagnosisIsTheCrashMethods) {
   auto a = AnalyzeCore(GetParam().core);
   ASSERT_TRUE(a->core->signal());
   EXPECT_EQ(SignalName(a->core->signal()->signo), e.signal);
-  EXPECT_EQ(SignalCodeName(a->core->signal()->signo, a->core->signal()->code).value_or("?"), e.code);
+  if (!WrittenByGdb()) {
+    EXPECT_EQ(SignalCodeName(a->core->signal()->signo, a->core->signal()->code).value_or("?"), e.code);
+  }
   ASSERT_TRUE(a->analysis.diagnosis);
   EXPECT_EQ(SyndromeName(a->analysis.diagnosis->syndrome), e.syndrome) << e.method;
   EXPECT_EQ(ContextName(a->analysis.diagnosis->context), e.context) << e.method;
@@ -161,6 +182,7 @@ TEST_P(RealProgramTest, ModulesAreTheLoadedImages) {
 // program).
 TEST_P(RealProgramTest, ArgumentsKeepTheirLineBreaks) {
   if (GetParam().variant != "python-ctypes-mmap") GTEST_SKIP() << "only python-ctypes-mmap's arguments are multi-line";
+  if (WrittenByGdb()) GTEST_SKIP() << "gdb wrote this core, with the arguments as gdb quotes them";
   auto json = Coroner("analyze --json " + GetParam().core);
   ASSERT_EQ(json.status, 0) << json.err;
   std::string args = nlohmann::json::parse(json.out)["process"]["args"];
