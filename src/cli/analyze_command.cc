@@ -73,6 +73,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   CoreOptions core_options;
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;
+  core_options.notes_only = options.registers_only;
   SymbolOptions symbol_options;
   symbol_options.sysroot = options.sysroot;
   symbol_options.debug_dirs = options.debug_dirs;

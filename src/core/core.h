@@ -102,6 +102,10 @@ struct CoreOptions {
   // lacks it. Costs a stat (and, once per file per process, a read) per module.
   bool check_module_files = true;
   std::string sysroot;  // prefix for module paths on disk
+  // Read the notes and nothing after them (--registers-only): modules come
+  // from NT_FILE alone, without the build-ids their header pages hold, so a
+  // compressed core is decoded only as far as its notes.
+  bool notes_only = false;
 };
 
 // A process's ELF images, from its file mappings. An image begins at a

@@ -455,10 +455,68 @@ class CoreReader {
       c_.missing_.push_back("no NT_SIGINFO note: signal code from NT_PRSTATUS, fault address unknown");
     }
     if (c_.files_.empty()) c_.missing_.push_back("no NT_FILE note: mapped files and modules unknown");
+    if (options_.notes_only) {
+      ReadModules();
+      if (!c_.modules_.empty()) {
+        c_.missing_.push_back("modules' header pages not read (notes only): build-ids from the files on disk, where found");
+      }
+      return;
+    }
+    PlanReads();
     ReadModules();
     auto& a = c_.auxv_;
     if (a.execfn_addr) a.execfn = c_.memory_->ReadCString(*a.execfn_addr, kMaxAuxString);
     if (a.platform_addr) a.platform = c_.memory_->ReadCString(*a.platform_addr, 64);
+  }
+
+  // What the analysis reads after the notes, told to the source before it
+  // reads any of it, most needed first (the source keeps what its bound
+  // allows): the crashing thread's stack (8 MiB above rsp: deep recursions
+  // are unwound whole) and the page at its pc, each file mapping's first
+  // page (module headers), the other threads' stacks around rsp (256 KiB
+  // above for the unwinding, 16 KiB below for the red zone and the dead
+  // frames the diagnosis looks at), and executable memory no file holds (JIT
+  // code the crashing thread's frames are disassembled from). A compressed
+  // core then decodes once, whatever order the analysis reads in: the module
+  // headers go in file order now, the stacks and code later.
+  void PlanReads() {
+    constexpr uint64_t kBelowSp = 16 << 10, kAboveSp = 256 << 10, kCrashingAboveSp = 8 << 20, kPage = 4096;
+    constexpr uint64_t kJitCode = 16 << 20;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    auto add = [&](uint64_t from, uint64_t to) {
+      for (const Segment& s : c_.memory_->segments()) {
+        uint64_t dumped_end = s.vaddr + s.filesz;
+        if (s.filesz == 0 || to <= s.vaddr || from >= dumped_end) continue;
+        uint64_t a = std::max(from, s.vaddr), b = std::min(to, dumped_end);
+        ranges.emplace_back(s.offset + (a - s.vaddr), s.offset + (b - s.vaddr));
+      }
+    };
+    auto saturating_add = [](uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; };
+    auto add_thread = [&](const Thread& t, uint64_t above) {
+      uint64_t sp = t.registers.sp(), pc = t.registers.pc() & ~(kPage - 1);
+      add(sp - std::min(sp, kBelowSp), saturating_add(sp, above));
+      add(pc, saturating_add(pc, kPage));
+    };
+    const size_t crashing = c_.crashing_thread();
+    if (crashing < c_.threads_.size()) add_thread(c_.threads_[crashing], kCrashingAboveSp);
+    for (const auto& f : c_.files_) {
+      if (f.offset == 0) add(f.start, saturating_add(f.start, kPage));
+    }
+    for (size_t i = 0; i < c_.threads_.size(); ++i) {
+      if (i != crashing) add_thread(c_.threads_[i], kAboveSp);
+    }
+    // Executable memory outside the file mappings: JIT code.
+    uint64_t jit = 0;
+    for (const Segment& s : c_.memory_->segments()) {
+      if (!s.exec || s.filesz == 0 || jit >= kJitCode) continue;
+      bool file = false;
+      for (const auto& f : c_.files_) file |= s.vaddr < f.end && f.start < s.vaddr + s.filesz;
+      if (file) continue;
+      uint64_t take = std::min(s.filesz, kJitCode - jit);
+      add(s.vaddr, s.vaddr + take);
+      jit += take;
+    }
+    c_.source_->Retain(ranges);
   }
 
   // One module per mapped ELF object (NT_FILE paths with code, or with an ELF
@@ -469,14 +527,14 @@ class CoreReader {
         c_.files_,
         [&](uint64_t a) {
           if (const Segment* s = mem.Find(a)) return s->exec;
-          return MappedAsCode(a);
+          return !options_.notes_only && MappedAsCode(a);
         },
-        [&](uint64_t header) { return HeaderAt(header).image_end; });
+        [&](uint64_t header) { return options_.notes_only ? std::nullopt : HeaderAt(header).image_end; });
     std::set<std::string> loaded_build_ids;  // of the objects with code
     std::vector<std::pair<Module, bool>> found;  // and whether it has code
     for (auto& object : objects) {
       Module& m = object.module;
-      bool elf_in_core = object.header_at && ReadModuleFromMemory(m, *object.header_at);
+      bool elf_in_core = object.header_at && !options_.notes_only && ReadModuleFromMemory(m, *object.header_at);
       if (!elf_in_core && !object.has_code) {
         // No code mapped and no ELF header dumped: keep it only if the file says ELF.
         if (!options_.check_module_files) continue;
@@ -502,7 +560,7 @@ class CoreReader {
       v.base = *c_.auxv_.sysinfo_ehdr;
       const Segment* s = mem.Find(v.base);
       v.end = s ? s->end() : v.base;
-      if (ReadModuleFromMemory(v, v.base) || s) c_.modules_.push_back(std::move(v));
+      if ((!options_.notes_only && ReadModuleFromMemory(v, v.base)) || s) c_.modules_.push_back(std::move(v));
     }
     std::stable_sort(c_.modules_.begin(), c_.modules_.end(),
                      [](const Module& a, const Module& b) { return a.base < b.base; });

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "source/expected.h"
@@ -76,6 +77,14 @@ class ByteSource {
   // The problems met so far, this source's and those of the sources it reads
   // through; each is recorded once.
   virtual std::vector<SourceProblem> Problems() const { return {}; }
+
+  // A hint: these byte ranges ([begin, end)) will be read later, in any
+  // order. A stream that decodes keeps them as it decodes past them (within
+  // a bound), so that reading them later does not decode the stream again.
+  virtual void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) { (void)ranges; }
+  // Bytes a decoding source has produced, restarts included; 0 for a source
+  // that does not decode. What reading a compressed core cost.
+  virtual uint64_t BytesDecoded() const { return 0; }
 
   // Reads exactly out.size() bytes or reports kTruncated.
   Expected<bool> ReadExact(uint64_t offset, std::span<std::byte> out);

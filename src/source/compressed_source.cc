@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <list>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -24,6 +25,9 @@ namespace {
 
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
+// Blocks kept because Retain() said they will be read (stacks, module
+// headers): 64 MiB at most, beside the window above.
+constexpr size_t kMaxRetainedBlocks = 1024;
 constexpr size_t kInputChunk = 64 * 1024;
 // Reads behind the cached window restart decoding from the start. All the
 // decoding for one core together stops at three passes over the furthest
@@ -175,12 +179,24 @@ class CompressedSource final : public ByteSource {
     return std::nullopt;
   }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
+  uint64_t BytesDecoded() const override { return total_decoded_; }
   std::string Kind() const override { return std::string(CompressionName(compression_)) + " stream"; }
+
+  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
+    for (const auto& [begin, end] : ranges) {
+      for (uint64_t b = begin / kBlockSize; begin < end && b <= (end - 1) / kBlockSize; ++b) {
+        if (wanted_.size() >= kMaxRetainedBlocks) return;
+        wanted_.insert(b);
+      }
+    }
+  }
   std::vector<SourceProblem> Problems() const override { return problems_.After(inner_->Problems()); }
 
  private:
   // The decoded block `index`, or nullptr when the stream ends before it.
   Expected<const std::vector<std::byte>*> Block(uint64_t index) {
+    if (auto it = retained_.find(index); it != retained_.end()) return &it->second;
+    if (index < zero_blocks_.size() && zero_blocks_[index]) return &ZeroBlock();
     if (auto it = cache_.find(index); it != cache_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       return &it->second.data;
@@ -200,6 +216,8 @@ class CompressedSource final : public ByteSource {
       auto r = DecodeMore();
       if (!r.ok()) return r.error();
     }
+    if (auto it = retained_.find(index); it != retained_.end()) return &it->second;
+    if (index < zero_blocks_.size() && zero_blocks_[index]) return &ZeroBlock();
     if (auto it = cache_.find(index); it != cache_.end()) return &it->second.data;
     return static_cast<const std::vector<std::byte>*>(nullptr);
   }
@@ -256,7 +274,27 @@ class CompressedSource final : public ByteSource {
     return true;
   }
 
+  // A core is mostly zeros (untouched pages of big mappings): a full block
+  // of zeros is remembered by one bit and served again without decoding.
+  static bool AllZero(const std::vector<std::byte>& data) {
+    return data.size() == kBlockSize &&
+           std::all_of(data.begin(), data.end(), [](std::byte b) { return b == std::byte{0}; });
+  }
+  static const std::vector<std::byte>& ZeroBlock() {
+    static const std::vector<std::byte> zeros(kBlockSize);
+    return zeros;
+  }
+
   void Insert(uint64_t index, std::vector<std::byte> data) {
+    if (AllZero(data)) {
+      if (zero_blocks_.size() <= index) zero_blocks_.resize(index + 1);
+      zero_blocks_[index] = true;
+      return;
+    }
+    if (wanted_.count(index)) {
+      retained_.insert_or_assign(index, std::move(data));
+      return;
+    }
     if (cache_.size() >= kMaxCachedBlocks) {
       cache_.erase(lru_.back());
       lru_.pop_back();
@@ -287,6 +325,9 @@ class CompressedSource final : public ByteSource {
   std::vector<std::byte> current_;  // the block being filled
   std::unordered_map<uint64_t, Entry> cache_;
   std::list<uint64_t> lru_;
+  std::set<uint64_t> wanted_;                                  // blocks Retain() asked for
+  std::unordered_map<uint64_t, std::vector<std::byte>> retained_;  // those decoded so far
+  std::vector<bool> zero_blocks_;  // by block index: decoded, and all zeros
 };
 
 }  // namespace

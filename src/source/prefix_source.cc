@@ -23,6 +23,8 @@ class PrefixSource final : public ByteSource {
     return std::min(*s, limit_);
   }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
+  uint64_t BytesDecoded() const override { return inner_->BytesDecoded(); }
+  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_->Retain(ranges); }
   std::string Kind() const override { return inner_->Kind() + " prefix"; }
   std::vector<SourceProblem> Problems() const override { return inner_->Problems(); }
 

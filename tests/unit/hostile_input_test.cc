@@ -295,10 +295,13 @@ TEST(HostileInput, CutCompressedCoresSayTheyAreCut) {
 // decoder each time; past three passes over the stream plus 4 GiB of
 // decoding, such reads are refused and the source says so.
 TEST(HostileInput, DecodingIsBoundedAndSaysWhenItStops) {
-  const size_t size = 96u << 20;  // 96 MiB of zeros: a few KiB compressed
-  std::vector<char> zeros(size);
+  // 96 MiB of a short repeating pattern: a few KiB compressed, and no block
+  // of zeros (which the source keeps without decoding again).
+  const size_t size = 96u << 20;
+  std::vector<char> pattern(size);
+  for (size_t i = 0; i < size; ++i) pattern[i] = static_cast<char>(1 + i % 251);
   std::vector<std::byte> packed(ZSTD_compressBound(size));
-  size_t n = ZSTD_compress(packed.data(), packed.size(), zeros.data(), size, 1);
+  size_t n = ZSTD_compress(packed.data(), packed.size(), pattern.data(), size, 1);
   ASSERT_FALSE(ZSTD_isError(n));
   packed.resize(n);
   auto source = MakeCompressedSource(MakeMemorySource(packed), Compression::kZstd);

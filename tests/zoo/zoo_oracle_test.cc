@@ -4,11 +4,17 @@
 // again on a 64 KiB prefix of each core.
 #include <gtest/gtest.h>
 
+#include <elf.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "core/core.h"
 #include "core/signals.h"
+#include "processor/processor.h"
+#include "source/byte_source.h"
 #include "zoo/analyzed_core.h"
 #include "zoo/gdb_compare.h"
 #include "zoo/zoo.h"
@@ -179,6 +185,72 @@ TEST(ZooTest, CompressedCoresMatchPlain) {
     auto file = OpenFileSource(dir + name);
     ASSERT_TRUE(file.ok());
     EXPECT_LE(packed->bytes_read(), *(*file)->Size());
+  }
+}
+
+// The end of the last PT_NOTE segment of a plain core: what registers-only
+// needs of it.
+uint64_t NotesEnd(const std::string& plain) {
+  std::FILE* f = std::fopen(plain.c_str(), "rb");
+  if (!f) throw std::runtime_error(plain + ": cannot open");
+  Elf64_Ehdr eh{};
+  uint64_t end = 0;
+  if (std::fread(&eh, sizeof eh, 1, f) == 1) {
+    for (unsigned i = 0; i < eh.e_phnum; ++i) {
+      Elf64_Phdr ph{};
+      if (std::fseek(f, static_cast<long>(eh.e_phoff + i * sizeof ph), SEEK_SET) != 0 || std::fread(&ph, sizeof ph, 1, f) != 1) break;
+      if (ph.p_type == PT_NOTE) end = std::max<uint64_t>(end, ph.p_offset + ph.p_filesz);
+    }
+  }
+  std::fclose(f);
+  return end;
+}
+
+// A compressed core is decoded once, whatever order the analysis reads in:
+// the reads it will make after the notes (stacks, module headers, JIT code)
+// are planned when the notes are read, and blocks of zeros are remembered.
+// Registers-only decodes only the prefix that holds the notes. Counted in
+// decoded bytes, not time.
+TEST(ZooTest, CompressedCoresAreDecodedOnce) {
+  constexpr uint64_t kBlock = 64 << 10;  // the stream source's unit of decoding
+  std::string dir = testing::ZooDir() + "/cores/";
+  for (std::string name : {"many_threads-O0", "stack_overflow-O0", "locals-O0", "abort_assert-O0", "inlined-O2g",
+                           "reraise-O2"}) {
+    SCOPED_TRACE(name);
+    std::string plain = dir + name + ".core";
+    std::string packed = ::testing::TempDir() + name + ".core.zst";
+    ASSERT_EQ(std::system(("zstd -q -1 -f '" + plain + "' -o '" + packed + "'").c_str()), 0);
+    auto plain_size = OpenFileSource(plain);
+    ASSERT_TRUE(plain_size.ok());
+    uint64_t size = *(*plain_size)->Size();
+
+    auto full = testing::AnalyzeCore(packed);
+    EXPECT_LE(full->core->source().BytesDecoded(), size) << "decoded more than once";
+    auto reference = testing::AnalyzeCore(plain);
+    ASSERT_TRUE(full->analysis.diagnosis && reference->analysis.diagnosis);
+    EXPECT_EQ(full->analysis.diagnosis->summary, reference->analysis.diagnosis->summary);
+    const Backtrace& ours = full->backtraces()[full->core->crashing_thread()];
+    const Backtrace& want = reference->backtraces()[reference->core->crashing_thread()];
+    ASSERT_EQ(ours.frames.size(), want.frames.size());
+    for (size_t i = 0; i < want.frames.size(); ++i) EXPECT_EQ(ours.frames[i].pc, want.frames[i].pc) << i;
+
+    auto source = OpenCoreSource(packed, std::nullopt);
+    ASSERT_TRUE(source.ok());
+    CoreOptions notes_only;
+    notes_only.notes_only = true;
+    auto core = Core::Open(std::move(*source), notes_only);
+    ASSERT_TRUE(core.ok());
+    ProcessOptions registers;
+    registers.depth = AnalysisDepth::kRegisters;
+    ProcessCore(**core, testing::ZooSymbols(), registers);
+    uint64_t notes_end = NotesEnd(plain);
+    ASSERT_GT(notes_end, 0u);
+    EXPECT_LE((*core)->source().BytesDecoded(), (notes_end + kBlock - 1) / kBlock * kBlock);
+    ASSERT_EQ((*core)->threads().size(), reference->core->threads().size());
+    for (size_t i = 0; i < (*core)->threads().size(); ++i) {
+      EXPECT_EQ((*core)->threads()[i].registers.value, reference->core->threads()[i].registers.value);
+    }
+    std::remove(packed.c_str());
   }
 }
 
