@@ -15,6 +15,7 @@ namespace {
 constexpr size_t kMaxDies = 100000;
 constexpr size_t kMaxPending = 4096;  // scopes waiting to be visited
 constexpr size_t kMaxTailCalls = 256;
+constexpr size_t kMaxCached = 65536;  // answers kept per image
 
 std::optional<uint64_t> AddressAttribute(Dwarf_Die& die, int name) {
   Dwarf_Attribute attr;
@@ -51,10 +52,14 @@ std::optional<Dwarf_Die> ModuleImage::SubprogramAt(uint64_t vaddr) const {
 }
 
 std::optional<uint64_t> ModuleImage::FunctionEntry(uint64_t vaddr) const {
+  if (auto it = entry_cache_.find(vaddr); it != entry_cache_.end()) return it->second;
   std::optional<Dwarf_Die> f = SubprogramAt(vaddr);
   Dwarf_Addr entry;
-  if (!f || dwarf_entrypc(&*f, &entry) != 0) return std::nullopt;
-  return entry;
+  std::optional<uint64_t> found;
+  if (f && dwarf_entrypc(&*f, &entry) == 0) found = entry;
+  if (entry_cache_.size() >= kMaxCached) entry_cache_.clear();
+  entry_cache_.emplace(vaddr, found);
+  return found;
 }
 
 // An external function's linkage name (what the dynamic linker binds);
@@ -107,6 +112,14 @@ std::optional<CallSite> ModuleImage::ReadCallSite(Dwarf_Die& die) const {
 }
 
 std::optional<CallSite> ModuleImage::CallSiteReturningTo(uint64_t return_pc) const {
+  if (auto it = call_site_cache_.find(return_pc); it != call_site_cache_.end()) return it->second;
+  std::optional<CallSite> found = FindCallSite(return_pc);
+  if (call_site_cache_.size() >= kMaxCached) call_site_cache_.clear();
+  call_site_cache_.emplace(return_pc, found);
+  return found;
+}
+
+std::optional<CallSite> ModuleImage::FindCallSite(uint64_t return_pc) const {
   if (return_pc == 0) return std::nullopt;
   // The call site is a child of the innermost scope holding the call, the
   // instruction just before the return address.

@@ -127,6 +127,7 @@ class ModuleImage {
   void LoadSymbols(Elf* elf) const;
   std::optional<Dwarf_Die> SubprogramAt(uint64_t vaddr) const;
   std::optional<CallSite> ReadCallSite(Dwarf_Die& die) const;
+  std::optional<CallSite> FindCallSite(uint64_t return_pc) const;
   std::optional<uint64_t> EntryOf(Dwarf_Die& function) const;
 
   std::string binary_path_, debug_path_, build_id_;
@@ -148,6 +149,11 @@ class ModuleImage {
   // FunctionsAt answers by address: the same library frames recur in every
   // core of a batch. Bounded; cleared when full.
   mutable std::unordered_map<uint64_t, Functions> functions_cache_;
+  // The tail-call frames ask, for every frame of every thread, what the call
+  // returning there called and which function is running: answers by
+  // address, as for FunctionsAt. Bounded; cleared when full.
+  mutable std::unordered_map<uint64_t, std::optional<CallSite>> call_site_cache_;
+  mutable std::unordered_map<uint64_t, std::optional<uint64_t>> entry_cache_;
   // SymbolAddress by name: the diagnosis asks every module for the same
   // few names (__abort_msg) in every core, and each miss scans whole tables.
   mutable std::unordered_map<std::string, std::optional<uint64_t>> named_cache_;
