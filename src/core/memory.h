@@ -27,6 +27,13 @@ struct Segment {
 
 enum class AddressState { kUnmapped, kAbsent, kPresent };
 
+// x86-64's 48-bit virtual addresses: bits 47 to 63 all equal. Any other
+// value faults as a general-protection fault, with no fault address.
+inline bool IsCanonicalAddress(uint64_t a) {
+  uint64_t top = a >> 47;
+  return top == 0 || top == 0x1ffff;
+}
+
 class Memory {
  public:
   // `segments` must be sorted by vaddr and must not overlap.

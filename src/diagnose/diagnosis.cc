@@ -48,11 +48,6 @@ std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::option
 
 namespace {
 
-bool Canonical(uint64_t a) {
-  uint64_t top = a >> 47;
-  return top == 0 || top == 0x1ffff;
-}
-
 bool StartsWith(std::string_view s, std::string_view p) { return s.starts_with(p); }
 
 // Whether `s` is one of `names`. As string_views, a name of another length
@@ -145,7 +140,7 @@ class Diagnoser {
   std::string Classify(uint64_t v, std::string* detail) const {
     if (v == 0) return "null";
     if (v < kNullPages) return "small";
-    if (!Canonical(v)) return "non-canonical";
+    if (!IsCanonicalAddress(v)) return "non-canonical";
     const Segment* s = core_.memory().Find(v);
     if (!s) return "unmapped";
     if (s->exec) {
@@ -485,15 +480,33 @@ class Diagnoser {
     d_.syndrome = Syndrome::kBadPointer;
     uint64_t a = kernel ? effective.value_or(0) : addr;
     std::string why;
-    if (!Canonical(a)) why = "non-canonical (bits 63-48 are not a sign extension of bit 47)";
+    if (!IsCanonicalAddress(a)) why = "non-canonical (bits 63-48 are not a sign extension of bit 47)";
     else if (!core_.memory().Find(a)) why = "not mapped";
     else if (a % 8 != 0) why = "misaligned";
     else why = "mapped without the access right needed";
     std::string ins = op_ ? "`" + op_->text + "`" : "the instruction";
     d_.evidence.push_back(ins + " in " + Where(modules_, regs_.pc()) + " accessed " + (kernel && !effective ? std::string("a bad address") : Hex(a)) +
                           ", which is " + why + (kernel ? " (SI_KERNEL: the CPU raised a general-protection fault, so the kernel gives no address)" : "") + ".");
+    std::vector<std::pair<std::string, uint64_t>> pointers;
     if (op_ && !op_->base.empty()) {
-      if (auto b = RegisterByName(op_->base)) d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
+      if (auto b = RegisterByName(op_->base)) {
+        d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
+        if (op_->base != "rip" && op_->base != "rsp") pointers.emplace_back(op_->base, *b);
+      }
+    }
+    if (!kernel || effective) pointers.emplace_back("the fault address", a);
+    BitFlips(pointers);
+  }
+
+  // A bad pointer one flipped bit away from NULL or from an address the core
+  // maps: evidence of hardware corruption, if it recurs on the host.
+  void BitFlips(const std::vector<std::pair<std::string, uint64_t>>& pointers) {
+    d_.possible_bit_flips = PossibleBitFlips(pointers, core_.memory());
+    for (const BitFlip& f : d_.possible_bit_flips) {
+      std::string to = f.original == 0 ? "NULL" : Hex(f.original) + " (" + Classify(f.original, nullptr) + ", mapped)";
+      d_.evidence.push_back(f.source + " " + Hex(f.value) + " is " + to + " with bit " + std::to_string(f.bit) +
+                            " flipped: a possible bit flip" + (f.high_confidence ? " (a high bit: no overrun reaches that far)" : "") +
+                            ". More such crashes on one host point to its CPU or memory.");
     }
   }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "diagnose/bit_flips.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
 #include "unwind/signal_context.h"
@@ -94,6 +95,7 @@ struct Diagnosis {
   std::vector<RegisterClass> registers;
   std::vector<ThreadGroup> thread_groups;  // of 2 or more threads
   std::vector<std::string> thread_states;  // ThreadWait::state of each thread, in thread order
+  std::vector<BitFlip> possible_bit_flips;  // of a bad pointer (bad-pointer)
 };
 
 // What a thread was doing when the process died, as readers of gdb's

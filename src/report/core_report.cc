@@ -120,6 +120,15 @@ Json DiagnosisJson(const Diagnosis& d) {
   j["exception_type"] = opt(d.exception_type);
   j["exception_what"] = opt(d.exception_what);
   j["unwinder"] = opt(d.unwinder);
+  Json flips = Json::array();
+  for (const auto& f : d.possible_bit_flips) {
+    flips.push_back(Json{{"source", f.source},
+                         {"value", Hex(f.value)},
+                         {"original", Hex(f.original)},
+                         {"bit", f.bit},
+                         {"confidence", f.high_confidence ? "high" : "medium"}});
+  }
+  j["possible_bit_flips"] = std::move(flips);
   Json rz = Json::array();
   for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});
   j["red_zone"] = std::move(rz);

@@ -107,19 +107,24 @@ void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
     // What the call went to, in the callee's module: a call into another
     // module (through the PLT) names an external function, which that
     // module must export.
-    std::optional<uint64_t> target = call->target;
-    if (callee.module != caller.module) {
-      target.reset();
-      if (!call->target_name.empty() && image.DefinesDynamic(call->target_name)) {
-        target = image.SymbolAddress(call->target_name);
-      }
+    // (Plain values, not optionals: GCC 12 at -O2 takes an optional
+    // reassigned in a branch for maybe-uninitialized.)
+    bool known = false;
+    uint64_t target = 0;
+    if (callee.module == caller.module) {
+      known = call->target.has_value();
+      target = call->target.value_or(0);
+    } else if (!call->target_name.empty() && image.DefinesDynamic(call->target_name)) {
+      std::optional<uint64_t> exported = image.SymbolAddress(call->target_name);
+      known = exported.has_value();
+      target = exported.value_or(0);
     }
     std::optional<uint64_t> running = image.FunctionEntry(*callee.lookup);
-    if (!target || !running || *target == *running) continue;
+    if (!known || !running || target == *running) continue;
     std::vector<CallSite> path;
     std::vector<uint64_t> visited;
     std::vector<std::vector<CallSite>> chains;
-    FindTailChains(image, *target, *running, path, visited, chains, budget);
+    FindTailChains(image, target, *running, path, visited, chains, budget);
     // Unproved where the search ran out before it could see a second chain.
     if (chains.size() != 1 || budget == 0) continue;
     // Innermost first: the last tail call made is the nearest the callee.

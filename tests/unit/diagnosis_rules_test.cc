@@ -119,6 +119,53 @@ TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
 }
 
+// A bad pointer one flipped bit away from a mapped address (or NULL) is a
+// possible bit flip; an overrun just past a mapping, or a wild pointer with
+// nothing a bit away, is not.
+TEST(DiagnosisRules, ABadPointerOneBitFromAMappedAddressIsAPossibleBitFlip) {
+  Machine m;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
+  const uint64_t good = kStack + 0x100;
+  // Bit 40 flipped: canonical, unmapped.
+  m.regs[kRax] = m.fault_address = good ^ (uint64_t{1} << 40);
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
+  ASSERT_EQ(d.possible_bit_flips.size(), 1u);
+  EXPECT_EQ(d.possible_bit_flips[0].source, "rax");
+  EXPECT_EQ(d.possible_bit_flips[0].original, good);
+  EXPECT_EQ(d.possible_bit_flips[0].bit, 40);
+  EXPECT_TRUE(d.possible_bit_flips[0].high_confidence);
+  bool said = false;
+  for (const auto& e : d.evidence) said |= e.find("bit 40 flipped") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Bit 63 flipped: non-canonical, a general-protection fault with no
+  // address; the register still names it.
+  m.regs[kRax] = good ^ (uint64_t{1} << 63);
+  m.code = 0x80;  // SI_KERNEL
+  m.fault_address = 0;
+  d = Diagnose(m);
+  ASSERT_EQ(d.possible_bit_flips.size(), 1u) << Name(d);
+  EXPECT_EQ(d.possible_bit_flips[0].bit, 63);
+  EXPECT_EQ(d.possible_bit_flips[0].original, good);
+  // A high bit set in NULL.
+  m.code = 1;
+  m.regs[kRax] = m.fault_address = uint64_t{1} << 44;
+  d = Diagnose(m);
+  ASSERT_EQ(d.possible_bit_flips.size(), 1u) << Name(d);
+  EXPECT_EQ(d.possible_bit_flips[0].original, 0u);
+  // A round constant a program may write to is not taken for a flip of NULL.
+  m.regs[kRax] = m.fault_address = 0x10000000;
+  EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
+  // 16 bytes past the stack mapping's end: an overrun (only a low bit, 12,
+  // would bring it back), not a flip.
+  m.regs[kRax] = m.fault_address = kStack + 8192 + 0x10;
+  EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
+  // A wild pointer with nothing mapped one bit away.
+  m.regs[kRax] = m.fault_address = 0x5a5a5a5a5a5aull;
+  EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
+}
+
 // SEGV_ACCERR on a store into a mapping without write permission (here the
 // code page itself) is a write to read-only memory; a load from the same
 // address with the same code is not, and neither is a store with

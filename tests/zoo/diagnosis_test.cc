@@ -37,6 +37,11 @@ TEST_P(DiagnosisTest, SyndromeAndContextMatchTheTable) {
   bool present = a->core->memory().State(sp - 8) == AddressState::kPresent;
   EXPECT_EQ(d.red_zone.size(), present ? 16u : 0u);
   EXPECT_EQ(d.registers.size(), 17u);
+  // The zoo's crashes are software bugs (wild, freed, NULL and constant
+  // pointers among them): none is a bit flip away from a good pointer.
+  for (const BitFlip& f : d.possible_bit_flips) {
+    ADD_FAILURE() << "a possible bit flip of " << f.source << " (bit " << f.bit << ")";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, DiagnosisTest, ::testing::ValuesIn(testing::LoadZoo()),
