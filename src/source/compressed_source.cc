@@ -195,12 +195,7 @@ class CompressedSource final : public ByteSource {
  private:
   // The decoded block `index`, or nullptr when the stream ends before it.
   Expected<const std::vector<std::byte>*> Block(uint64_t index) {
-    if (auto it = retained_.find(index); it != retained_.end()) return &it->second;
-    if (index < zero_blocks_.size() && zero_blocks_[index]) return &ZeroBlock();
-    if (auto it = cache_.find(index); it != cache_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.lru);
-      return &it->second.data;
-    }
+    if (const auto* kept = Kept(index)) return kept;
     if (index < decoded_ / kBlockSize) {  // evicted: decode again from the start
       if (total_decoded_ > kDecodePasses * high_water_ + kDecodeSlack) {
         problems_.Add(SourceProblem::Kind::kBudget,
@@ -216,10 +211,19 @@ class CompressedSource final : public ByteSource {
       auto r = DecodeMore();
       if (!r.ok()) return r.error();
     }
+    return Kept(index);
+  }
+
+  // The decoded block `index` if it is still held (retained, a block of
+  // zeros, or in the window, which it then heads); nullptr otherwise.
+  const std::vector<std::byte>* Kept(uint64_t index) {
     if (auto it = retained_.find(index); it != retained_.end()) return &it->second;
     if (index < zero_blocks_.size() && zero_blocks_[index]) return &ZeroBlock();
-    if (auto it = cache_.find(index); it != cache_.end()) return &it->second.data;
-    return static_cast<const std::vector<std::byte>*>(nullptr);
+    if (auto it = cache_.find(index); it != cache_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return &it->second.data;
+    }
+    return nullptr;
   }
 
   // Decodes until the current block is full or the stream ends.
