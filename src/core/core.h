@@ -157,6 +157,8 @@ class Core {
   const std::optional<SignalInfo>& signal() const { return signal_; }
   const Auxv& auxv() const { return auxv_; }
   const std::vector<FileMapping>& files() const { return files_; }
+  // The file mapping holding addr; nullptr for anonymous memory.
+  const FileMapping* FileAt(uint64_t addr) const;
   const std::vector<Module>& modules() const { return modules_; }
   // The process's main program: the module AT_PHDR points into; nullptr
   // when the auxiliary vector or the module is missing.

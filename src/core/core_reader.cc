@@ -508,10 +508,8 @@ class CoreReader {
     // Executable memory outside the file mappings: JIT code.
     uint64_t jit = 0;
     for (const Segment& s : c_.memory_->segments()) {
-      if (!s.exec || s.filesz == 0 || jit >= kJitCode) continue;
-      bool file = false;
-      for (const auto& f : c_.files_) file |= s.vaddr < f.end && f.start < s.vaddr + s.filesz;
-      if (file) continue;
+      // A segment is one mapping: file-backed or not from its start.
+      if (!s.exec || s.filesz == 0 || jit >= kJitCode || c_.FileAt(s.vaddr)) continue;
       uint64_t take = std::min(s.filesz, kJitCode - jit);
       add(s.vaddr, s.vaddr + take);
       jit += take;
@@ -728,6 +726,13 @@ std::vector<MappedObject> GroupMappings(
                            [&](const MappedObject& o) { return !o.has_code && paths[o.module.path].any_code; }),
             out.end());
   return out;
+}
+
+const FileMapping* Core::FileAt(uint64_t addr) const {
+  for (const auto& f : files_) {
+    if (addr >= f.start && addr < f.end) return &f;
+  }
+  return nullptr;
 }
 
 std::string Core::exe_path() const {

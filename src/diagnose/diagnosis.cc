@@ -516,10 +516,7 @@ class Diagnoser {
   bool WriteToReadonly(std::optional<uint64_t> addr) {
     constexpr int kSegvAccerr = 2;
     if (!addr || sig_.code != kSegvAccerr || !op_ || !op_->writes) return false;
-    const FileMapping* file = nullptr;
-    for (const auto& f : core_.files()) {
-      if (*addr >= f.start && *addr < f.end) file = &f;
-    }
+    const FileMapping* file = core_.FileAt(*addr);
     std::string mapping;
     if (const Segment* s = core_.memory().Find(*addr)) {
       if (s->write) return false;

@@ -86,10 +86,7 @@ bool ModuleMap::IsCode(uint64_t pc) const {
 
 bool ModuleMap::IsJitCode(uint64_t pc) const {
   const Segment* s = core_.memory().Find(pc);
-  if (!s || !s->exec || Find(pc)) return false;
-  for (const auto& f : core_.files())
-    if (pc >= f.start && pc < f.end) return false;
-  return true;
+  return s && s->exec && !Find(pc) && !core_.FileAt(pc);
 }
 
 }  // namespace coroner
