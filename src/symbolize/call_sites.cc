@@ -120,6 +120,11 @@ std::optional<CallSite> ModuleImage::CallSiteReturningTo(uint64_t return_pc) con
 }
 
 std::optional<CallSite> ModuleImage::FindCallSite(uint64_t return_pc) const {
+  std::optional<Dwarf_Die> die = CallSiteDie(return_pc);
+  return die ? ReadCallSite(*die) : std::nullopt;
+}
+
+std::optional<Dwarf_Die> ModuleImage::CallSiteDie(uint64_t return_pc) const {
   if (return_pc == 0) return std::nullopt;
   // The call site is a child of the innermost scope holding the call, the
   // instruction just before the return address.
@@ -129,8 +134,8 @@ std::optional<CallSite> ModuleImage::FindCallSite(uint64_t return_pc) const {
       size_t seen = 0;
       do {
         if (!IsCallSite(child)) continue;
-        auto site = ReadCallSite(child);
-        if (site && site->return_pc == return_pc) return site;
+        bool gnu = dwarf_tag(&child) == DW_TAG_GNU_call_site;
+        if (AddressAttribute(child, gnu ? DW_AT_low_pc : DW_AT_call_return_pc) == return_pc) return child;
       } while (++seen < kMaxDies && dwarf_siblingof(&child, &child) == 0);
     }
     if (dwarf_tag(&scope) == DW_TAG_subprogram) break;

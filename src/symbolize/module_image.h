@@ -101,6 +101,8 @@ class ModuleImage {
   std::optional<uint64_t> FunctionEntry(uint64_t vaddr) const;
   // The call site whose call returns to `return_pc`; nullopt without one.
   std::optional<CallSite> CallSiteReturningTo(uint64_t return_pc) const;
+  // Its DIE (DW_TAG_call_site or DW_TAG_GNU_call_site), for its parameters.
+  std::optional<Dwarf_Die> CallSiteDie(uint64_t return_pc) const;
   // The tail calls made by the function entered at `entry` (at most 256).
   std::vector<CallSite> TailCallsFrom(uint64_t entry) const;
 

@@ -633,40 +633,26 @@ std::optional<PhysicalFrame> Locate(const Frame& first, StackMemory& memory) {
 // that register, and the parameter's DW_AT_call_value evaluated in the
 // caller's frame (no further entry values: bounded).
 std::optional<uint64_t> CallSiteValue(const PhysicalFrame& caller, int reg, StackMemory& memory) {
-  uint64_t return_pc = caller.module->ToLink(caller.frame->pc);
-  for (auto scope : caller.dies) {
-    Dwarf_Die site;
-    if (dwarf_child(&scope, &site) == 0) {
-      do {
-        int tag = dwarf_tag(&site);
-        if (tag != DW_TAG_call_site && tag != DW_TAG_GNU_call_site) continue;
-        Dwarf_Attribute attr;
-        Dwarf_Addr pc;
-        int pc_name = tag == DW_TAG_call_site ? DW_AT_call_return_pc : DW_AT_low_pc;
-        if (!dwarf_attr(&site, pc_name, &attr) || dwarf_formaddr(&attr, &pc) != 0 || pc != return_pc) continue;
-        Dwarf_Die param;
-        if (dwarf_child(&site, &param) != 0) return std::nullopt;
-        do {
-          int ptag = dwarf_tag(&param);
-          if (ptag != DW_TAG_call_site_parameter && ptag != DW_TAG_GNU_call_site_parameter) continue;
-          Dwarf_Op* loc = nullptr;
-          size_t n = 0;
-          if (!dwarf_attr(&param, DW_AT_location, &attr) || dwarf_getlocation(&attr, &loc, &n) != 0 || n != 1) continue;
-          if (RegisterLocation(loc[0]) != reg) continue;
-          if (!dwarf_attr(&param, DW_AT_call_value, &attr) && !dwarf_attr(&param, DW_AT_GNU_call_site_value, &attr)) {
-            return std::nullopt;
-          }
-          Dwarf_Op* value = nullptr;
-          if (dwarf_getlocation(&attr, &value, &n) != 0 || n == 0) return std::nullopt;
-          ExpressionResult r = EvaluateExpression(value, n, Context(*caller.frame, *caller.module, memory, caller.frame_base));
-          if (r.kind == ExpressionResult::Kind::kFailed) return std::nullopt;
-          return r.value;
-        } while (dwarf_siblingof(&param, &param) == 0);
-        return std::nullopt;
-      } while (dwarf_siblingof(&site, &site) == 0);
+  std::optional<Dwarf_Die> site = caller.module->image->CallSiteDie(caller.module->ToLink(caller.frame->pc));
+  Dwarf_Die param;
+  if (!site || dwarf_child(&*site, &param) != 0) return std::nullopt;
+  do {
+    int ptag = dwarf_tag(&param);
+    if (ptag != DW_TAG_call_site_parameter && ptag != DW_TAG_GNU_call_site_parameter) continue;
+    Dwarf_Attribute attr;
+    Dwarf_Op* loc = nullptr;
+    size_t n = 0;
+    if (!dwarf_attr(&param, DW_AT_location, &attr) || dwarf_getlocation(&attr, &loc, &n) != 0 || n != 1) continue;
+    if (RegisterLocation(loc[0]) != reg) continue;
+    if (!dwarf_attr(&param, DW_AT_call_value, &attr) && !dwarf_attr(&param, DW_AT_GNU_call_site_value, &attr)) {
+      return std::nullopt;
     }
-    if (dwarf_tag(&scope) == DW_TAG_subprogram) break;
-  }
+    Dwarf_Op* value = nullptr;
+    if (dwarf_getlocation(&attr, &value, &n) != 0 || n == 0) return std::nullopt;
+    ExpressionResult r = EvaluateExpression(value, n, Context(*caller.frame, *caller.module, memory, caller.frame_base));
+    if (r.kind == ExpressionResult::Kind::kFailed) return std::nullopt;
+    return r.value;
+  } while (dwarf_siblingof(&param, &param) == 0);
   return std::nullopt;
 }
 
