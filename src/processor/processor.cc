@@ -57,6 +57,19 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   }
   a.diagnosis = Diagnose(core, modules, a.backtraces, a.fault_context, stack,
                          full ? DiagnosisDepth::kReport : DiagnosisDepth::kLabels);
+  // A dataset row needs the crashing thread's Python frames alone.
+  std::optional<uint64_t> only;
+  if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[crashing_index].tid);
+  a.python = ReadPythonState(modules, stack, only);
+  if (a.python) {
+    for (const auto& pt : a.python->threads) {
+      for (size_t i = 0; i < core.threads().size(); ++i) {
+        if (static_cast<uint64_t>(core.threads()[i].tid) == pt.tid && !a.backtraces[i].frames.empty()) {
+          InterleavePythonFrames(a.backtraces[i], pt);
+        }
+      }
+    }
+  }
   return a;
 }
 

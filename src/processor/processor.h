@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "diagnose/diagnosis.h"
+#include "python/python_stacks.h"
 #include "symbolize/disassembler.h"
 #include "symbolize/module_map.h"
 #include "symbolize/symbol_provider.h"
@@ -57,6 +58,11 @@ struct CrashAnalysis {
   std::vector<std::vector<Instruction>> crashing_disassembly;
   std::vector<Instruction> fault_disassembly;
   std::optional<Diagnosis> diagnosis;  // from kLabels on
+  // A CPython process's Python threads (from kLabels on; nullopt in any
+  // other process). Their frames are also in `backtraces`, each at the
+  // native eval frame that runs it (trust kPython); the diagnosis is made
+  // from the native frames alone.
+  std::optional<PythonState> python;
 
   const Backtrace* crashing_backtrace() const {
     return core && core->crashing_thread() < backtraces.size() ? &backtraces[core->crashing_thread()] : nullptr;

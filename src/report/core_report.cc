@@ -83,6 +83,7 @@ Json FrameJson(const Frame& f) {
   j["line"] = f.line > 0 ? Json(f.line) : Json(nullptr);
   j["inlined"] = f.inlined;
   j["trust"] = FrameTrustName(f.trust);
+  j["kind"] = f.trust == FrameTrust::kPython ? "python" : "native";
   j["sp"] = Hex(f.sp);
   j["signal_frame"] = f.signal_trampoline;
   if (f.variables_read) {
@@ -171,6 +172,9 @@ std::vector<std::string> VariableLines(const Frame& f) {
 }
 
 std::string FrameLine(const Frame& f) {
+  if (f.trust == FrameTrust::kPython) {
+    return fmt::format("#{:<2} {} ({}:{}) [python]", f.index, Text(f.function), Text(f.file), f.line);
+  }
   if (f.signal_trampoline) return fmt::format("#{:<2} {:#018x} <signal handler called>", f.index, f.pc);
   std::string s = fmt::format("#{:<2} {:#018x} in {}", f.index, f.pc, f.function.empty() ? "??" : Text(f.function));
   if (f.jit) s += " (JIT code)";

@@ -186,6 +186,7 @@ const char* FrameTrustName(FrameTrust t) {
     case FrameTrust::kScan: return "scan";
     case FrameTrust::kSignal: return "signal";
     case FrameTrust::kTailCall: return "tailcall";
+    case FrameTrust::kPython: return "python";
   }
   return "unknown";
 }

@@ -24,7 +24,9 @@ namespace coroner {
 
 // How a frame was found. kTailCall frames are not unwound: DWARF call
 // sites prove a function ran there and jumped on (AddTailCallFrames).
-enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal, kTailCall };
+// kPython: not a native frame but a Python function that the native
+// _PyEval_EvalFrameDefault frame it sits in runs (python/python_stacks.h).
+enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal, kTailCall, kPython };
 const char* FrameTrustName(FrameTrust t);
 
 // Registers in DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.

@@ -1,0 +1,346 @@
+#include "python/python_stacks.h"
+
+#include <array>
+#include <cstring>
+#include <unordered_set>
+
+#include "python/interpreter_layout.h"
+#include "python/location_table.h"
+
+namespace coroner {
+namespace {
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The process's memory as the Python reader sees it: the core's pages
+// (through the unwinder's page cache), else the module files for data the
+// kernel did not dump (read-only data, untouched .data pages).
+class ProcessBytes {
+ public:
+  ProcessBytes(const ModuleMap& modules, StackMemory& memory) : modules_(modules), memory_(memory) {}
+
+  bool Read(uint64_t addr, std::span<std::byte> out) {
+    if (memory_.Read(addr, out) == out.size()) return true;
+    return modules_.Find(addr) && modules_.ReadCode(addr, out) == out.size();
+  }
+  template <typename T>
+  std::optional<T> Get(uint64_t addr) {
+    T v;
+    if (!Read(addr, std::as_writable_bytes(std::span<T, 1>(&v, 1)))) return std::nullopt;
+    return v;
+  }
+  // A pointer field: present, and pointing at a plausible, aligned object.
+  std::optional<uint64_t> Pointer(uint64_t addr) {
+    auto v = Get<uint64_t>(addr);
+    if (!v || *v < kNullPage || (*v & 7) != 0 || *v >= (uint64_t{1} << 47)) return std::nullopt;
+    return v;
+  }
+
+ private:
+  static constexpr uint64_t kNullPage = 4096;
+  const ModuleMap& modules_;
+  StackMemory& memory_;
+};
+
+// The interpreter's addresses in this process.
+struct Interpreter {
+  const MappedModule* module = nullptr;
+  uint64_t runtime = 0;  // &_PyRuntime
+  uint64_t code_type = 0, unicode_type = 0, bytes_type = 0;  // &PyCode_Type, ...
+};
+
+std::optional<uint64_t> RuntimeSymbol(const MappedModule& m, const char* name) {
+  auto link = m.image->SymbolAddress(name);
+  if (!link) return std::nullopt;
+  return *link + m.bias;
+}
+
+// CPython is in the executable (python3.11) or in libpython3.11.so; other
+// modules are not asked, as a symbol lookup loads a module's symbol table.
+bool MayHoldInterpreter(const MappedModule& m) {
+  const std::string& path = m.module->path;
+  std::string base = path.substr(path.rfind('/') + 1);
+  return m.image && (base.rfind("python3", 0) == 0 || base.rfind("libpython3", 0) == 0);
+}
+
+class StateReader {
+ public:
+  StateReader(ProcessBytes& mem, const Interpreter& in, const InterpreterLayout& l, std::optional<uint64_t> only_tid)
+      : mem_(mem), in_(in), l_(l), only_tid_(only_tid) {}
+
+  void Read(PythonState& state) {
+    auto interp = mem_.Pointer(in_.runtime + l_.runtime_interpreters_head);
+    if (!interp) {
+      state.error = "the interpreter list is not in the core (_PyRuntime.interpreters.head)";
+      return;
+    }
+    std::unordered_set<uint64_t> seen_interps;
+    for (size_t n = 0; interp && n < kMaxPythonInterpreters && seen_interps.insert(*interp).second; ++n) {
+      ReadInterpreter(*interp, state);
+      interp = mem_.Pointer(*interp + l_.interp_next);
+    }
+  }
+
+ private:
+  void ReadInterpreter(uint64_t interp, PythonState& state) {
+    std::optional<uint64_t> gil;
+    if (l_.runtime_gil) gil = in_.runtime + *l_.runtime_gil;
+    if (l_.interp_gil) gil = mem_.Pointer(interp + *l_.interp_gil);
+    std::optional<uint64_t> holder;
+    if (gil) {
+      auto locked = mem_.Get<int32_t>(*gil + l_.gil_locked);
+      if (locked && *locked) holder = mem_.Get<uint64_t>(*gil + l_.gil_last_holder);
+    }
+    auto tstate = mem_.Pointer(interp + l_.interp_threads_head);
+    std::unordered_set<uint64_t> seen;
+    while (tstate && seen.insert(*tstate).second) {
+      if (state.threads.size() >= kMaxPythonThreads) {
+        state.error = "more than " + std::to_string(kMaxPythonThreads) + " Python threads: the rest are not read";
+        return;
+      }
+      PythonThread t;
+      t.tid = mem_.Get<uint64_t>(*tstate + l_.tstate_native_thread_id).value_or(0);
+      t.holds_gil = holder && *holder == *tstate;
+      if (!only_tid_ || *only_tid_ == t.tid) ReadFrames(*tstate, t);
+      state.threads.push_back(std::move(t));
+      tstate = mem_.Pointer(*tstate + l_.tstate_next);
+    }
+  }
+
+  void ReadFrames(uint64_t tstate, PythonThread& t) {
+    std::optional<uint64_t> frame;
+    if (l_.tstate_cframe) {
+      auto cframe = mem_.Pointer(tstate + *l_.tstate_cframe);
+      if (cframe) frame = mem_.Get<uint64_t>(*cframe + l_.current_frame);
+    } else {
+      frame = mem_.Get<uint64_t>(tstate + l_.current_frame);
+    }
+    if (!frame) {
+      t.stop_reason = "its current frame is not in the core";
+      return;
+    }
+    std::unordered_set<uint64_t> seen;
+    while (*frame != 0) {
+      if (!seen.insert(*frame).second) {
+        t.stop_reason = "its frame chain loops at " + Hex(*frame);
+        return;
+      }
+      if (t.frames.size() >= kMaxPythonFramesPerThread || frames_read_ >= kMaxPythonFrames) {
+        t.stop_reason = "the frame limit was reached";
+        return;
+      }
+      if ((*frame & 7) != 0) {
+        t.stop_reason = "a frame pointer is misaligned: " + Hex(*frame);
+        return;
+      }
+      auto owner = mem_.Get<uint8_t>(*frame + l_.frame_owner);
+      auto previous = mem_.Get<uint64_t>(*frame + l_.frame_previous);
+      if (!owner || !previous) {
+        t.stop_reason = "the frame at " + Hex(*frame) + " is not in the core";
+        return;
+      }
+      if (l_.owned_by_c_stack && *owner == *l_.owned_by_c_stack) {
+        // The shim an eval call starts with: the frame before it was its first.
+        if (!t.frames.empty()) t.frames.back().entry = true;
+      } else if (auto f = ReadFrame(*frame, t.stop_reason)) {
+        t.frames.push_back(std::move(*f));
+        ++frames_read_;
+      } else if (!t.stop_reason.empty()) {
+        return;
+      }
+      frame = previous;
+    }
+    if (!t.frames.empty()) t.frames.back().entry = true;
+  }
+
+  // One Python frame; nullopt with `why` set when it is damaged, nullopt
+  // alone for a frame that runs no code object (skipped).
+  std::optional<PythonFrame> ReadFrame(uint64_t frame, std::string& why) {
+    auto code = mem_.Pointer(frame + l_.frame_code);
+    if (!code) {
+      why = "the frame at " + Hex(frame) + " has no code object in the core";
+      return std::nullopt;
+    }
+    auto type = mem_.Get<uint64_t>(*code + 8);
+    if (!type) {
+      why = "the code object at " + Hex(*code) + " is not in the core";
+      return std::nullopt;
+    }
+    if (*type != in_.code_type) return std::nullopt;  // 3.13: a frame of no code object
+    PythonFrame f;
+    f.function = String(mem_.Get<uint64_t>(*code + l_.code_qualname).value_or(0)).value_or("??");
+    f.file = String(mem_.Get<uint64_t>(*code + l_.code_filename).value_or(0)).value_or("??");
+    if (l_.frame_is_entry) f.entry = mem_.Get<uint8_t>(frame + *l_.frame_is_entry).value_or(0) != 0;
+    f.line = Line(frame, *code).value_or(0);
+    return f;
+  }
+
+  std::optional<int> Line(uint64_t frame, uint64_t code) {
+    auto first = mem_.Get<int32_t>(code + l_.code_firstlineno);
+    auto units = mem_.Get<int64_t>(code + 16);  // ob_size: the code units
+    auto instr = mem_.Get<uint64_t>(frame + l_.frame_instr);
+    auto table = mem_.Pointer(code + l_.code_linetable);
+    if (!first || !units || !instr || !table || *units <= 0 || *units > (1 << 24)) return std::nullopt;
+    uint64_t start = code + l_.code_adaptive;
+    // 3.11 and 3.12 point one unit before the code before the first instruction runs.
+    if (*instr + 2 == start) return *first;
+    if (*instr < start || (*instr - start) / 2 >= static_cast<uint64_t>(*units)) return std::nullopt;
+    if (mem_.Get<uint64_t>(*table + 8) != in_.bytes_type) return std::nullopt;
+    auto size = mem_.Get<int64_t>(*table + 16);
+    if (!size || *size <= 0 || *size > static_cast<int64_t>(kMaxLineTable)) return std::nullopt;
+    std::vector<uint8_t> bytes(static_cast<size_t>(*size));
+    if (!mem_.Read(*table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
+    return LineOfInstruction(bytes, *first, (*instr - start) / 2);
+  }
+
+  // A str object as UTF-8: compact strings only (every name and file of a
+  // code object is one), at most kMaxPythonString bytes.
+  std::optional<std::string> String(uint64_t obj) {
+    if (obj == 0 || (obj & 7) != 0 || mem_.Get<uint64_t>(obj + 8) != in_.unicode_type) return std::nullopt;
+    auto length = mem_.Get<int64_t>(obj + 16);
+    auto state = mem_.Get<uint32_t>(obj + 32);
+    if (!length || !state || *length < 0) return std::nullopt;
+    unsigned kind = (*state >> 2) & 7;
+    bool compact = (*state >> 5) & 1, ascii = (*state >> 6) & 1;
+    if (!compact || (kind != 1 && kind != 2 && kind != 4)) return std::nullopt;
+    uint64_t data = obj + (ascii ? l_.ascii_size : l_.compact_size);
+    size_t n = static_cast<size_t>(std::min<int64_t>(*length, kMaxPythonString));
+    std::vector<std::byte> raw(n * kind);
+    if (!mem_.Read(data, raw)) return std::nullopt;
+    std::string out;
+    for (size_t i = 0; i < n && out.size() < kMaxPythonString; ++i) {
+      uint32_t c = 0;
+      std::memcpy(&c, raw.data() + i * kind, kind);
+      AppendUtf8(out, c);
+    }
+    if (static_cast<size_t>(*length) > n) out += "...";
+    return out;
+  }
+
+  static void AppendUtf8(std::string& out, uint32_t c) {
+    if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) c = 0xfffd;
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xc0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xe0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    }
+  }
+
+  ProcessBytes& mem_;
+  const Interpreter& in_;
+  const InterpreterLayout& l_;
+  std::optional<uint64_t> only_tid_;
+  size_t frames_read_ = 0;
+};
+
+}  // namespace
+
+std::optional<PythonState> ReadPythonState(const ModuleMap& modules, StackMemory& memory,
+                                           std::optional<uint64_t> only_tid) {
+  Interpreter in;
+  for (const auto& m : modules.modules()) {
+    if (!MayHoldInterpreter(m)) continue;
+    if (auto runtime = RuntimeSymbol(m, "_PyRuntime")) {
+      in.module = &m;
+      in.runtime = *runtime;
+      break;
+    }
+  }
+  if (!in.module) return std::nullopt;
+  PythonState state;
+  state.module = in.module->module->path;
+  ProcessBytes mem(modules, memory);
+  auto code_type = RuntimeSymbol(*in.module, "PyCode_Type");
+  auto unicode_type = RuntimeSymbol(*in.module, "PyUnicode_Type");
+  auto bytes_type = RuntimeSymbol(*in.module, "PyBytes_Type");
+  auto version_at = RuntimeSymbol(*in.module, "Py_Version");
+  auto version = version_at ? mem.Get<uint64_t>(*version_at) : std::nullopt;
+  if (!code_type || !unicode_type || !bytes_type || !version) {
+    state.error = "the interpreter does not export Py_Version and its type objects (CPython before 3.11?)";
+    return state;
+  }
+  in.code_type = *code_type;
+  in.unicode_type = *unicode_type;
+  in.bytes_type = *bytes_type;
+  auto name = [](uint64_t hex) {
+    return std::to_string(hex >> 24) + "." + std::to_string((hex >> 16) & 0xff) + "." + std::to_string((hex >> 8) & 0xff);
+  };
+  state.version = name(*version);
+  int minor = static_cast<int>((*version >> 16) & 0xff);
+  std::optional<InterpreterLayout> layout;
+  if ((*version >> 24) == 3 && minor >= 13) {
+    std::array<std::byte, kDebugOffsetsSize> offsets;
+    if (!mem.Read(in.runtime, offsets)) {
+      state.error = "CPython's debug offsets are not in the core";
+      return state;
+    }
+    auto d = LayoutFromDebugOffsets(offsets, state.error);
+    if (!d) return state;
+    layout = d->layout;
+  } else if ((*version >> 24) == 3) {
+    layout = KnownLayout(minor);
+  }
+  if (!layout) {
+    state.error = "CPython " + state.version + ": its frame layout is not known (3.11 and later are read)";
+    return state;
+  }
+  StateReader(mem, in, *layout, only_tid).Read(state);
+  return state;
+}
+
+bool IsEvalFrame(const Frame& f) {
+  static const std::string kEval = "_PyEval_EvalFrameDefault";
+  return !f.inlined && f.trust != FrameTrust::kPython && f.function.rfind(kEval, 0) == 0 &&
+         (f.function.size() == kEval.size() || f.function[kEval.size()] == '.');
+}
+
+void InterleavePythonFrames(Backtrace& bt, const PythonThread& thread) {
+  if (thread.frames.empty()) return;
+  std::vector<Frame> out;
+  out.reserve(bt.frames.size() + thread.frames.size());
+  size_t next = 0;  // the next Python frame to place
+  auto python_frame = [](const PythonFrame& p, const Frame& at) {
+    Frame f;
+    f.pc = at.pc;
+    f.sp = at.sp;
+    f.cfa = at.cfa;
+    f.physical = at.physical;
+    f.trust = FrameTrust::kPython;
+    f.function = p.function;
+    f.file = p.file;
+    f.line = p.line;
+    return f;
+  };
+  for (const Frame& native : bt.frames) {
+    if (IsEvalFrame(native)) {
+      while (next < thread.frames.size()) {
+        const PythonFrame& p = thread.frames[next++];
+        out.push_back(python_frame(p, native));
+        if (p.entry) break;
+      }
+    }
+    out.push_back(native);
+  }
+  if (next < thread.frames.size() && !out.empty()) {
+    Frame last = out.back();
+    while (next < thread.frames.size()) out.push_back(python_frame(thread.frames[next++], last));
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i].index = i;
+  bt.frames = std::move(out);
+}
+
+}  // namespace coroner

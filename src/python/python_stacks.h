@@ -1,0 +1,73 @@
+// Python stacks from a core of a CPython 3.11+ process, without CPython's
+// debug information: the interpreter is found by its `_PyRuntime` symbol
+// (exported by the executable or libpython), its layout by version (see
+// interpreter_layout.h), and every thread state's frame chain is read from
+// the core. Each Python frame is then placed at the native
+// `_PyEval_EvalFrameDefault` frame that runs it.
+//
+// Everything here is read from an untrusted core: each pointer is checked
+// (non-null, aligned, present), each chain and string is bounded, and an
+// object whose type is not the one expected ends its chain with a reason.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "symbolize/module_map.h"
+#include "unwind/backtrace.h"
+#include "unwind/stack_memory.h"
+
+namespace coroner {
+
+struct PythonFrame {
+  std::string function;  // the code object's qualified name ("Model.train_step")
+  std::string file;      // co_filename as the interpreter has it
+  int line = 0;          // 0 when the location table gives none
+  // The first frame its _PyEval_EvalFrameDefault call ran: the frames from
+  // the innermost to this one run in one native eval frame.
+  bool entry = false;
+};
+
+struct PythonThread {
+  uint64_t tid = 0;                 // the thread's native id (its LWP, as in the core)
+  std::vector<PythonFrame> frames;  // innermost first
+  bool holds_gil = false;
+  std::string stop_reason;          // why the chain was cut; empty when read to its end
+};
+
+struct PythonState {
+  std::string version;  // "3.11.2"
+  std::string module;   // the object defining _PyRuntime
+  std::vector<PythonThread> threads;
+  // Why the threads could not be read (or not all of them); empty when all were.
+  std::string error;
+};
+
+// Limits on what one core may make the reader do.
+constexpr size_t kMaxPythonInterpreters = 64;
+constexpr size_t kMaxPythonThreads = 4096;
+constexpr size_t kMaxPythonFramesPerThread = 4096;
+constexpr size_t kMaxPythonFrames = 65536;  // all threads together
+constexpr size_t kMaxPythonString = 1024;   // bytes of a name or a file
+constexpr size_t kMaxLineTable = 1 << 20;
+
+// nullopt when no module of the process defines _PyRuntime (not a CPython
+// process); otherwise what could be read, with the reason for what could not.
+// With `only_tid`, the frames of that thread alone are read (the others are
+// listed without frames).
+std::optional<PythonState> ReadPythonState(const ModuleMap& modules, StackMemory& memory,
+                                           std::optional<uint64_t> only_tid = std::nullopt);
+
+// The native frame that runs Python frames.
+bool IsEvalFrame(const Frame& f);
+
+// Inserts `thread`'s frames into `bt`: each group (innermost to its entry
+// frame) just inside the next _PyEval_EvalFrameDefault frame, sharing its
+// physical frame and pc, trust kPython. Groups left over when the native
+// stack has no more eval frames (an unwind cut short) go at its end. Frames
+// are renumbered.
+void InterleavePythonFrames(Backtrace& bt, const PythonThread& thread);
+
+}  // namespace coroner
