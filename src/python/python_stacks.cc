@@ -104,6 +104,7 @@ class StateReader {
       }
       PythonThread t;
       t.tid = mem_.Get<uint64_t>(*tstate + l_.tstate_native_thread_id).value_or(0);
+      t.thread_state = *tstate;
       t.holds_gil = holder && *holder == *tstate;
       if (!only_tid_ || *only_tid_ == t.tid) ReadFrames(*tstate, t);
       state.threads.push_back(std::move(t));
@@ -172,6 +173,8 @@ class StateReader {
     }
     if (*type != in_.code_type) return std::nullopt;  // 3.13: a frame of no code object
     PythonFrame f;
+    f.address = frame;
+    f.code = *code;
     f.function = String(mem_.Get<uint64_t>(*code + l_.code_qualname).value_or(0)).value_or("??");
     f.file = String(mem_.Get<uint64_t>(*code + l_.code_filename).value_or(0)).value_or("??");
     if (l_.frame_is_entry) f.entry = mem_.Get<uint8_t>(frame + *l_.frame_is_entry).value_or(0) != 0;
@@ -263,6 +266,7 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, StackMemory
   if (!in.module) return std::nullopt;
   PythonState state;
   state.module = in.module->module->path;
+  state.runtime = in.runtime;
   ProcessBytes mem(modules, memory);
   auto code_type = RuntimeSymbol(*in.module, "PyCode_Type");
   auto unicode_type = RuntimeSymbol(*in.module, "PyUnicode_Type");

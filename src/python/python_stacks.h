@@ -28,10 +28,13 @@ struct PythonFrame {
   // The first frame its _PyEval_EvalFrameDefault call ran: the frames from
   // the innermost to this one run in one native eval frame.
   bool entry = false;
+  uint64_t address = 0;  // the _PyInterpreterFrame
+  uint64_t code = 0;     // its code object
 };
 
 struct PythonThread {
   uint64_t tid = 0;                 // the thread's native id (its LWP, as in the core)
+  uint64_t thread_state = 0;        // its PyThreadState
   std::vector<PythonFrame> frames;  // innermost first
   bool holds_gil = false;
   std::string stop_reason;          // why the chain was cut; empty when read to its end
@@ -40,6 +43,7 @@ struct PythonThread {
 struct PythonState {
   std::string version;  // "3.11.2"
   std::string module;   // the object defining _PyRuntime
+  uint64_t runtime = 0;  // &_PyRuntime
   std::vector<PythonThread> threads;
   // Why the threads could not be read (or not all of them); empty when all were.
   std::string error;

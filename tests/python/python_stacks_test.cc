@@ -1,0 +1,326 @@
+// Python stacks read from cores of real CPython interpreters
+// (make_python_cores.sh runs crash_scenario.py under Debian's python3.11 and
+// whatever pyenv CPythons 3.11+ this machine has). The expected frames are
+// the interpreter's own view of its threads, written by the script just
+// before it crashes (sys._current_frames: qualified names, files, lines),
+// and the thread ids are threading's native ids.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <nlohmann/json.hpp>
+
+#include "python/interpreter_layout.h"
+#include "python/location_table.h"
+#include "python/python_stacks.h"
+#include "unit/run_coroner.h"
+#include "zoo/analyzed_core.h"
+#include "zoo/zoo.h"
+
+namespace coroner::testing {
+namespace {
+
+struct PythonCase {
+  std::string name, interpreter, core, expected;
+};
+
+std::string PythonDir() {
+  const char* d = std::getenv("CORONER_PYTHON");
+  if (!d) throw std::runtime_error("CORONER_PYTHON is not set (run the tests through ctest)");
+  return d;
+}
+
+std::vector<PythonCase> LoadCases() {
+  std::vector<PythonCase> out;
+  for (const auto& r : ReadTsv(PythonDir() + "/manifest.tsv")) {
+    if (r.size() >= 4) out.push_back({r[0], r[1], r[2], r[3]});
+  }
+  return out;
+}
+
+std::string CaseName(const ::testing::TestParamInfo<PythonCase>& info) {
+  std::string n = info.param.name;
+  for (auto& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+nlohmann::json Expected(const PythonCase& c) {
+  std::ifstream in(c.expected);
+  return nlohmann::json::parse(in);
+}
+
+const nlohmann::json& MainThread(const nlohmann::json& e) {
+  for (const auto& t : e["threads"]) {
+    if (t["main"].get<bool>()) return t;
+  }
+  throw std::runtime_error("no main thread in the expectation");
+}
+
+const PythonThread* FindThread(const PythonState& s, uint64_t tid) {
+  for (const auto& t : s.threads) {
+    if (t.tid == tid) return &t;
+  }
+  return nullptr;
+}
+
+void ExpectFrames(const std::vector<PythonFrame>& got, const nlohmann::json& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].function, want[i]["function"].get<std::string>()) << what << " frame " << i;
+    EXPECT_EQ(got[i].file, want[i]["file"].get<std::string>()) << what << " frame " << i;
+    EXPECT_EQ(got[i].line, want[i]["line"].get<int>()) << what << " frame " << i;
+  }
+}
+
+class PythonStacksTest : public ::testing::TestWithParam<PythonCase> {};
+
+TEST_P(PythonStacksTest, EveryThreadsFramesAreTheInterpretersOwn) {
+  auto e = Expected(GetParam());
+  auto a = AnalyzeCore(GetParam().core);
+  ASSERT_TRUE(a->analysis.python) << "no CPython found";
+  const PythonState& s = *a->analysis.python;
+  EXPECT_EQ(s.error, "");
+  EXPECT_EQ(s.version, e["version"].get<std::string>());
+  EXPECT_EQ(s.threads.size(), e["threads"].size());
+  for (const auto& t : e["threads"]) {
+    uint64_t tid = t["tid"].get<uint64_t>();
+    const PythonThread* pt = FindThread(s, tid);
+    ASSERT_TRUE(pt) << "thread " << tid;
+    EXPECT_EQ(pt->stop_reason, "") << "thread " << tid;
+    ExpectFrames(pt->frames, t["frames"], "thread " + std::to_string(tid));
+    // The crashing thread called into ctypes with the GIL held; every
+    // other thread is blocked or computing with it released.
+    EXPECT_EQ(pt->holds_gil, t["main"].get<bool>()) << "thread " << tid;
+  }
+  // The core's crashing thread is the script's main thread.
+  EXPECT_EQ(static_cast<uint64_t>(a->core->threads()[a->core->crashing_thread()].tid),
+            MainThread(e)["tid"].get<uint64_t>());
+}
+
+TEST_P(PythonStacksTest, PythonFramesSitInTheEvalFramesThatRunThem) {
+  auto e = Expected(GetParam());
+  auto a = AnalyzeCore(GetParam().core);
+  const Backtrace& bt = *a->analysis.crashing_backtrace();
+  std::vector<PythonFrame> python;
+  for (size_t i = 0; i < bt.frames.size(); ++i) {
+    const Frame& f = bt.frames[i];
+    EXPECT_EQ(f.index, i);
+    if (f.trust != FrameTrust::kPython) continue;
+    python.push_back({f.function, f.file, f.line});
+    // Outward of a Python frame: another one of its group, or the eval
+    // frame running the group, sharing its physical frame and pc.
+    ASSERT_LT(i + 1, bt.frames.size());
+    const Frame& next = bt.frames[i + 1];
+    EXPECT_TRUE(next.trust == FrameTrust::kPython || IsEvalFrame(next)) << "frame " << i + 1 << " " << next.function;
+    EXPECT_EQ(next.physical, f.physical);
+    EXPECT_EQ(next.pc, f.pc);
+  }
+  ExpectFrames(python, MainThread(e)["frames"], "crashing thread");
+  // The callback (compare) runs in its own eval frame, called from libc's
+  // qsort, which the sorting Python frame called through ctypes.
+  auto at = [&](const std::string& fn) {
+    for (size_t i = 0; i < bt.frames.size(); ++i) {
+      if (bt.frames[i].function == fn) return i;
+    }
+    return bt.frames.size();
+  };
+  size_t compare = at("compare"), sorter = at("sort_with_callback");
+  ASSERT_LT(compare, sorter);
+  bool qsort_between = false;
+  size_t evals_between = 0;
+  for (size_t i = compare + 1; i < sorter; ++i) {
+    if (bt.frames[i].function.find("qsort") != std::string::npos) qsort_between = true;
+    if (IsEvalFrame(bt.frames[i])) ++evals_between;
+  }
+  EXPECT_TRUE(qsort_between);
+  EXPECT_EQ(evals_between, 1u);
+}
+
+TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
+  auto e = Expected(GetParam());
+  const auto& top = MainThread(e)["frames"][0];
+  auto text = Coroner("analyze " + GetParam().core);
+  std::string line = "compare (" + top["file"].get<std::string>() + ":" + std::to_string(top["line"].get<int>()) +
+                     ") [python]";
+  EXPECT_NE(text.out.find(line), std::string::npos) << line;
+  auto json = Coroner("analyze --json " + GetParam().core);
+  auto j = nlohmann::json::parse(json.out);
+  size_t crashing = j["crashing_thread"].get<size_t>();
+  std::vector<std::string> names;
+  for (const auto& f : j["threads"][crashing]["frames"]) {
+    ASSERT_TRUE(f["kind"] == "python" || f["kind"] == "native");
+    if (f["kind"] == "python") {
+      EXPECT_EQ(f["trust"], "python");
+      names.push_back(f["function"].get<std::string>());
+    }
+  }
+  ASSERT_EQ(names.size(), MainThread(e)["frames"].size());
+  EXPECT_EQ(names.front(), "compare");
+  EXPECT_EQ(names.back(), "<module>");
+}
+
+// Interpreter memory that is not what it should be (every field the reader
+// follows, overwritten) gives the native stack and a reason, never a crash,
+// a loop or more frames than the limits. The damage lands in the thread
+// states, frames and code objects the reader found in the intact core.
+TEST_P(PythonStacksTest, DamagedInterpreterStateNeverCrashes) {
+  std::ifstream in(GetParam().core, std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> intact(raw.size());
+  std::memcpy(intact.data(), raw.data(), raw.size());
+  raw.clear();
+  auto a = AnalyzeCore(GetParam().core);
+  ASSERT_TRUE(a->analysis.python);
+  std::vector<uint64_t> targets;
+  for (const auto& t : a->analysis.python->threads) {
+    targets.push_back(t.thread_state);
+    for (const auto& f : t.frames) {
+      targets.push_back(f.address);
+      targets.push_back(f.code);
+    }
+  }
+  ASSERT_FALSE(targets.empty());
+  auto file_offset = [&](uint64_t addr) -> std::optional<uint64_t> {
+    const Segment* s = a->core->memory().Find(addr);
+    if (!s || addr - s->vaddr + 8 > s->present) return std::nullopt;
+    return s->offset + (addr - s->vaddr);
+  };
+  std::mt19937_64 rng(24);
+  const uint64_t kinds[] = {0, 1, 0xffffffffffffffff, 0x4141414141414141};
+  auto signature = [](const PythonState& s) {
+    std::string out;
+    for (const auto& t : s.threads) {
+      out += t.stop_reason + ";";
+      for (const auto& f : t.frames) out += f.function + f.file + std::to_string(f.line) + ",";
+    }
+    return out;
+  };
+  const std::string undamaged = signature(*a->analysis.python);
+  int changed = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<std::byte> bytes = intact;
+    for (int k = 0; k < 24; ++k) {
+      uint64_t at = targets[rng() % targets.size()] + (rng() % 256) * 8;
+      auto off = file_offset(at);
+      if (!off || *off + 8 > bytes.size()) continue;
+      // A value the reader must check: NULL, a small number, all ones, a
+      // wild pointer, or another object's address (a loop or a wrong type).
+      uint64_t v = rng() % 2 ? targets[rng() % targets.size()] : kinds[rng() % 4];
+      std::memcpy(bytes.data() + *off, &v, 8);
+    }
+    auto core = Core::Open(MakeMemorySource(std::move(bytes)), {});
+    ASSERT_TRUE(core.ok());
+    CrashAnalysis damaged = ProcessCore(**core, ZooSymbols(), {});
+    if (!damaged.python) continue;
+    changed += signature(*damaged.python) != undamaged;
+    size_t total = 0;
+    for (const auto& t : damaged.python->threads) {
+      EXPECT_LE(t.frames.size(), kMaxPythonFramesPerThread);
+      total += t.frames.size();
+      for (const auto& f : t.frames) {
+        EXPECT_LE(f.function.size(), kMaxPythonString + 3);
+        EXPECT_LE(f.file.size(), kMaxPythonString + 3);
+      }
+    }
+    EXPECT_LE(total, kMaxPythonFrames);
+    // The native frames are all still there.
+    size_t native = 0;
+    for (const auto& f : damaged.crashing_backtrace()->frames) native += f.trust != FrameTrust::kPython;
+    size_t intact_native = 0;
+    for (const auto& f : a->analysis.crashing_backtrace()->frames) intact_native += f.trust != FrameTrust::kPython;
+    EXPECT_EQ(native, intact_native) << "trial " << trial;
+  }
+  // The damage reached what the reader reads.
+  EXPECT_GT(changed, 20);
+}
+
+// A frame chain that loops back on itself ends with that reason.
+TEST_P(PythonStacksTest, AFrameChainLoopEndsTheChain) {
+  std::ifstream in(GetParam().core, std::ios::binary);
+  std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(raw.size());
+  std::memcpy(bytes.data(), raw.data(), raw.size());
+  auto a = AnalyzeCore(GetParam().core);
+  ASSERT_TRUE(a->analysis.python);
+  const PythonThread* main = FindThread(*a->analysis.python, a->core->threads()[a->core->crashing_thread()].tid);
+  ASSERT_TRUE(main && main->frames.size() > 3);
+  auto minor = std::stoi(a->analysis.python->version.substr(2));
+  auto layout = KnownLayout(minor);
+  if (!layout) {  // 3.13 on: the core's own debug offsets
+    std::array<std::byte, kDebugOffsetsSize> offsets;
+    ASSERT_EQ(a->core->memory().ReadUpTo(a->analysis.python->runtime, offsets), offsets.size());
+    std::string error;
+    auto d = LayoutFromDebugOffsets(offsets, error);
+    ASSERT_TRUE(d) << error;
+    layout = d->layout;
+  }
+  // The third frame's `previous` points back at the first.
+  uint64_t at = main->frames[2].address + layout->frame_previous;
+  const Segment* s = a->core->memory().Find(at);
+  ASSERT_TRUE(s);
+  uint64_t target = main->frames[0].address;
+  std::memcpy(bytes.data() + s->offset + (at - s->vaddr), &target, 8);
+  auto core = Core::Open(MakeMemorySource(std::move(bytes)), {});
+  ASSERT_TRUE(core.ok());
+  CrashAnalysis looped = ProcessCore(**core, ZooSymbols(), {});
+  ASSERT_TRUE(looped.python);
+  const PythonThread* t = FindThread(*looped.python, main->tid);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->frames.size(), 3u);
+  EXPECT_NE(t->stop_reason.find("loops"), std::string::npos) << t->stop_reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(Interpreters, PythonStacksTest, ::testing::ValuesIn(LoadCases()), CaseName);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PythonStacksTest);
+
+// The interpreters the machine image may carry: a version not found is
+// skipped with a message, not failed.
+TEST(PythonInterpreters, EachMinorVersionHasACore) {
+  auto cases = LoadCases();
+  std::string missing;
+  for (const char* v : {"3.11", "3.12", "3.13"}) {
+    bool found = false;
+    for (const auto& c : cases) found |= c.interpreter.find("python" + std::string(v)) != std::string::npos;
+    if (!found) missing += std::string(missing.empty() ? "" : ", ") + v;
+  }
+  if (!missing.empty()) GTEST_SKIP() << "no CPython " << missing << " on this machine: not tested";
+}
+
+// --- The location table, on tables written by hand ---------------------------
+
+TEST(LocationTable, EveryEntryFormGivesItsLine) {
+  // Entries: a short form (code 0, 2 units) on the first line; a one-line
+  // form (code 11: line +1, 1 unit, two column bytes); a no-column form
+  // (code 13, 3 units, line -1 as a signed varint: 3); a long form (code
+  // 14, 1 unit, line +300: 600 = 0x18 | 0x40, 0x09 ...); a no-location
+  // entry (code 15, 2 units).
+  std::vector<uint8_t> t = {
+      0x80 | (0 << 3) | 1, 0x05,                    // units 0-1: line 10
+      0x80 | (11 << 3) | 0, 0x04, 0x08,             // unit 2: line 11
+      0x80 | (13 << 3) | 2, 0x03,                   // units 3-5: line 10
+      0x80 | (14 << 3) | 0, 0x58, 0x09, 0, 1, 2,    // unit 6: line 310
+      0x80 | (15 << 3) | 1,                         // units 7-8: none
+  };
+  EXPECT_EQ(LineOfInstruction(t, 10, 0), 10);
+  EXPECT_EQ(LineOfInstruction(t, 10, 1), 10);
+  EXPECT_EQ(LineOfInstruction(t, 10, 2), 11);
+  EXPECT_EQ(LineOfInstruction(t, 10, 5), 10);
+  EXPECT_EQ(LineOfInstruction(t, 10, 6), 310);
+  EXPECT_EQ(LineOfInstruction(t, 10, 7), std::nullopt);
+  EXPECT_EQ(LineOfInstruction(t, 10, 9), std::nullopt);  // past the table
+}
+
+TEST(LocationTable, DamagedTablesEndTheLookup) {
+  // A varint that never ends, a table that starts mid-entry, an empty one.
+  std::vector<uint8_t> endless = {0x80 | (13 << 3), 0x7f, 0x7f, 0x7f};
+  EXPECT_EQ(LineOfInstruction(endless, 1, 0), std::nullopt);
+  std::vector<uint8_t> mid = {0x05, 0x80};
+  EXPECT_EQ(LineOfInstruction(mid, 1, 0), std::nullopt);
+  EXPECT_EQ(LineOfInstruction({}, 1, 0), std::nullopt);
+}
+
+}  // namespace
+}  // namespace coroner::testing
