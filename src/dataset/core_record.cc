@@ -117,7 +117,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     for (const Frame* f : EffectiveFrames(&crashing, fault)) {
       if (f->signal_trampoline || f->trust == FrameTrust::kTailCall) continue;
       const FrameRow& row = r.frames[base + static_cast<size_t>(f - first)];
-      sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan});
+      sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan, f->trust == FrameTrust::kPython});
     }
   }
   r.signature = MakeSignature(r.syndrome, sig_frames);

@@ -24,6 +24,18 @@ bool SystemLibrary(const std::string& module) {
 }
 
 
+// CPython and what it calls through on the way to native code: in a thread
+// running Python code, a frame here says which interpreter path was taken,
+// not which program crashed.
+bool PythonRuntime(const std::string& module) {
+  if (module.find("/lib-dynload/") != std::string::npos) return true;
+  std::string base = module.substr(module.rfind('/') + 1);
+  for (const char* lib : {"python3", "libpython3", "libffi.so"}) {
+    if (base.rfind(lib, 0) == 0) return true;
+  }
+  return SystemLibrary(module);
+}
+
 }  // namespace
 
 const SkipList& SkipList::Default() {
@@ -58,12 +70,15 @@ std::string MakeSignature(const std::string& syndrome, const std::vector<Signatu
     std::string m = f.module.substr(f.module.rfind('/') + 1);
     return "?? (" + (m.empty() ? std::string("?") : m) + ")";
   };
+  bool python = false;
+  for (const auto& f : frames) python |= f.python;
   std::vector<std::string> picked;
   for (bool allow_scanned : {false, true}) {
     picked.clear();
     for (const auto& f : frames) {
       if (picked.size() >= depth) break;
       if (f.scanned && !allow_scanned) continue;
+      if (python && !f.python && PythonRuntime(f.module)) continue;
       if (!f.function.empty() && skip.Skips(CloneBase(f.function))) continue;
       // A pc in no module (a call through NULL) or unnamed runtime code says nothing of the program.
       if (f.function.empty() && (f.module.empty() || SystemLibrary(f.module))) continue;

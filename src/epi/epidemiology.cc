@@ -155,7 +155,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
             current = r.Integer(0);
             syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
           }
-          frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan"});
+          frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan", r.Text(4) == "python"});
           return true;
         });
     if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);

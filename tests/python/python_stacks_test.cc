@@ -162,6 +162,35 @@ TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
   EXPECT_EQ(names.back(), "<module>");
 }
 
+// The dataset keeps the Python frames (trust "python") among the crashing
+// thread's frames, and the signature names the Python code the crash came
+// through, not the interpreter's C functions or libc's strlen.
+TEST_P(PythonStacksTest, ScanStoresPythonFramesAndSignsWithThem) {
+  auto e = Expected(GetParam());
+  std::string db = ::testing::TempDir() + "/" + GetParam().name + ".db";
+  std::filesystem::remove(db);
+  auto scan = Coroner("scan " + GetParam().core + " --db " + db);
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto q = Coroner("query --db " + db + " \"SELECT signature, syndrome FROM cores\" --json");
+  ASSERT_EQ(q.status, 0) << q.err;
+  auto rows = nlohmann::json::parse(q.out);
+  ASSERT_EQ(rows.size(), 1u);
+  // compare() crashed; sort_with_callback() called qsort, which called it;
+  // Trainer.step recursed into sort_with_callback (recursion reads as one frame).
+  EXPECT_EQ(rows[0]["signature"], rows[0]["syndrome"].get<std::string>() + " | compare | sort_with_callback | Trainer.step");
+  auto f = Coroner("query --db " + db +
+                   " \"SELECT function, file, line FROM frames WHERE trust = 'python' ORDER BY \\\"index\\\"\" --json");
+  ASSERT_EQ(f.status, 0) << f.err;
+  auto frames = nlohmann::json::parse(f.out);
+  const auto& want = MainThread(e)["frames"];
+  ASSERT_EQ(frames.size(), want.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_EQ(frames[i]["function"], want[i]["function"]) << i;
+    EXPECT_EQ(frames[i]["file"], want[i]["file"]) << i;
+    EXPECT_EQ(frames[i]["line"], want[i]["line"]) << i;
+  }
+}
+
 // Interpreter memory that is not what it should be (every field the reader
 // follows, overwritten) gives the native stack and a reason, never a crash,
 // a loop or more frames than the limits. The damage lands in the thread
