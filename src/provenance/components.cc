@@ -26,6 +26,7 @@ ComponentMap::ComponentMap() {
       {"libtensorflow", {"TensorFlow", "tensorflow/tensorflow", ""}},
       {"libtorch", {"PyTorch", "pytorch/pytorch", ""}},
       {"libpython", {"CPython", "python/cpython", ""}},
+      {"python3", {"CPython", "python/cpython", ""}},  // the interpreter executable, CPython linked in
       {"libunwind", {"GNU libunwind", "libunwind/libunwind", ""}},
       {"libgcc_s", {"libgcc (unwinder)", "gcc-mirror/gcc", "libgcc"}},
       {"libstdc++", {"libstdc++", "gcc-mirror/gcc", "libstdc++-v3"}},
@@ -71,6 +72,15 @@ Component ComponentMap::Find(const std::string& module_path, bool executable) co
     }
   }
   return {executable ? "application" : "unknown (" + base + ")", "", ""};
+}
+
+std::string ComponentMap::ForPython(const std::string& file) {
+  bool installed = file.find("-packages/") != std::string::npos;
+  size_t lib = file.find("/lib/python3.");
+  if (!installed && lib != std::string::npos && file.find('/', lib + 13) != std::string::npos) {
+    return "Python standard library";
+  }
+  return "application (Python)";
 }
 
 std::string ComponentMap::For(const std::string& module_path, bool executable) const {

@@ -34,6 +34,10 @@ class ComponentMap {
   std::string For(const std::string& module_path, bool executable) const;
   // The whole rule: name, repository and path.
   Component Find(const std::string& module_path, bool executable) const;
+  // The component of a Python frame, by its file: the interpreter's
+  // standard library, or the application's Python code (which includes
+  // the packages it installed).
+  static std::string ForPython(const std::string& file);
 
  private:
   std::vector<std::pair<std::string, Component>> user_, builtin_;

@@ -145,6 +145,33 @@ Json DiagnosisJson(const Diagnosis& d) {
   return j;
 }
 
+// The interpreter and its threads; their frames are in threads[].frames.
+Json PythonJson(const PythonState& p) {
+  Json threads = Json::array();
+  for (const auto& t : p.threads) {
+    threads.push_back(Json{{"tid", t.tid},
+                           {"holds_gil", t.holds_gil},
+                           {"frames", t.frames.size()},
+                           {"stop_reason", t.stop_reason.empty() ? Json(nullptr) : Json(Text(t.stop_reason))}});
+  }
+  return Json{{"version", p.version.empty() ? Json(nullptr) : Json(p.version)},
+              {"module", Text(p.module)},
+              {"error", p.error.empty() ? Json(nullptr) : Json(Text(p.error))},
+              {"threads", std::move(threads)}};
+}
+
+// One line on the interpreter: its version, the GIL's holder, and what
+// could not be read.
+std::string PythonLine(const PythonState& p) {
+  std::string s = "python: CPython " + (p.version.empty() ? std::string("(version unknown)") : p.version) + ", " +
+                  std::to_string(p.threads.size()) + " Python threads";
+  for (const auto& t : p.threads) {
+    if (t.holds_gil) s += ", the GIL held by LWP " + std::to_string(t.tid);
+  }
+  if (!p.error.empty()) s += "; " + Text(p.error);
+  return s;
+}
+
 // The module map's entry for `m`, by address (both are sorted by base): a
 // core may list 100,000 mappings, and a search per module must not be linear.
 const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
@@ -316,6 +343,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   aj["sysinfo_ehdr"] = HexOrNull(a.sysinfo_ehdr);
   j["auxv"] = std::move(aj);
   j["diagnosis"] = analysis.diagnosis ? DiagnosisJson(*analysis.diagnosis) : Json(nullptr);
+  j["python"] = analysis.python ? PythonJson(*analysis.python) : Json(nullptr);
   return j;
 }
 
@@ -369,6 +397,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     add("  " + Text(d->summary));
     for (const auto& e : d->evidence) add("  - " + Text(e));
   }
+  if (analysis.python) add(PythonLine(*analysis.python));
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
@@ -398,6 +427,13 @@ std::string CoreToText(const CrashAnalysis& analysis) {
       for (const auto& line : VariableLines(f)) add("        " + line);
     }
     if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
+    if (analysis.python) {
+      for (const auto& pt : analysis.python->threads) {
+        if (pt.tid == static_cast<uint64_t>(core.threads()[i].tid) && !pt.stop_reason.empty()) {
+          add("   (its Python frames end early: " + Text(pt.stop_reason) + ")");
+        }
+      }
+    }
   }
   if (!analysis.backtraces.empty()) add("");
   const std::vector<Instruction>& crash_ins = CrashingInstructions(analysis);

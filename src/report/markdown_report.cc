@@ -66,6 +66,19 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
       }
     }
     add(fmt::format("**Crashing thread:** Thread {} (LWP {}{})  ", core.crashing_thread() + 1, t->tid, where));
+    // The Python code the thread was running, innermost first.
+    if (a.python && bt) {
+      for (const auto& f : bt->frames) {
+        if (f.trust != FrameTrust::kPython) continue;
+        std::string gil;
+        for (const auto& pt : a.python->threads) {
+          if (pt.holds_gil) gil = pt.tid == static_cast<uint64_t>(t->tid) ? ", holding the GIL" : "";
+        }
+        add(fmt::format("**Python code:** {} ({}:{}), CPython {}{}  ", esc(f.function), esc(f.file), f.line,
+                        esc(a.python->version), gil));
+        break;
+      }
+    }
   }
   const Diagnosis* d = a.diagnosis ? &*a.diagnosis : nullptr;
   if (d) {
@@ -88,7 +101,10 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
                         : f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
                                        : esc(f.file) + ":" + std::to_string(f.line);
       bool is_exe = f.module && f.module->module->path == exe;
-      std::string comp = f.module ? esc(components.For(f.module->module->path, is_exe)) : "-";
+      std::string comp = f.trust == FrameTrust::kPython ? esc(ComponentMap::ForPython(f.file))
+                         : f.module                     ? esc(components.For(f.module->module->path, is_exe))
+                                                        : "-";
+      if (f.trust == FrameTrust::kPython) fn += " (Python)";
       if (d && f.index == origin) comp = "**" + comp + "** (crash origin)";
       add(fmt::format("| #{} | {} | {} | {} |", f.index, fn, src, comp));
       if (f.index >= 63) {

@@ -160,6 +160,15 @@ TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
   ASSERT_EQ(names.size(), MainThread(e)["frames"].size());
   EXPECT_EQ(names.front(), "compare");
   EXPECT_EQ(names.back(), "<module>");
+  // The Markdown call chain: the script's frames are the application's
+  // Python code; the interpreter (the executable or libpython) is CPython.
+  auto md = Coroner("analyze --format md " + GetParam().core);
+  EXPECT_NE(md.out.find("| compare (Python) | "), std::string::npos);
+  EXPECT_NE(md.out.find(":" + std::to_string(top["line"].get<int>()) + " | application (Python) |"), std::string::npos);
+  EXPECT_NE(md.out.find("| \\_PyEval\\_EvalFrameDefault | "), std::string::npos);
+  EXPECT_EQ(md.out.find("| application |"), std::string::npos) << "CPython is not the application";
+  EXPECT_NE(md.out.find("**Python code:** compare ("), std::string::npos);
+  EXPECT_NE(md.out.find(", holding the GIL"), std::string::npos);
 }
 
 // The dataset keeps the Python frames (trust "python") among the crashing
