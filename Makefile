@@ -69,6 +69,7 @@ bench: deps build zoo
 	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_epi.sh $(BUILD)/coroner
 	@bench/bench_crashlog.sh $(BUILD) $(ZOO)
+	@bench/bench_python.sh $(BUILD)/coroner $(BUILD)/python
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

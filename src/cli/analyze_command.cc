@@ -83,6 +83,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   ProcessOptions process;
   process.depth = options.registers_only ? AnalysisDepth::kRegisters : AnalysisDepth::kFull;
   process.unwind.max_frames = options.max_frames;
+  process.python_frames = options.python_frames;
   bool json = options.format == "json";
   SourceFlags flags = options.source_flags;
   flags.components_file = options.components_file;

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cmd->add_flag("--registers-only", analyze.registers_only, "no backtraces: registers, signal and modules only");
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
+  cmd->add_flag("!--no-python", analyze.python_frames, "native frames only: do not read a CPython process's Python stacks");
   AddSourceFlags(cmd, analyze.source_flags);
 
   coroner::ScanOptions scan;

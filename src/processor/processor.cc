@@ -60,7 +60,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   // A dataset row needs the crashing thread's Python frames alone.
   std::optional<uint64_t> only;
   if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[crashing_index].tid);
-  a.python = ReadPythonState(modules, stack, only);
+  if (options.python_frames) a.python = ReadPythonState(modules, core.memory(), only);
   if (a.python) {
     for (const auto& pt : a.python->threads) {
       for (size_t i = 0; i < core.threads().size(); ++i) {

@@ -35,6 +35,7 @@ enum class AnalysisDepth {
 struct ProcessOptions {
   AnalysisDepth depth = AnalysisDepth::kFull;
   UnwindOptions unwind;  // max_frames bounds each thread
+  bool python_frames = true;  // read a CPython process's Python stacks
 };
 
 // Frames unwound for all the threads of one core together (each thread is

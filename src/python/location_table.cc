@@ -42,7 +42,13 @@ class TableReader {
 
 }  // namespace
 
-std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_line, uint64_t unit) {
+std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_line, uint64_t unit,
+                                     bool* ran_out) {
+  if (ran_out) *ran_out = false;
+  auto out_of_table = [&] {
+    if (ran_out) *ran_out = true;
+    return std::nullopt;
+  };
   TableReader r(table);
   int64_t line = first_line;
   uint64_t start = 0;
@@ -56,11 +62,11 @@ std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_l
       has_line = false;  // no location
     } else if (code == 14) {
       auto delta = r.SignedVarint();  // long form: line delta, end line, columns
-      if (!delta) return std::nullopt;
+      if (!delta) return out_of_table();
       line += *delta;
     } else if (code == 13) {
       auto delta = r.SignedVarint();  // no column
-      if (!delta) return std::nullopt;
+      if (!delta) return out_of_table();
       line += *delta;
     } else if (code >= 10) {
       line += code - 10;  // one-line forms: the delta in the code, two column bytes
@@ -68,13 +74,15 @@ std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_l
     // Short forms (0-9) keep the line; their column bytes, like the rest
     // of the long and one-line forms, are skipped.
     r.SkipToEntry();
+    // The entry's last bytes may lie past a span that is a prefix.
+    if (r.done() && unit >= end) return out_of_table();
     if (unit >= start && unit < end) {
       if (!has_line || line <= 0 || line > INT32_MAX) return std::nullopt;
       return static_cast<int>(line);
     }
     start = end;
   }
-  return std::nullopt;
+  return out_of_table();
 }
 
 }  // namespace coroner

@@ -13,7 +13,10 @@ namespace coroner {
 
 // The line of the instruction at `unit` (an index in 2-byte code units), or
 // nullopt when the table says it has none or ends before it (a damaged table
-// never reads past its span).
-std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_line, uint64_t unit);
+// never reads past its span). `ran_out`, when given, says whether the span
+// ended before the entry for `unit` did: a caller reading the table from
+// the core a piece at a time then reads more.
+std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_line, uint64_t unit,
+                                     bool* ran_out = nullptr);
 
 }  // namespace coroner

@@ -16,15 +16,18 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
-// The process's memory as the Python reader sees it: the core's pages
-// (through the unwinder's page cache), else the module files for data the
-// kernel did not dump (read-only data, untouched .data pages).
+// The process's memory as the Python reader sees it: the core's bytes, in
+// 16-byte blocks each read once (interpreter objects are small and spread
+// over the heap: whole pages would read several times the bytes the native
+// analysis does), else the module files for data the kernel did not dump
+// (read-only data, untouched .data pages).
 class ProcessBytes {
  public:
-  ProcessBytes(const ModuleMap& modules, StackMemory& memory) : modules_(modules), memory_(memory) {}
+  ProcessBytes(const ModuleMap& modules, const Memory& memory) : modules_(modules), memory_(memory) {}
 
   bool Read(uint64_t addr, std::span<std::byte> out) {
-    if (memory_.Read(addr, out) == out.size()) return true;
+    if (addr > UINT64_MAX - out.size()) return false;
+    if (ReadCore(addr, out)) return true;
     return modules_.Find(addr) && modules_.ReadCode(addr, out) == out.size();
   }
   template <typename T>
@@ -40,10 +43,40 @@ class ProcessBytes {
     return v;
   }
 
+
  private:
   static constexpr uint64_t kNullPage = 4096;
+  static constexpr uint64_t kBlock = 16;
+  static constexpr size_t kMaxBlocks = 262144;  // 4 MiB
+  struct Block {
+    std::array<std::byte, kBlock> bytes;
+    size_t present;
+  };
+
+  bool ReadCore(uint64_t addr, std::span<std::byte> out) {
+    size_t done = 0;
+    while (done < out.size()) {
+      uint64_t at = addr + done;
+      const Block& b = GetBlock(at / kBlock);
+      size_t from = static_cast<size_t>(at % kBlock);
+      if (from >= b.present) return false;
+      size_t take = std::min(out.size() - done, b.present - from);
+      std::memcpy(out.data() + done, b.bytes.data() + from, take);
+      done += take;
+    }
+    return true;
+  }
+  const Block& GetBlock(uint64_t block) {
+    if (auto it = blocks_.find(block); it != blocks_.end()) return it->second;
+    if (blocks_.size() >= kMaxBlocks) blocks_.clear();
+    Block b;
+    b.present = memory_.State(block * kBlock) == AddressState::kPresent ? memory_.ReadUpTo(block * kBlock, b.bytes) : 0;
+    return blocks_.emplace(block, b).first->second;
+  }
+
   const ModuleMap& modules_;
-  StackMemory& memory_;
+  const Memory& memory_;
+  std::unordered_map<uint64_t, Block> blocks_;
 };
 
 // The interpreter's addresses in this process.
@@ -195,9 +228,17 @@ class StateReader {
     if (mem_.Get<uint64_t>(*table + 8) != in_.bytes_type) return std::nullopt;
     auto size = mem_.Get<int64_t>(*table + 16);
     if (!size || *size <= 0 || *size > static_cast<int64_t>(kMaxLineTable)) return std::nullopt;
-    std::vector<uint8_t> bytes(static_cast<size_t>(*size));
-    if (!mem_.Read(*table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
-    return LineOfInstruction(bytes, *first, (*instr - start) / 2);
+    // Read as far as the instruction's entry: a module's table can be long,
+    // and an instruction early in it needs only its start.
+    std::vector<uint8_t> bytes;
+    for (size_t want = 64;; want *= 4) {
+      want = std::min(want, static_cast<size_t>(*size));
+      bytes.resize(want);
+      if (!mem_.Read(*table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
+      bool ran_out = false;
+      auto line = LineOfInstruction(bytes, *first, (*instr - start) / 2, &ran_out);
+      if (!ran_out || want == static_cast<size_t>(*size)) return line;
+    }
   }
 
   // A str object as UTF-8: compact strings only (every name and file of a
@@ -252,7 +293,7 @@ class StateReader {
 
 }  // namespace
 
-std::optional<PythonState> ReadPythonState(const ModuleMap& modules, StackMemory& memory,
+std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memory& memory,
                                            std::optional<uint64_t> only_tid) {
   Interpreter in;
   for (const auto& m : modules.modules()) {

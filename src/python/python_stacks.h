@@ -17,7 +17,7 @@
 
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
-#include "unwind/stack_memory.h"
+#include "core/memory.h"
 
 namespace coroner {
 
@@ -61,7 +61,7 @@ constexpr size_t kMaxLineTable = 1 << 20;
 // process); otherwise what could be read, with the reason for what could not.
 // With `only_tid`, the frames of that thread alone are read (the others are
 // listed without frames).
-std::optional<PythonState> ReadPythonState(const ModuleMap& modules, StackMemory& memory,
+std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memory& memory,
                                            std::optional<uint64_t> only_tid = std::nullopt);
 
 // The native frame that runs Python frames.
