@@ -33,15 +33,29 @@ printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere =
 printf '\x02host,machine,region,valid_from,valid_to\nh1,m1,r1,2026-09-20T00:00:00Z,2026-10-10T00:00:00Z\nh1,m2,r1,2026-10-01T00:00:00Z,\nh2,m1,r2,,\nh3,"m,3",r1,2026-11-01T00:00:00Z,2026-10-01T00:00:00Z\n' > "$corpus/epi/inventory"
 # The whole-analysis fuzzers patch a real core (its notes and stack) and a
 # real executable with DWARF (through --sysroot); a seed patches one byte.
-mkdir -p "$corpus/analysis" "$corpus/module"
+mkdir -p "$corpus/analysis" "$corpus/module" "$corpus/python"
 printf '\x00\x10\x00\x00\x00\x01\x00' > "$corpus/analysis/seed"
+# The Python reader's seed: a frame's `previous` pointer (offset 48 of the
+# second object, 3.11's layout) set to all ones.
+printf '\x02\x30\x00\x00\x00\x08\xff\xff\xff\xff\xff\xff\xff\xff' > "$corpus/python/seed"
+# A core of Debian's python3.11 (tests/python), made here when the suite has not.
+python_cores=$build/python
+[ -s "$python_cores/manifest.tsv" ] || "$(dirname "$0")/../python/make_python_cores.sh" "$python_cores" >/dev/null 2>&1 || true
+python_core=$(awk -F'\t' '!/^#/ {print $3; exit}' "$python_cores/manifest.tsv" 2>/dev/null || true)
 printf '\x02\x20\x00\x00\x00\x01\xff' > "$corpus/module/seed"
 export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-for f in core source metadata epi disassembler analysis module; do
+fuzzers="core source metadata epi disassembler analysis module"
+if [ -n "$python_core" ]; then
+  fuzzers="$fuzzers python"
+else
+  echo "fuzz: python_fuzzer skipped: no CPython 3.11+ core could be made here"
+fi
+for f in $fuzzers; do
   case $f in
+    python) export CORONER_FUZZ_CORE="$python_core" ;;
     analysis) export CORONER_FUZZ_CORE="$zoo/cores/locals-O0.core" ;;
     # Full stacks for allocations, so that the suppression of libdw's own
     # leak (lsan.supp) matches by function.
