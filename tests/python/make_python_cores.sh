@@ -7,7 +7,7 @@
 # required). Each run also writes the interpreter's own view of its threads
 # just before the crash (OUT/expected/NAME.json), which the tests compare
 # with what coroner reads from the core. Incremental: a core is made again
-# only when its expectation is missing.
+# only when its expectation is missing. Each core is also kept as .zst.
 #
 # The kernel's core is used when core_pattern leaves it in the working
 # directory; otherwise gdb runs the script and writes the core at the fault.
@@ -63,6 +63,8 @@ for py in "${interpreters[@]}"; do
     rm -rf "$work"
   fi
   if [ -s "$expected" ]; then
+    # As systemd-coredump stores them, for the compressed-core test.
+    [ -s "$out/cores/$name.core.zst" ] || zstd -q -f "$out/cores/$name.core" -o "$out/cores/$name.core.zst"
     writer=$(cat "$out/cores/$name.writer" 2>/dev/null || echo unknown)
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$py" "$out/cores/$name.core" "$expected" "$writer" >>"$manifest"
   fi

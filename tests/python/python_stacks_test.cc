@@ -24,6 +24,7 @@ namespace {
 struct PythonCase {
   std::string name, interpreter, core, expected;
 };
+void PrintTo(const PythonCase& c, std::ostream* os) { *os << c.name; }
 
 std::string PythonDir() {
   const char* d = std::getenv("CORONER_PYTHON");
@@ -169,6 +170,54 @@ TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
   EXPECT_EQ(md.out.find("| application |"), std::string::npos) << "CPython is not the application";
   EXPECT_NE(md.out.find("**Python code:** compare ("), std::string::npos);
   EXPECT_NE(md.out.find(", holding the GIL"), std::string::npos);
+}
+
+// The Python frames of a .zst core are those of the plain one; a core cut
+// short (`--max-bytes`) gives the frames its bytes hold and says where each
+// thread's chain was cut, never frames that are not there.
+TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
+  auto python_of = [](const CommandResult& r) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> frames;
+    for (const auto& t : j["threads"]) {
+      for (const auto& f : t["frames"]) {
+        if (f["kind"] == "python") frames.push_back(f["function"].get<std::string>() + ":" + f["line"].dump());
+      }
+    }
+    return std::make_pair(j["python"], frames);
+  };
+  auto plain = python_of(Coroner("analyze --json " + GetParam().core));
+  std::string zst = GetParam().core + ".zst";
+  ASSERT_TRUE(std::filesystem::exists(zst));
+  auto packed = python_of(Coroner("analyze --json " + zst));
+  EXPECT_EQ(packed.first, plain.first);
+  EXPECT_EQ(packed.second, plain.second);
+
+  auto e = Expected(GetParam());
+  uint64_t size = std::filesystem::file_size(GetParam().core);
+  int cut_threads = 0;
+  for (uint64_t keep : {size / 2, size / 4}) {
+    auto cut = python_of(Coroner("analyze --json --max-bytes " + std::to_string(keep) + " " + GetParam().core));
+    const auto& p = cut.first;
+    if (p.is_null()) continue;  // the interpreter's module header is past the cut
+    if (p["threads"].empty()) {
+      // The interpreter's own data (libpython's .data) lies past the cut.
+      EXPECT_FALSE(p["error"].is_null()) << p.dump();
+      ++cut_threads;
+    }
+    for (const auto& t : p["threads"]) {
+      for (const auto& want : e["threads"]) {
+        if (want["tid"] != t["tid"]) continue;
+        EXPECT_LE(t["frames"].get<size_t>(), want["frames"].size());
+        if (t["frames"].get<size_t>() < want["frames"].size()) {
+          EXPECT_FALSE(t["stop_reason"].is_null()) << t.dump();
+          ++cut_threads;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cut_threads, 0) << "no thread lost frames to a cut: the cuts test nothing";
 }
 
 // The dataset keeps the Python frames (trust "python") among the crashing
