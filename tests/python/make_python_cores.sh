@@ -18,11 +18,7 @@ mkdir -p "$out/cores" "$out/expected"
 manifest=$out/manifest.tsv.tmp
 printf '#name\tinterpreter\tcore\texpected\twriter\n' >"$manifest"
 
-pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "|")
-kernel_cores=yes
-if [ "${pattern:0:1}" = "|" ] || [ "${pattern:0:1}" = "/" ] || [ "${CORONER_CORE_WRITER:-kernel}" = gdb ]; then
-  kernel_cores=no
-fi
+. "$here/../fixtures/kernel_cores.sh"
 
 interpreters=()
 [ -x /usr/bin/python3.11 ] && interpreters+=(/usr/bin/python3.11)

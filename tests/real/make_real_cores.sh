@@ -18,11 +18,7 @@ mkdir -p "$out/cores" "$out/oracle" "$out/logs"
 manifest=$out/manifest.tsv.tmp
 printf '#name\tbinary\tcore\toracle\twriter\n' >"$manifest"
 
-pattern=$(cat /proc/sys/kernel/core_pattern 2>/dev/null || echo "|")
-kernel_cores=yes
-if [ "${pattern:0:1}" = "|" ] || [ "${pattern:0:1}" = "/" ] || [ "${CORONER_CORE_WRITER:-kernel}" = gdb ]; then
-  kernel_cores=no
-fi
+. "$fixtures/kernel_cores.sh"
 
 # Waits until PID sleeps in the kernel (state S): a synchronization, bounded
 # for a hang only.
