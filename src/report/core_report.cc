@@ -164,7 +164,7 @@ Json PythonJson(const PythonState& p) {
 // could not be read.
 std::string PythonLine(const PythonState& p) {
   std::string s = "python: CPython " + (p.version.empty() ? std::string("(version unknown)") : p.version) + ", " +
-                  std::to_string(p.threads.size()) + " Python threads";
+                  std::to_string(p.threads.size()) + (p.threads.size() == 1 ? " Python thread" : " Python threads");
   for (const auto& t : p.threads) {
     if (t.holds_gil) s += ", the GIL held by LWP " + std::to_string(t.tid);
   }
