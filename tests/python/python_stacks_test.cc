@@ -229,7 +229,9 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
       }
     }
   }
-  if (cuts_with_python > 0) EXPECT_GT(cut_threads, 0) << "no thread lost frames to a cut: the cuts test nothing";
+  if (cuts_with_python > 0) {
+    EXPECT_GT(cut_threads, 0) << "no thread lost frames to a cut: the cuts test nothing";
+  }
 }
 
 // The dataset keeps the Python frames (trust "python") among the crashing
