@@ -13,6 +13,7 @@ packages=(
   gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils
   nginx-light slurm-wlm munge sqlite3 libtomlplusplus-dev chromium fonts-dejavu-core time libjemalloc-dev
   ruby redis-server openjdk-17-jdk-headless
+  python3-numpy
 )
 
 missing=()

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench_big_core.sh CORONER DIR
+#
+# The big-core benchmark: a core shaped like a GPU training process's
+# (make_big_core.sh: python3 with numpy, 200 threads, 4 GiB of heap, a
+# 96 GiB mapping barely touched; made once in DIR and reused) and its .zst.
+# coroner (full, --json, --registers-only, scan) against gdb (`thread apply
+# all bt`) and eu-stack in the same run: wall and CPU seconds, max RSS,
+# bytes read; for the .zst, coroner's CPU against one `zstd -d`. Prints the
+# issue's targets beside the figures. Skipped (with a line saying so) where
+# python3-numpy is absent.
+set -euo pipefail
+coroner=$1 dir=$2
+here=$(cd "$(dirname "$0")" && pwd)
+if ! "$here/make_big_core.sh" "$dir" 2>"$dir.log"; then
+  echo "big core: skipped ($(tail -1 "$dir.log"))"
+  exit 0
+fi
+core=$dir/big.core zst=$dir/big.core.zst
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+exe=/usr/bin/python3.11
+
+# measure NAME CMD...: wall, user+sys CPU and max RSS of one run.
+measure() {
+  local name=$1
+  shift
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.time" "$@" >"$work/$name.out" 2>"$work/$name.err" || true
+  read -r wall user sys rss <"$work/$name.time"
+  printf '%s %s %s %s\n' "$name" "$wall" "$(echo "$user + $sys" | bc)" "$rss" >>"$work/results"
+}
+# Page cache: the core's data, the modules and debug files.
+cat "$core" >/dev/null
+"$coroner" analyze --json "$core" >/dev/null
+: >"$work/results"
+measure coroner_full "$coroner" analyze "$core"
+measure coroner_json "$coroner" analyze --json "$core"
+measure coroner_registers "$coroner" analyze --registers-only --json "$core"
+rm -f "$work/scan.db"
+measure coroner_scan "$coroner" scan "$core" --db "$work/scan.db" --jobs 1
+measure gdb gdb -nx -batch -q -ex 'set pagination off' -ex 'thread apply all bt' "$exe" "$core"
+measure eu_stack eu-stack --core="$core" -e "$exe"
+cat "$zst" >/dev/null
+measure zst_registers "$coroner" analyze --registers-only --json "$zst"
+measure zst_full "$coroner" analyze --json "$zst"
+measure zst_full_no_python "$coroner" analyze --json --no-python "$zst"
+measure zstd_d sh -c 'zstd -d -c "$1" >/dev/null' zstd_d "$zst"
+
+bytes=$(grep -o '"bytes_read":[0-9]*' "$work/coroner_json.out" | head -1 | cut -d: -f2)
+zst_reg_bytes=$(grep -o '"bytes_read":[0-9]*' "$work/coroner_registers.out" | head -1 | cut -d: -f2)
+# The crashing thread's frames, gdb's against coroner's native ones (names).
+# (gdb shows frame #0 once more, in its banner, before the backtrace.)
+gdb -nx -batch -q -ex 'set pagination off' -ex bt "$exe" "$core" 2>/dev/null |
+  awk '/^#0 /{buf = ""} /^#[0-9]/{buf = buf $0 "\n"} END {printf "%s", buf}' |
+  sed -n 's/^#[0-9]* *\(0x[0-9a-f]* in \)\{0,1\}\([^ (]*\).*/\2/p' >"$work/gdb_frames"
+python3 - "$work/coroner_json.out" >"$work/our_frames" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = j["threads"][j["crashing_thread"]]
+for f in t["frames"]:
+    if f["kind"] == "native":
+        print(f["function"] or "??")
+PY
+if cmp -s "$work/gdb_frames" "$work/our_frames"; then same=yes; else same=no; fi
+
+awk -v bytes="$bytes" -v size="$(stat -c %s "$core")" -v disk="$(du -k "$core" | cut -f1)" \
+  -v zsize="$(stat -c %s "$zst")" -v same="$same" -v nframes="$(wc -l <"$work/gdb_frames")" '
+{ wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4 }
+END {
+  printf "big_core: %.1f GiB apparent, %.1f GiB on disk, .zst %.2f GiB\n", size / 2^30, disk / 2^20, zsize / 2^30;
+  n = split("coroner_full coroner_json coroner_registers coroner_scan gdb eu_stack zst_registers zst_full zst_full_no_python zstd_d", names, " ");
+  for (i = 1; i <= n; i++) {
+    k = names[i];
+    printf "big_%s: wall %.2f s, cpu %.2f s, max_rss %.0f MiB\n", k, wall[k], cpu[k], rss[k] / 1024;
+  }
+  printf "big_bytes_read: %.2f MiB (target <= 4 MiB)\n", bytes / 2^20;
+  printf "big_full_vs_gdb: %.1fx (target >= 15x)\n", wall["gdb"] / wall["coroner_full"];
+  printf "big_full_vs_eu_stack: %.1fx (target >= 3x)\n", wall["eu_stack"] / wall["coroner_full"];
+  printf "big_full_max_rss: %.0f MiB (target <= 256 MiB)\n", rss["coroner_full"] / 1024;
+  printf "big_zst_registers_only: %.2f s (target < 2 s)\n", wall["zst_registers"];
+  printf "big_zst_full_cpu_vs_zstd_d: %.2fx (target <= 1.2x); without Python stacks %.2fx\n", cpu["zst_full"] / cpu["zstd_d"], cpu["zst_full_no_python"] / cpu["zstd_d"];
+  printf "big_crashing_thread_frames_equal_gdb: %s (%d frames)\n", same, nframes;
+}' "$work/results"
