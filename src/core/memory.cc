@@ -38,6 +38,13 @@ size_t Memory::ReadUpTo(uint64_t addr, std::span<std::byte> out) const {
   return done;
 }
 
+bool Memory::Rereads(uint64_t addr, uint64_t size) const {
+  const Segment* s = Find(addr);
+  if (!s || addr - s->vaddr >= s->present) return false;  // not in the core: nothing to decode
+  uint64_t in = addr - s->vaddr;
+  return source_.Rereads(s->offset + in, std::min(size, s->present - in));
+}
+
 std::optional<std::string> Memory::ReadCString(uint64_t addr, size_t limit) const {
   std::string result;
   std::array<char, 256> chunk;

@@ -58,6 +58,10 @@ class Memory {
     return value;
   }
 
+  // True when reading these bytes would decode a compressed core's stream
+  // again from its start (ByteSource::Rereads).
+  bool Rereads(uint64_t addr, uint64_t size) const;
+
   // A NUL-terminated string of at most `limit` bytes; nullopt when no NUL is
   // found within the limit or the bytes are absent.
   std::optional<std::string> ReadCString(uint64_t addr, size_t limit) const;

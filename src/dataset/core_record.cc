@@ -28,6 +28,8 @@ class BorrowedSource final : public ByteSource {
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override { return inner_.ReadUpTo(offset, out); }
   std::optional<uint64_t> Size() const override { return inner_.Size(); }
   uint64_t BytesRead() const override { return inner_.BytesRead(); }
+  uint64_t BytesDecoded() const override { return inner_.BytesDecoded(); }
+  bool Rereads(uint64_t offset, uint64_t size) const override { return inner_.Rereads(offset, size); }
   std::string Kind() const override { return inner_.Kind(); }
   std::vector<SourceProblem> Problems() const override { return inner_.Problems(); }
 

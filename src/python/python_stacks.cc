@@ -28,6 +28,10 @@ class ProcessBytes {
   bool Read(uint64_t addr, std::span<std::byte> out) {
     if (addr > UINT64_MAX - out.size()) return false;
     if (ReadCore(addr, out)) return true;
+    // Data the kernel did not dump (read-only data, untouched .data pages)
+    // is the module file's; dumped bytes left behind a compressed stream's
+    // decoder are not (the process may have changed them).
+    if (memory_.State(addr) == AddressState::kPresent) return false;
     return modules_.Find(addr) && modules_.ReadCode(addr, out) == out.size();
   }
   template <typename T>
@@ -70,13 +74,26 @@ class ProcessBytes {
     if (auto it = blocks_.find(block); it != blocks_.end()) return it->second;
     if (blocks_.size() >= kMaxBlocks) blocks_.clear();
     Block b;
-    b.present = memory_.State(block * kBlock) == AddressState::kPresent ? memory_.ReadUpTo(block * kBlock, b.bytes) : 0;
+    b.present = 0;
+    if (memory_.State(block * kBlock) == AddressState::kPresent) {
+      // In a stream-compressed core, bytes behind what the decoder holds
+      // would cost a decode of the stream from its start, for each such
+      // read: they are left out, and the reader says so.
+      if (memory_.Rereads(block * kBlock, kBlock)) {
+        ++left_behind_;
+      } else {
+        b.present = memory_.ReadUpTo(block * kBlock, b.bytes);
+      }
+    }
     return blocks_.emplace(block, b).first->second;
   }
 
   const ModuleMap& modules_;
   const Memory& memory_;
   std::unordered_map<uint64_t, Block> blocks_;
+
+ public:
+  size_t left_behind_ = 0;  // reads not made: behind a compressed stream's decoded bytes
 };
 
 // The interpreter's addresses in this process.
@@ -344,6 +361,12 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memor
     return state;
   }
   StateReader(mem, in, *layout, only_tid).Read(state);
+  if (mem.left_behind_ > 0) {
+    state.error = std::to_string(mem.left_behind_) +
+                  " reads of the interpreter's memory lie behind what the compressed stream's decoder holds and "
+                  "were not decoded again (each would decode the stream from its start): decompress the core for "
+                  "every Python frame";
+  }
   return state;
 }
 

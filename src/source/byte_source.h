@@ -85,6 +85,14 @@ class ByteSource {
   // Bytes a decoding source has produced, restarts included; 0 for a source
   // that does not decode. What reading a compressed core cost.
   virtual uint64_t BytesDecoded() const { return 0; }
+  // True when reading [offset, offset + size) would decode the stream again
+  // from its start (the bytes lie behind what it holds): a reader whose
+  // bytes are optional (the Python stacks) leaves them rather than pay a
+  // whole decode. False for a source that does not decode.
+  virtual bool Rereads(uint64_t offset, uint64_t size) const {
+    (void)offset, (void)size;
+    return false;
+  }
 
   // Reads exactly out.size() bytes or reports kTruncated.
   Expected<bool> ReadExact(uint64_t offset, std::span<std::byte> out);

@@ -180,6 +180,14 @@ class CompressedSource final : public ByteSource {
   }
   uint64_t BytesRead() const override { return inner_->BytesRead(); }
   uint64_t BytesDecoded() const override { return total_decoded_; }
+  bool Rereads(uint64_t offset, uint64_t size) const override {
+    for (uint64_t b = offset / kBlockSize; size > 0 && b <= (offset + size - 1) / kBlockSize; ++b) {
+      if (b >= decoded_ / kBlockSize) return false;  // ahead: decoding goes on forward
+      bool kept = retained_.count(b) || (b < zero_blocks_.size() && zero_blocks_[b]) || cache_.count(b);
+      if (!kept) return true;
+    }
+    return false;
+  }
   std::string Kind() const override { return std::string(CompressionName(compression_)) + " stream"; }
 
   void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {

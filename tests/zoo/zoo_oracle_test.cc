@@ -4,6 +4,8 @@
 // again on a 64 KiB prefix of each core.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <elf.h>
 
 #include <algorithm>
@@ -252,6 +254,52 @@ TEST(ZooTest, CompressedCoresAreDecodedOnce) {
     }
     std::remove(packed.c_str());
   }
+}
+
+// A stream source says which reads would decode it again from the start,
+// and is right: reading such a block costs a decode, reading one it says is
+// held (or ahead) costs none beyond the decoding forward.
+TEST(ZooTest, AStreamSaysWhichReadsWouldDecodeItAgain) {
+  constexpr uint64_t kBlock = 64 << 10;
+  // 40 MiB of bytes that are not zeros (blocks of zeros are always held).
+  std::string plain = ::testing::TempDir() + "rereads.bin";
+  std::string packed = plain + ".zst";
+  {
+    std::ofstream out(plain, std::ios::binary);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < (40u << 20) / 8; ++i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      out.write(reinterpret_cast<const char*>(&x), 8);
+    }
+  }
+  ASSERT_EQ(std::system(("zstd -q -1 -f '" + plain + "' -o '" + packed + "'").c_str()), 0);
+  auto source = OpenCoreSource(packed, std::nullopt);
+  ASSERT_TRUE(source.ok());
+  ByteSource& s = **source;
+  uint64_t size = 40u << 20;
+  std::byte b[16];
+  EXPECT_FALSE(s.Rereads(0, 16));  // nothing decoded yet: forward
+  ASSERT_TRUE(s.ReadUpTo(0, b).ok());
+  EXPECT_FALSE(s.Rereads(0, 16));  // held in the window
+  ASSERT_TRUE(s.ReadUpTo(size - 16, b).ok());  // the window moves to the end
+  uint64_t decoded = s.BytesDecoded();
+  // Some early block is no longer held (the window is 16 MiB); the source
+  // says so, and reading it decodes again.
+  uint64_t behind = UINT64_MAX;
+  for (uint64_t off = 0; off + kBlock < size - (32u << 20); off += kBlock) {
+    if (s.Rereads(off, 16)) {
+      behind = off;
+      break;
+    }
+  }
+  ASSERT_NE(behind, UINT64_MAX);
+  EXPECT_FALSE(s.Rereads(size - 16, 16));
+  ASSERT_TRUE(s.ReadUpTo(size - 16, b).ok());
+  EXPECT_EQ(s.BytesDecoded(), decoded);
+  ASSERT_TRUE(s.ReadUpTo(behind, b).ok());
+  EXPECT_GT(s.BytesDecoded(), decoded);
+  std::remove(packed.c_str());
+  std::remove(plain.c_str());
 }
 
 }  // namespace
