@@ -1,6 +1,7 @@
 #include "processor/processor.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "unwind/frame_variables.h"
 #include "unwind/stack_memory.h"
@@ -62,11 +63,14 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[crashing_index].tid);
   if (options.python_frames) a.python = ReadPythonState(modules, core.memory(), only);
   if (a.python) {
+    // Python threads meet the core's by native thread id (a core may hold
+    // tens of thousands of threads: no search per Python thread).
+    std::unordered_map<uint64_t, size_t> by_tid;
+    for (size_t i = 0; i < core.threads().size(); ++i) by_tid.emplace(static_cast<uint64_t>(core.threads()[i].tid), i);
     for (const auto& pt : a.python->threads) {
-      for (size_t i = 0; i < core.threads().size(); ++i) {
-        if (static_cast<uint64_t>(core.threads()[i].tid) == pt.tid && !a.backtraces[i].frames.empty()) {
-          InterleavePythonFrames(a.backtraces[i], pt);
-        }
+      auto it = by_tid.find(pt.tid);
+      if (it != by_tid.end() && !a.backtraces[it->second].frames.empty()) {
+        InterleavePythonFrames(a.backtraces[it->second], pt);
       }
     }
   }

@@ -4,17 +4,12 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "core/byte_view.h"
 #include "python/interpreter_layout.h"
 #include "python/location_table.h"
 
 namespace coroner {
 namespace {
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // The process's memory as the Python reader sees it: the core's bytes, in
 // 16-byte blocks each read once (interpreter objects are small and spread
@@ -46,7 +41,8 @@ class ProcessBytes {
     if (!v || *v < kNullPage || (*v & 7) != 0 || *v >= (uint64_t{1} << 47)) return std::nullopt;
     return v;
   }
-
+  // Reads not made: bytes behind what a compressed stream's decoder holds.
+  size_t left_behind() const { return left_behind_; }
 
  private:
   static constexpr uint64_t kNullPage = 4096;
@@ -91,9 +87,7 @@ class ProcessBytes {
   const ModuleMap& modules_;
   const Memory& memory_;
   std::unordered_map<uint64_t, Block> blocks_;
-
- public:
-  size_t left_behind_ = 0;  // reads not made: behind a compressed stream's decoded bytes
+  size_t left_behind_ = 0;
 };
 
 // The interpreter's addresses in this process.
@@ -361,8 +355,8 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memor
     return state;
   }
   StateReader(mem, in, *layout, only_tid).Read(state);
-  if (mem.left_behind_ > 0) {
-    state.error = std::to_string(mem.left_behind_) +
+  if (mem.left_behind() > 0) {
+    state.error = std::to_string(mem.left_behind()) +
                   " reads of the interpreter's memory lie behind what the compressed stream's decoder holds and "
                   "were not decoded again (each would decode the stream from its start): decompress the core for "
                   "every Python frame";
