@@ -248,6 +248,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     std::unordered_map<std::string, std::vector<int64_t>> events;
     std::unordered_map<std::string, bool> untimed;
     for (const auto& e : options.hardware) {
+      if (!IsHardwareError(e)) continue;
       if (e.time) events[e.host].push_back(*e.time);
       else untimed[e.host] = true;
     }

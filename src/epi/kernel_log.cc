@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "dataset/timestamps.h"
 
@@ -13,16 +14,192 @@ constexpr size_t kMaxLine = 64 * 1024;
 constexpr uint64_t kMaxFile = 1ull << 30;
 constexpr size_t kMaxEvents = 200000;  // kept per log; the rest are counted
 
-// The kind of hardware report a kernel message is, or nullptr.
-const char* HardwareKind(std::string_view msg) {
-  auto has = [&](const char* s) { return msg.find(s) != std::string_view::npos; };
-  if (has("EDAC")) return "edac";
-  if (has("mce:") || has("Machine check") || has("Hardware Error") || has("machine check")) return "mce";
-  if (has("NVRM: Xid") || has("Xid (PCI:")) return "gpu-xid";
-  if (has("amdgpu") && (has("fault") || has("error") || has("ERROR") || has("timeout") || has("GPU reset") ||
-                        has("RAS")))
-    return "gpu-amdgpu";
-  return nullptr;
+bool Has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+std::optional<uint64_t> Hex(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 16) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+std::optional<int> Int(std::string_view s) {
+  if (s.empty() || s.size() > 9) return std::nullopt;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+// The run of characters from `at` that are in `set` (digits, hex digits).
+std::string_view Run(std::string_view s, size_t at, std::string_view set) {
+  if (at >= s.size()) return {};
+  size_t end = at;
+  while (end < s.size() && set.find(s[end]) != std::string_view::npos) ++end;
+  return s.substr(at, end - at);
+}
+constexpr std::string_view kDigits = "0123456789";
+constexpr std::string_view kHexDigits = "0123456789abcdefABCDEFx";
+
+// The word after `key` ("ip " -> the number after it), or empty.
+std::string_view After(std::string_view s, std::string_view key, std::string_view set) {
+  size_t at = s.find(key);
+  return at == std::string_view::npos ? std::string_view() : Run(s, at + key.size(), set);
+}
+
+// "NAME[PID]" ending at `close` (the ']'): the name runs back to the
+// message's start, a ": " or a kernel timestamp ("[  12.34] "), since a
+// task's name may hold spaces ("Web Content").
+bool NamePid(std::string_view msg, size_t close, HardwareEvent& e) {
+  if (close == std::string_view::npos || close >= msg.size() || msg[close] != ']') return false;
+  size_t open = msg.rfind('[', close);
+  if (open == std::string_view::npos) return false;
+  auto pid = Int(msg.substr(open + 1, close - open - 1));
+  if (!pid) return false;
+  std::string_view name = msg.substr(0, open);
+  if (size_t colon = name.rfind(": "); colon != std::string_view::npos) name.remove_prefix(colon + 2);
+  if (size_t stamp = name.rfind("] "); stamp != std::string_view::npos) name.remove_prefix(stamp + 2);
+  while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+  if (name.empty() || name.size() > 64) return false;
+  e.pid = *pid;
+  e.comm = std::string(name);
+  return true;
+}
+
+// " in LIB[BASE+SIZE]" and " likely on CPU C (core K, socket S)".
+void LibraryAndCpu(std::string_view msg, HardwareEvent& e) {
+  if (size_t in = msg.find(" in "); in != std::string_view::npos) {
+    size_t open = msg.find('[', in);
+    if (open != std::string_view::npos && open - in - 4 <= 255) e.library = std::string(msg.substr(in + 4, open - in - 4));
+  }
+  if (size_t at = msg.find("likely on CPU "); at != std::string_view::npos) {
+    e.cpu = Int(Run(msg, at + 14, kDigits));
+    e.core = Int(After(msg.substr(at), "(core ", kDigits));
+    e.socket = Int(After(msg.substr(at), "socket ", kDigits));
+  }
+}
+
+// "0000:3b:00" of an Xid line ("Xid (PCI:0000:3b:00)"), "0000:03:00.0" of an amdgpu line.
+std::string PciAddress(std::string_view msg, std::string_view after) {
+  size_t at = msg.find(after);
+  if (at == std::string_view::npos) return {};
+  std::string_view id = Run(msg, at + after.size(), "0123456789abcdefABCDEF:.");
+  while (!id.empty() && (id.back() == ':' || id.back() == '.')) id.remove_suffix(1);
+  return id.size() >= 7 ? std::string(id) : std::string();
+}
+
+// The event a kernel (or journal) message is, or nullopt. Fields the
+// message does not name stay empty.
+std::optional<HardwareEvent> Classify(std::string_view msg) {
+  HardwareEvent e;
+  if (size_t at = msg.find("]: segfault at "); at != std::string_view::npos) {
+    e.kind = "segfault";
+    NamePid(msg, at, e);
+    std::string_view rest = msg.substr(at);
+    e.address = Hex(After(rest, "segfault at ", kHexDigits));
+    e.detail = "segfault, error " + std::string(After(rest, " error ", kHexDigits));
+    LibraryAndCpu(rest, e);
+    return e;
+  }
+  if (size_t at = msg.find("traps: "); at != std::string_view::npos && Has(msg, " ip:")) {
+    e.kind = "trap";
+    std::string_view rest = msg.substr(at + 7);
+    size_t close = rest.find("] ");
+    NamePid(rest, close, e);
+    if (close != std::string_view::npos) {
+      std::string_view what = rest.substr(close + 2);
+      e.detail = std::string(what.substr(0, std::min(what.find(" ip:"), size_t{80})));
+    }
+    e.address = Hex(After(rest, " ip:", kHexDigits));
+    LibraryAndCpu(rest.substr(std::min(rest.size(), rest.find(" error:"))), e);
+    return e;
+  }
+  if (Has(msg, "EDAC")) {
+    e.kind = "edac";
+    return e;
+  }
+  if (Has(msg, "Memory failure: ")) {
+    e.kind = "memory-failure";
+    if (auto pfn = Hex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
+    return e;
+  }
+  if (Has(msg, "mce:") || Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
+      Has(msg, "Machine Check")) {
+    e.kind = "mce";
+    if (size_t at = msg.find("CPU"); at != std::string_view::npos)
+      e.cpu = Int(Run(msg, at + 3 + (at + 3 < msg.size() && msg[at + 3] == ' '), kDigits));
+    e.bank = Int(After(msg, "Bank ", kDigits));
+    return e;
+  }
+  if (size_t at = msg.find("Xid ("); at != std::string_view::npos) {
+    e.kind = "gpu-xid";
+    e.gpu = PciAddress(msg, "Xid (PCI:");
+    std::string_view rest = msg.substr(at);
+    size_t colon = rest.find("): ");
+    if (colon != std::string_view::npos) {
+      rest.remove_prefix(colon + 3);
+      e.xid = Int(Run(rest, 0, kDigits));
+      e.pid = Int(After(rest, "pid=", kDigits));
+      if (size_t n = rest.find("name="); n != std::string_view::npos) {
+        std::string_view name = rest.substr(n + 5);
+        name = name.substr(0, std::min(name.find(','), size_t{64}));
+        if (name != "<unknown>") e.comm = std::string(name);
+      }
+      // The text after the fields the driver prints first.
+      std::string_view text = rest;
+      for (std::string_view field : {"pid=", "name="})
+        if (size_t f = text.find(field); f != std::string_view::npos) {
+          size_t comma = text.find(", ", f);
+          text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 2);
+        }
+      if (e.xid && text.size() == rest.size()) text.remove_prefix(std::min(text.size(), Run(text, 0, kDigits).size() + 2));
+      e.detail = std::string(text.substr(0, 120));
+    }
+    return e;
+  }
+  if (size_t at = msg.find("Memory access fault by GPU"); at != std::string_view::npos) {
+    e.kind = "gpu-memory-fault";
+    NamePid(msg, at >= 2 ? msg.rfind(']', at) : std::string_view::npos, e);
+    std::string_view rest = msg.substr(std::min(msg.size(), at + 27));
+    e.gpu = std::string(rest.substr(0, std::min(rest.find(' '), size_t{32})));
+    e.address = Hex(After(rest, "on address ", kHexDigits));
+    if (size_t r = rest.find("Reason: "); r != std::string_view::npos) e.detail = std::string(rest.substr(r + 8, 120));
+    return e;
+  }
+  if (Has(msg, "amdgpu")) {
+    e.gpu = PciAddress(msg, "amdgpu ");
+    if (Has(msg, "page fault (")) {
+      e.kind = "gpu-amdgpu";
+      e.detail = "page fault";
+      if (size_t p = msg.find("for process "); p != std::string_view::npos) {
+        std::string_view rest = msg.substr(p + 12);
+        e.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
+        e.pid = Int(After(rest, " pid ", kDigits));
+        if (e.pid == 0) e.pid.reset(), e.comm.clear();  // "for process  pid 0": the kernel did not know
+      }
+      return e;
+    }
+    if (Has(msg, "GPU reset")) {
+      e.kind = "gpu-reset";
+      return e;
+    }
+    if (Has(msg, "uncorrectable hardware error")) {
+      e.kind = "gpu-ras";
+      return e;
+    }
+    if (Has(msg, "fault") || Has(msg, "error") || Has(msg, "ERROR") || Has(msg, "timeout") || Has(msg, "RAS")) {
+      e.kind = "gpu-amdgpu";
+      return e;
+    }
+  }
+  return std::nullopt;
 }
 
 int Month(std::string_view m) {
@@ -105,7 +282,7 @@ Parsed ParseLine(std::string_view line, int year) {
 
 namespace {
 
-// Parses a log one line at a time, keeping only the hardware events (at
+// Parses a log one line at a time, keeping only the events (at
 // most kMaxEvents), so that memory follows the events, not the log's size.
 class KernelLogParser {
  public:
@@ -116,28 +293,52 @@ class KernelLogParser {
     ++log_.lines;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     Parsed p = ParseLine(line, year_);
-    const char* kind = HardwareKind(p.message);
-    if (!kind) return;
+    std::string host = p.host.empty() ? default_host_ : p.host;
+    if (FollowsPageFault(p.message, host)) return;
+    std::optional<HardwareEvent> e = Classify(p.message);
+    if (!e) return;
     if (log_.events.size() >= kMaxEvents) {
       ++dropped_;
       return;
     }
-    HardwareEvent e;
-    e.host = p.host.empty() ? default_host_ : p.host;
-    e.time = p.time;
-    e.kind = kind;
-    e.line = std::string(line.substr(0, 300));
-    if (!e.time) ++untimed_;
-    log_.events.push_back(std::move(e));
+    e->host = std::move(host);
+    e->time = p.time;
+    e->line = std::string(line.substr(0, 300));
+    if (!e->time) ++untimed_;
+    if (e->kind == "gpu-amdgpu" && e->detail == "page fault") last_page_fault_[e->host] = log_.events.size();
+    log_.events.push_back(std::move(*e));
+  }
+
+  // The lines amdgpu prints after a page fault, which belong to it: the
+  // process (" Process NAME pid N thread NAME pid M", on kernels that do
+  // not print it on the fault's line) and the address.
+  bool FollowsPageFault(std::string_view msg, const std::string& host) {
+    bool process = Has(msg, " Process ") && Has(msg, " pid ") && Has(msg, " thread ");
+    bool page = Has(msg, "in page starting at address ");
+    if (!process && !page) return false;
+    auto it = last_page_fault_.find(host);
+    if (it == last_page_fault_.end()) return false;
+    HardwareEvent& fault = log_.events[it->second];
+    if (std::string gpu = PciAddress(msg, "amdgpu "); !gpu.empty() && gpu != fault.gpu) return false;
+    if (process && !fault.pid) {
+      std::string_view rest = msg.substr(msg.find(" Process ") + 9);
+      auto pid = Int(After(rest, " pid ", kDigits));
+      if (pid && *pid > 0) {
+        fault.pid = pid;
+        fault.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
+      }
+    }
+    if (page && !fault.address) fault.address = Hex(After(msg, "in page starting at address ", kHexDigits));
+    return true;
   }
 
   KernelLog Finish() {
     if (untimed_)
       log_.warnings.push_back(std::to_string(untimed_) +
-                              " hardware events have no wall-clock time (raw dmesg); they count for every crash on "
+                              " kernel log events have no wall-clock time (raw dmesg); they count for every crash on "
                               "their host");
     if (dropped_)
-      log_.warnings.push_back(std::to_string(dropped_) + " hardware events past the first " +
+      log_.warnings.push_back(std::to_string(dropped_) + " kernel log events past the first " +
                               std::to_string(kMaxEvents) + " were not kept");
     return std::move(log_);
   }
@@ -147,9 +348,14 @@ class KernelLogParser {
   int year_;
   KernelLog log_;
   size_t untimed_ = 0, dropped_ = 0;
+  std::map<std::string, size_t> last_page_fault_;  // host -> its last amdgpu page fault's event
 };
 
 }  // namespace
+
+bool IsHardwareError(const HardwareEvent& e) {
+  return e.kind != "segfault" && e.kind != "trap" && e.kind != "gpu-memory-fault";
+}
 
 KernelLog ParseKernelLog(const std::string& text, const std::string& default_host, int year) {
   KernelLogParser parser(default_host, year);

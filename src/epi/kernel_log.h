@@ -1,7 +1,20 @@
-// Hardware evidence from kernel logs (`coroner epi --kernel-log FILE...`):
-// machine-check and EDAC reports and GPU error reports (NVIDIA Xid, amdgpu
-// faults) become per-host events that `epi` tests like any attribute
-// ("host had hardware errors in the 7 days before the crash").
+// Evidence from kernel logs (`coroner epi --kernel-log FILE...`), one event
+// per line that says something about a crash or the hardware under it:
+//  - the kernel's own lines about a crashing process: `segfault at ADDR ip
+//    IP sp SP error N in LIB[BASE+SIZE] likely on CPU C (core K, socket S)`
+//    (the CPU part since Linux 6.1) and `traps: PROG[PID] general protection
+//    fault ip:... sp:... error:0 in LIB[...]` (and the other traps);
+//  - hardware errors: machine checks, `Memory failure:`, EDAC;
+//  - GPU errors: NVIDIA `NVRM: Xid (PCI:...): N, pid=..., name=...` (older
+//    drivers print no pid), amdgpu page faults (the process on the same line
+//    or on a following ` Process NAME pid N thread ...` line, the address on
+//    an `in page starting at address` line), `GPU reset`, uncorrectable RAS
+//    errors, and ROCr's `Memory access fault by GPU node-N` from a process's
+//    output in the journal.
+// Hardware and GPU errors are per-host events `epi` tests like any
+// attribute ("host had hardware errors in the 7 days before the crash");
+// every event with a pid is joined to the core of the same crash (host,
+// pid, time) by epi's hardware verdicts (epi/hardware_verdicts.h).
 //
 // Accepted line forms: journalctl's short-iso ("2026-10-14T03:12:00+0000
 // host kernel: ..."), RFC 3339 syslog, classic syslog ("Oct 14 03:12:00
@@ -23,9 +36,26 @@ namespace coroner {
 struct HardwareEvent {
   std::string host;
   std::optional<int64_t> time;  // seconds since the epoch; nullopt when the line has none
-  std::string kind;             // "mce", "edac", "gpu-xid", "gpu-amdgpu"
+  // "segfault", "trap" (the kernel's lines about a crashing process);
+  // "mce", "memory-failure", "edac" (the machine); "gpu-xid",
+  // "gpu-amdgpu", "gpu-reset", "gpu-ras", "gpu-memory-fault" (a GPU).
+  std::string kind;
   std::string line;             // the log line, cut to 300 bytes
+  // What the line names, when it does.
+  std::optional<int> pid;
+  std::string comm;             // the process's name
+  std::optional<int> cpu, core, socket;  // "likely on CPU C (core K, socket S)"; "CPU N: Machine Check"
+  std::optional<int> bank;      // a machine check's bank
+  std::string gpu;              // "0000:3b:00" (Xid), "0000:03:00.0" (amdgpu), "node-2" (ROCr)
+  std::optional<int> xid;       // the Xid code
+  std::optional<uint64_t> address;  // the fault address (segfault, GPU page fault, memory failure's pfn << 12)
+  std::string library;          // "libc.so.6" of "in libc.so.6[7f...+1b000]"
+  std::string detail;           // "general protection fault", "GPU has fallen off the bus", ...
 };
+
+// True for the kinds that are errors of the machine or its GPUs (the rest
+// are the kernel's account of a crash).
+bool IsHardwareError(const HardwareEvent& e);
 
 struct KernelLog {
   std::vector<HardwareEvent> events;

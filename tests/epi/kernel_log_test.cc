@@ -1,0 +1,189 @@
+// The kernel log reader on lines shaped as the kernel, the NVIDIA driver,
+// amdgpu and ROCr print them (the formats of arch/x86/mm/fault.c's
+// show_signal_msg, arch/x86/kernel/traps.c, the MCE and memory-failure
+// handlers, EDAC, NVRM's Xid reports, amdgpu's gmc fault handler and ROCr's
+// VM fault handler): every field each line names is read, and nothing else.
+#include <gtest/gtest.h>
+
+#include "epi/kernel_log.h"
+
+namespace coroner {
+namespace {
+
+KernelLog Parse(const std::string& text) { return ParseKernelLog(text, "dmesg-host", 2026); }
+
+TEST(KernelLogLines, SegfaultWithTheCpuItLikelyRanOn) {
+  // Linux 6.1 and later add "likely on CPU"; %px prints 16 digits.
+  KernelLog log = Parse(
+      "2026-10-14T03:12:00+0000 phys-we-03 kernel: python3[48213]: segfault at 0 ip 00007f3a1b2c3d4e "
+      "sp 00007ffd12345678 error 4 in libc.so.6[7f3a1b200000+195000] likely on CPU 17 (core 9, socket 1)\n"
+      // A task name with a space, an older kernel (no CPU), no library.
+      "Oct 14 03:13:00 phys-we-04 kernel: Web Content[7]: segfault at 10 ip 0000000000000000 sp 00007ffc00000010 "
+      "error 14\n");
+  ASSERT_EQ(log.events.size(), 2u);
+  const HardwareEvent& a = log.events[0];
+  EXPECT_EQ(a.kind, "segfault");
+  EXPECT_EQ(a.host, "phys-we-03");
+  EXPECT_EQ(a.comm, "python3");
+  EXPECT_EQ(a.pid, 48213);
+  EXPECT_EQ(a.address, 0u);
+  EXPECT_EQ(a.library, "libc.so.6");
+  EXPECT_EQ(a.cpu, 17);
+  EXPECT_EQ(a.core, 9);
+  EXPECT_EQ(a.socket, 1);
+  EXPECT_EQ(a.detail, "segfault, error 4");
+  EXPECT_FALSE(IsHardwareError(a));
+  const HardwareEvent& b = log.events[1];
+  EXPECT_EQ(b.comm, "Web Content");
+  EXPECT_EQ(b.pid, 7);
+  EXPECT_EQ(b.address, 0x10u);
+  EXPECT_FALSE(b.cpu);
+  EXPECT_EQ(b.library, "");
+}
+
+TEST(KernelLogLines, TrapsGeneralProtectionAndDivideError) {
+  KernelLog log = Parse(
+      "[Wed Oct 14 03:12:00 2026] traps: redis-server[901] general protection fault ip:55d0c0ffee12 "
+      "sp:7ffe5a5a5a50 error:0 in redis-server[55d0c0f00000+1a0000]\n"
+      "[ 8812.120000] traps: a.out[77] trap divide error ip:401136 sp:7ffd4c3c1e40 error:0 in a.out[401000+1000]\n");
+  ASSERT_EQ(log.events.size(), 2u);
+  EXPECT_EQ(log.events[0].kind, "trap");
+  EXPECT_EQ(log.events[0].host, "dmesg-host");
+  EXPECT_EQ(log.events[0].comm, "redis-server");
+  EXPECT_EQ(log.events[0].pid, 901);
+  EXPECT_EQ(log.events[0].detail, "general protection fault");
+  EXPECT_EQ(log.events[0].address, 0x55d0c0ffee12u);
+  EXPECT_EQ(log.events[0].library, "redis-server");
+  EXPECT_EQ(log.events[1].comm, "a.out");
+  EXPECT_EQ(log.events[1].detail, "trap divide error");
+  EXPECT_FALSE(log.events[1].time);
+}
+
+TEST(KernelLogLines, MachineChecksMemoryFailureAndEdac) {
+  KernelLog log = Parse(
+      "2026-10-12T01:00:00+0000 phys-we-03 kernel: mce: [Hardware Error]: CPU 17: Machine Check: 0 Bank 4: "
+      "b200000000070f0f\n"
+      "2026-10-12T01:00:01+0000 phys-we-03 kernel: [Hardware Error]: CPU 5: Machine Check Exception: 5 Bank 6: "
+      "be00000000800400\n"
+      "2026-10-12T01:00:02+0000 phys-we-03 kernel: Memory failure: 0x3f2a1c: recovery action for dirty LRU page: "
+      "Recovered\n"
+      "2026-10-12T01:00:03+0000 phys-we-03 kernel: EDAC MC0: 1 CE memory read error on "
+      "CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x3f2a1c offset:0x0 grain:32)\n");
+  ASSERT_EQ(log.events.size(), 4u);
+  EXPECT_EQ(log.events[0].kind, "mce");
+  EXPECT_EQ(log.events[0].cpu, 17);
+  EXPECT_EQ(log.events[0].bank, 4);
+  EXPECT_EQ(log.events[1].kind, "mce");
+  EXPECT_EQ(log.events[1].cpu, 5);
+  EXPECT_EQ(log.events[1].bank, 6);
+  EXPECT_EQ(log.events[2].kind, "memory-failure");
+  EXPECT_EQ(log.events[2].address, 0x3f2a1c000u);
+  EXPECT_EQ(log.events[3].kind, "edac");
+  for (const auto& e : log.events) EXPECT_TRUE(IsHardwareError(e));
+}
+
+TEST(KernelLogLines, NvidiaXidWithAndWithoutPid) {
+  KernelLog log = Parse(
+      "2026-10-14T03:11:58+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=48213, name=python3, GPU has "
+      "fallen off the bus.\n"
+      // Drivers before 470 print no pid.
+      "2026-10-14T03:11:59+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:3b:00): 48, An uncorrectable double bit error "
+      "(DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.\n"
+      "2026-10-14T03:12:00+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:86:00): 31, pid='<unknown>', name=<unknown>, "
+      "Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000.\n");
+  ASSERT_EQ(log.events.size(), 3u);
+  EXPECT_EQ(log.events[0].kind, "gpu-xid");
+  EXPECT_EQ(log.events[0].gpu, "0000:3b:00");
+  EXPECT_EQ(log.events[0].xid, 79);
+  EXPECT_EQ(log.events[0].pid, 48213);
+  EXPECT_EQ(log.events[0].comm, "python3");
+  EXPECT_EQ(log.events[0].detail, "GPU has fallen off the bus.");
+  EXPECT_EQ(log.events[1].xid, 48);
+  EXPECT_FALSE(log.events[1].pid);
+  EXPECT_EQ(log.events[1].comm, "");
+  EXPECT_EQ(log.events[1].detail.substr(0, 40), "An uncorrectable double bit error (DBE) ");
+  EXPECT_EQ(log.events[2].gpu, "0000:86:00");
+  EXPECT_EQ(log.events[2].xid, 31);
+  EXPECT_FALSE(log.events[2].pid);
+  EXPECT_EQ(log.events[2].comm, "");
+}
+
+TEST(KernelLogLines, AmdgpuPageFaultsOnOneLineAndSplit) {
+  KernelLog log = Parse(
+      // Newer kernels: the process on the fault's line, the address after.
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: [gfxhub0] no-retry page fault "
+      "(src_id:0 ring:24 vmid:8 pasid:32770, for process python3 pid 5120 thread python3 pid 5133)\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu:   in page starting at address "
+      "0x00007f1234560000 from client 0x1b (UTCL2)\n"
+      // Older kernels: the process on a line of its own.
+      "2026-10-14T04:00:00+0000 mi-01 kernel: amdgpu 0000:83:00.0: [gfxhub] page fault (src_id:0 ring:24 vmid:3 "
+      "pasid:32771)\n"
+      "2026-10-14T04:00:00+0000 mi-01 kernel: amdgpu 0000:83:00.0:  Process python3 pid 6001 thread pt_main_thread "
+      "pid 6009\n"
+      "2026-10-14T04:00:00+0000 mi-01 kernel: amdgpu 0000:83:00.0:   in page starting at address 0x0000000000001000 "
+      "from 27\n"
+      "2026-10-14T04:00:05+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: GPU reset begin!\n"
+      "2026-10-14T04:00:09+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: 1 uncorrectable hardware errors "
+      "detected in umc block\n"
+      // ROCr's own line, from the process's output in the journal.
+      "2026-10-14T04:00:00+0000 mi-01 python3[6001]: Memory access fault by GPU node-2 (Agent handle: "
+      "0x55d1c3a4e0b0) on address 0x1000. Reason: Page not present or supervisor privilege.\n");
+  ASSERT_EQ(log.events.size(), 5u);
+  const HardwareEvent& a = log.events[0];
+  EXPECT_EQ(a.kind, "gpu-amdgpu");
+  EXPECT_EQ(a.gpu, "0000:03:00.0");
+  EXPECT_EQ(a.pid, 5120);
+  EXPECT_EQ(a.comm, "python3");
+  EXPECT_EQ(a.address, 0x7f1234560000u);
+  const HardwareEvent& b = log.events[1];
+  EXPECT_EQ(b.gpu, "0000:83:00.0");
+  EXPECT_EQ(b.pid, 6001);
+  EXPECT_EQ(b.comm, "python3");
+  EXPECT_EQ(b.address, 0x1000u);
+  EXPECT_EQ(log.events[2].kind, "gpu-reset");
+  EXPECT_EQ(log.events[3].kind, "gpu-ras");
+  const HardwareEvent& r = log.events[4];
+  EXPECT_EQ(r.kind, "gpu-memory-fault");
+  EXPECT_EQ(r.gpu, "node-2");
+  EXPECT_EQ(r.pid, 6001);
+  EXPECT_EQ(r.comm, "python3");
+  EXPECT_EQ(r.address, 0x1000u);
+  EXPECT_EQ(r.detail, "Page not present or supervisor privilege.");
+  EXPECT_FALSE(IsHardwareError(r));
+}
+
+TEST(KernelLogLines, OrdinaryLinesAreNotEvents) {
+  KernelLog log = Parse(
+      "2026-10-14T03:12:00+0000 h kernel: eth0: Link is Up - 100Gbps/Full\n"
+      "2026-10-14T03:12:00+0000 h kernel: amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n"
+      "2026-10-14T03:12:00+0000 h kernel:  Process python3 pid 1 thread python3 pid 1\n"  // no fault before it
+      "2026-10-14T03:12:00+0000 h systemd[1]: Started Session 4 of user root.\n");
+  EXPECT_EQ(log.events.size(), 0u);
+  EXPECT_EQ(log.lines, 4u);
+}
+
+TEST(KernelLogLines, CutAndHostileFieldsAreLeftEmpty) {
+  KernelLog log = Parse(
+      "x[]: segfault at zz ip sp error in [ likely on CPU \n"
+      "traps: [99999999999] general protection fault ip:ffffffffffffffffff\n"
+      "NVRM: Xid (PCI:): 999999999999, pid=, name=\n"
+      "amdgpu : page fault (for process  pid 0 thread  pid 0)\n"
+      "Memory failure: 0xfffffffffffffffff\n"
+      "Memory access fault by GPU\n");
+  ASSERT_EQ(log.events.size(), 6u);
+  EXPECT_FALSE(log.events[0].pid);
+  EXPECT_FALSE(log.events[0].address);
+  EXPECT_FALSE(log.events[0].cpu);
+  EXPECT_FALSE(log.events[1].pid);
+  EXPECT_FALSE(log.events[1].address);
+  EXPECT_FALSE(log.events[2].xid);
+  EXPECT_FALSE(log.events[2].pid);
+  EXPECT_EQ(log.events[2].gpu, "");
+  EXPECT_FALSE(log.events[3].pid);
+  EXPECT_FALSE(log.events[4].address);
+  EXPECT_EQ(log.events[5].kind, "gpu-memory-fault");
+  EXPECT_FALSE(log.events[5].address);
+}
+
+}  // namespace
+}  // namespace coroner
