@@ -103,7 +103,9 @@ int RunAnalyze(const AnalyzeOptions& options) {
     if (json) emit(JsonText(ErrorToJson(path, error)));
   };
   auto report = [&](Core& core, const std::string& path) {
-    CrashAnalysis analysis = ProcessCore(core, provider, process);
+    ProcessOptions with_path = process;
+    with_path.input_path = path;
+    CrashAnalysis analysis = ProcessCore(core, provider, with_path);
     analysis.path = path;
     std::optional<SourceReport> source_report;
     if (options.format == "md" && analysis.crashing_backtrace()) {

@@ -181,6 +181,10 @@ class Core {
   bool read_failed() const;
   // Oddities in structure that did not stop the read.
   const std::vector<std::string>& soft_errors() const { return soft_errors_; }
+  // Bytes of GPU state ROCm wrote into the core (AMDGPU notes of type
+  // NT_AMDGPU_CORE_STATE, 33): the GPU's waves and queues at the crash,
+  // which ROCgdb reads. 0 when there are none.
+  uint64_t amdgpu_state_bytes() const { return amdgpu_state_bytes_; }
 
   ByteSource& source() { return *source_; }
   uint64_t bytes_read() const { return source_->BytesRead(); }
@@ -199,6 +203,7 @@ class Core {
   std::vector<FileMapping> files_;
   std::vector<Module> modules_;
   bool truncated_ = false;
+  uint64_t amdgpu_state_bytes_ = 0;
   std::vector<std::string> missing_;
   std::vector<std::string> soft_errors_;
 };

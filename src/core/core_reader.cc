@@ -30,6 +30,7 @@ constexpr size_t kMaxAuxString = 4096;
 constexpr uint32_t kNtSiginfo = 0x53494749;
 constexpr uint32_t kNtFile = 0x46494c45;
 constexpr uint32_t kNtX86Xstate = 0x202;
+constexpr uint32_t kNtAmdgpuCoreState = 33;  // owner "AMDGPU"
 
 // Offsets inside struct elf_prstatus (x86_64, 336 bytes).
 constexpr size_t kPrstatusRegs = 112;
@@ -287,6 +288,7 @@ class CoreReader {
         default: return;
       }
     }
+    if (name == "AMDGPU" && type == kNtAmdgpuCoreState) c_.amdgpu_state_bytes_ += d.size();
     if (name == "LINUX" && type == kNtX86Xstate && !c_.threads_.empty()) {
       auto& t = c_.threads_.back();
       t.xstate_size = d.size();

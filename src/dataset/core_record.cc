@@ -79,12 +79,20 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   ProcessOptions process;
   process.depth = AnalysisDepth::kLabels;
   process.unwind.max_frames = static_cast<size_t>(std::max(options.max_frames, 1));
+  if (r.source == "core") process.input_path = r.path;
   CrashAnalysis analysis = ProcessCore(core, symbols, process);
   const std::optional<FaultContext>& fault = analysis.fault_context;
   if (analysis.diagnosis) {
     r.syndrome = SyndromeName(analysis.diagnosis->syndrome);
     r.context = ContextName(analysis.diagnosis->context);
+    // The core's own hardware evidence, for epi's per-host verdicts
+    // (docs/dataset.md: attributes coroner derives).
+    if (size_t n = analysis.diagnosis->possible_bit_flips.size())
+      r.attributes.emplace_back("possible_bit_flips", std::to_string(n));
+    if (analysis.diagnosis->impossible_state) r.attributes.emplace_back("impossible_state", "yes");
   }
+  if (!analysis.gpu_state.empty())
+    r.attributes.emplace_back("gpu_state", core.amdgpu_state_bytes() ? "amdgpu-notes" : "cuda-dump");
   if (fault) {
     r.real_signal = fault->signal.signo;
     r.real_si_code = fault->signal.code;

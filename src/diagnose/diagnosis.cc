@@ -16,7 +16,7 @@
 
 namespace coroner {
 
-const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "write-to-readonly", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "external-signal", "other"};
+const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "write-to-readonly", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "gpu-fault", "external-signal", "other"};
 const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
 
 std::string_view SyndromeName(Syndrome syndrome) {
@@ -125,6 +125,9 @@ class Diagnoser {
     if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
     if (op_) d_.faulting_instruction = op_->text;
     DecideSyndrome();
+    // The misaligned-stack rules already stand on a state compiled code
+    // cannot reach (they leave setcontext, longjmp and signal frames out).
+    if (d_.syndrome == Syndrome::kMisalignedStack && !d_.evidence.empty()) d_.impossible_state = d_.evidence.back();
     DecideContext();
     if (report_) {
       Threads();
@@ -201,6 +204,17 @@ class Diagnoser {
         {"ebp", "rbp"}, {"esp", "rsp"}};
     if (auto it = k32.find(name); it != k32.end()) return regs_[*RegFromName(it->second)] & 0xffffffff;
     return std::nullopt;
+  }
+
+  // The innermost frame in a GPU runtime: ROCm's libhsa-runtime64 or
+  // NVIDIA's libcuda (the driver API, which the CUDA runtime calls).
+  const Frame* GpuRuntimeFrame() const {
+    for (const Frame* f : frames_) {
+      if (!f->module || !f->module->module) continue;
+      std::string base = Basename(f->module->module->path);
+      if (StartsWith(base, "libhsa-runtime64.so") || StartsWith(base, "libcuda.so")) return f;
+    }
+    return nullptr;
   }
 
   bool HasFrame(std::initializer_list<const char*> names) const {
@@ -564,6 +578,16 @@ class Diagnoser {
       if (d_.exception_type) e += " for an exception of type " + *d_.exception_type;
       if (d_.exception_what) e += ", what() = \"" + *d_.exception_what + "\"";
       d_.evidence.push_back(e + ".");
+    } else if (const Frame* gpu = GpuRuntimeFrame()) {
+      // ROCr's VM fault handler prints "Memory access fault by GPU node-N
+      // ... on address ..." to stderr and calls abort(); the CUDA driver
+      // aborts on some unrecoverable GPU errors the same way.
+      d_.syndrome = Syndrome::kGpuFault;
+      d_.gpu_runtime = Basename(gpu->module->module->path);
+      d_.evidence.push_back("abort() was called inside the GPU runtime (" +
+                            (gpu->function.empty() ? Hex(gpu->pc) : gpu->function) + " in " + d_.gpu_runtime +
+                            "): the runtime ends the process after the GPU reports a fault it cannot recover from.");
+      if (d_.abort_message) d_.evidence.push_back("glibc's abort message: \"" + *d_.abort_message + "\"");
     } else {
       d_.syndrome = Syndrome::kAbort;
       d_.evidence.push_back(std::string("SIGABRT (") + SignalCodeName(sig_.signo, sig_.code).value_or("?") + ")" +
@@ -770,6 +794,10 @@ class Diagnoser {
     } else if (s == Syndrome::kBusError) {
       d_.summary = "A bus error in " + where + ": the memory was mapped but could not be accessed.";
       n = {"For a file mapping, check whether the file was truncated while mapped; for device memory, the access size or alignment."};
+    } else if (s == Syndrome::kGpuFault) {
+      d_.summary = "The GPU runtime (" + d_.gpu_runtime + ") aborted the process after a GPU fault.";
+      n = {"Find the GPU's own report at the crash time: the process's stderr (ROCr: \"Memory access fault by GPU node-N ... on address ... Reason: ...\") and the kernel log (amdgpu page faults, NVIDIA Xid lines); `coroner epi --kernel-log` joins them to this core.",
+           "A fault address in the program's own buffers points at a kernel launched with a bad pointer or size; the same GPU faulting again and again, with Xid 48/79 or RAS errors, points at the GPU: drain it."};
     } else if (s == Syndrome::kExternalSignal) {
       const SignalInfo& si = *core_.signal();
       bool own = core_.process() && si.sender_pid == core_.process()->pid;

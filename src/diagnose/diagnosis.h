@@ -50,6 +50,7 @@ enum class Syndrome {
   kIllegalInstruction,
   kFpe,
   kBusError,
+  kGpuFault,        // the GPU runtime (ROCr, the CUDA driver) aborted the process after a GPU fault
   kExternalSignal,  // sent by another process: no instruction of this one faulted
   kOther,
 };
@@ -96,6 +97,13 @@ struct Diagnosis {
   std::vector<ThreadGroup> thread_groups;  // of 2 or more threads
   std::vector<std::string> thread_states;  // ThreadWait::state of each thread, in thread order
   std::vector<BitFlip> possible_bit_flips;  // of a bad pointer (bad-pointer)
+  // A register state compiled code cannot produce (rsp off the ABI's
+  // alignment where an instruction needs it, the return address one slot
+  // from where `ret` looked): why, when there is one. Software (hand-written
+  // assembly, a setcontext race) can cause it, and so can a bad CPU; epi
+  // counts these per host.
+  std::optional<std::string> impossible_state;
+  std::string gpu_runtime;  // gpu-fault: the runtime's module ("libhsa-runtime64.so.1")
 };
 
 // What a thread was doing when the process died, as readers of gdb's

@@ -1,5 +1,7 @@
 #include "processor/processor.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -8,9 +10,38 @@
 
 namespace coroner {
 
+namespace {
+
+// GPU state that came with the core: ROCm's AMDGPU notes in it, or a CUDA
+// GPU core dump beside it with the core's name (`x.core.nvcudmp`, or the
+// name without its extensions: `x.nvcudmp` for `x.core.zst`).
+std::vector<std::string> GpuStateOf(const Core& core, const std::string& path) {
+  std::vector<std::string> out;
+  if (uint64_t n = core.amdgpu_state_bytes())
+    out.push_back("AMDGPU core state in the core's notes (" + std::to_string(n) + " bytes): ROCgdb reads the GPU's waves from it");
+  if (path.empty() || path.find("://") != std::string::npos) return out;
+  std::string stem = path;
+  for (int cut = 0; cut < 3; ++cut) {
+    struct stat st;
+    std::string candidate = stem + ".nvcudmp";
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      out.push_back("a CUDA GPU core dump beside the core: " + candidate + " (" + std::to_string(st.st_size) +
+                    " bytes; cuda-gdb reads it)");
+      break;
+    }
+    size_t dot = stem.rfind('.'), slash = stem.rfind('/');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) break;
+    stem.resize(dot);
+  }
+  return out;
+}
+
+}  // namespace
+
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options) {
   CrashAnalysis a;
   a.core = &core;
+  a.gpu_state = GpuStateOf(core, options.input_path);
   if (options.depth == AnalysisDepth::kRegisters) return a;
   a.modules = std::make_unique<ModuleMap>(core, symbols);
   const ModuleMap& modules = *a.modules;

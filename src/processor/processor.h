@@ -36,6 +36,9 @@ struct ProcessOptions {
   AnalysisDepth depth = AnalysisDepth::kFull;
   UnwindOptions unwind;  // max_frames bounds each thread
   bool python_frames = true;  // read a CPython process's Python stacks
+  // The core's file, where a CUDA GPU core dump may sit beside it; empty
+  // for a URL or a crash line.
+  std::string input_path;
 };
 
 // Frames unwound for all the threads of one core together (each thread is
@@ -64,6 +67,10 @@ struct CrashAnalysis {
   // native eval frame that runs it (trust kPython); the diagnosis is made
   // from the native frames alone.
   std::optional<PythonState> python;
+  // GPU state that came with the core, in words (GpuStateOf in the
+  // processor): ROCm's AMDGPU notes, a CUDA GPU dump beside it. Empty
+  // when there is none.
+  std::vector<std::string> gpu_state;
 
   const Backtrace* crashing_backtrace() const {
     return core && core->crashing_thread() < backtraces.size() ? &backtraces[core->crashing_thread()] : nullptr;

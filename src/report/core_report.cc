@@ -130,6 +130,8 @@ Json DiagnosisJson(const Diagnosis& d) {
                          {"confidence", f.high_confidence ? "high" : "medium"}});
   }
   j["possible_bit_flips"] = std::move(flips);
+  j["impossible_state"] = opt(d.impossible_state);
+  j["gpu_runtime"] = d.gpu_runtime.empty() ? Json(nullptr) : Json(Text(d.gpu_runtime));
   Json rz = Json::array();
   for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});
   j["red_zone"] = std::move(rz);
@@ -344,6 +346,9 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   j["auxv"] = std::move(aj);
   j["diagnosis"] = analysis.diagnosis ? DiagnosisJson(*analysis.diagnosis) : Json(nullptr);
   j["python"] = analysis.python ? PythonJson(*analysis.python) : Json(nullptr);
+  Json gpu = Json::array();
+  for (const auto& g : analysis.gpu_state) gpu.push_back(Text(g));
+  j["gpu_state"] = std::move(gpu);
   return j;
 }
 
@@ -398,6 +403,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     for (const auto& e : d->evidence) add("  - " + Text(e));
   }
   if (analysis.python) add(PythonLine(*analysis.python));
+  for (const auto& g : analysis.gpu_state) add("gpu state: " + Text(g));
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];

@@ -84,7 +84,9 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   if (d) {
     add("**Crash context:** " + std::string(ContextName(d->context)) + "  ");
     add("**Syndrome:** " + std::string(SyndromeName(d->syndrome)) + "  ");
+    if (d->impossible_state) add("**Impossible register state:** " + esc(*d->impossible_state) + "  ");
   }
+  for (const auto& g : a.gpu_state) add("**GPU state:** " + esc(g) + "  ");
   add("**Determinism:** unknown (single occurrence)");
   add("");
 

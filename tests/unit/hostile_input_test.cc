@@ -377,7 +377,7 @@ TEST(HostileInput, KernelLogsKeepABoundedNumberOfEvents) {
   EXPECT_EQ(log->events[0].kind, "mce");
   EXPECT_EQ(log->events[0].host, "node-1");
   bool warned = false;
-  for (const auto& w : log->warnings) warned |= w.find("50000 hardware events past the first 200000") != std::string::npos;
+  for (const auto& w : log->warnings) warned |= w.find("50000 kernel log events past the first 200000") != std::string::npos;
   EXPECT_TRUE(warned);
   // The same text parsed whole gives the same events: the block reader
   // splits no line.
