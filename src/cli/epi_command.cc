@@ -111,11 +111,12 @@ int RunEpiCommand(const EpiCommandOptions& o) {
 }
 
 int RunDemoCommand(const std::string& out_dir, const std::string& name) {
-  if (name != "demo" && name != "gpu" && name != "region" && name != "exposure") {
-    std::fprintf(stderr, "coroner: --scenario is demo, gpu, region or exposure, not %s\n", name.c_str());
+  if (name != "demo" && name != "gpu" && name != "region" && name != "exposure" && name != "hardware") {
+    std::fprintf(stderr, "coroner: --scenario is demo, gpu, region, exposure or hardware, not %s\n", name.c_str());
     return 2;
   }
   Scenario scenario = name == "gpu"        ? GpuScenario()
+                      : name == "hardware" ? HardwareScenario()
                       : name == "region"   ? RegionScenario()
                       : name == "exposure" ? ExposureScenario()
                                            : DemoScenario();

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::string demo_out = "coroner-demo", demo_scenario = "demo";
   auto* demo_cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
   demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
-  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu, region or exposure");
+  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu, region, exposure or hardware");
 
   coroner::SourcesCommandOptions sources;
   auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");

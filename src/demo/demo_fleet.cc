@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/core.h"
 #include "dataset/timestamps.h"
+#include "source/byte_source.h"
 
 namespace coroner {
 namespace {
@@ -82,6 +84,8 @@ bool Matches(const Host& h, const PlantedPopulation& pop, int64_t t) {
       bool hit = std::any_of(h.gpu_errors.begin(), h.gpu_errors.end(),
                              [&](int64_t e) { return e <= t && t - e < 7 * kDay; });
       if (hit != (want == "yes")) return false;
+    } else if (key == "host") {
+      if (h.name != want) return false;
     } else if (key == "region") {
       if (h.region != want) return false;
     } else if (Attribute(h, key, t) != want) {
@@ -155,6 +159,36 @@ Scenario GpuScenario() {
        "Standard_NC24ads_A100_v4"},
       {"background: null dereferences", "null_deref-O0", 70, 0, -1, {}, 0, "", ""},
       {"background: uncaught exceptions", "uncaught_exception-O0", 40, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
+Scenario HardwareScenario() {
+  Scenario s;
+  s.name = "hardware";
+  s.seed = 1717;
+  s.hosts = 40;
+  s.days = 21;
+  s.regions = {"westeurope", "eastus"};
+  s.skus = {"Standard_ND96isr_H100_v5", "Standard_ND96asr_A100_v4"};
+  s.services = {"training", "serving"};
+  s.initial = {{"kernel", "6.1.0-25-cloud-amd64"}, {"release", "jax-0.4.30"}};
+  s.cpus_per_host = 96;
+  s.bad_cpu_host = "we-node-03";
+  s.bad_cpu = 17;
+  s.machine_checks = 2;
+  s.noise_mce_hosts = 1;
+  s.populations = {
+      {"bad host: misaligned stacks", "misaligned_stack-O0", 9, 0, -1, {{"host", "we-node-03"}}, 0, "host", "we-node-03"},
+      {"bad host: wild jumps", "wild_jump-O0", 8, 0, -1, {{"host", "we-node-03"}}, 0, "host", "we-node-03"},
+      {"bad host: flipped pointers", "bit_flip-O2", 6, 0, -1, {{"host", "we-node-03"}}, 0, "host", "we-node-03"},
+      {"bad host: illegal instructions", "illegal_instruction-O2", 5, 0, -1, {{"host", "we-node-03"}}, 0, "host",
+       "we-node-03"},
+      {"bad GPU: Xid 79/48 before the runtime aborts", "gpu_runtime_abort-O2", 12, 2, -1, {{"host", "eus-node-07"}}, 0,
+       "host", "eus-node-07", "xid-hardware"},
+      {"application GPU bug on every GPU", "gpu_runtime_abort-O2", 40, 0, -1, {}, 0, "", "", "xid-app"},
+      {"background: null dereferences", "null_deref-O2", 70, 0, -1, {}, 0, "", ""},
+      {"background: failed assertions", "abort_assert-O0", 30, 0, -1, {}, 0, "", ""},
   };
   return s;
 }
@@ -268,13 +302,33 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
       h.gpu_errors.push_back(t);
   }
 
-  // The crashes.
+  // The crashes, and what the kernel log says of each.
+  struct Planted {
+    const Host* host;
+    int64_t t;
+    const PlantedPopulation* pop;
+    int pid, signo, code;
+    std::string comm;
+    uint64_t pc, sp, fault;
+  };
+  std::vector<Planted> planted;
   size_t seq = 0;
   for (const auto& pop : s.populations) {
     std::string source = zoo_cores_dir + "/" + pop.core + ".core";
     struct stat st;
     if (::stat(source.c_str(), &st) != 0)
       return MakeError(ErrorKind::kIo, "zoo core " + source + ": " + std::strerror(errno));
+    // Every copy is the same core: its pid, name and signal go into the
+    // kernel's lines about it, as the kernel would have printed them.
+    Planted facts{nullptr, 0, &pop, 0, 0, 0, "", 0, 0, 0};
+    if (auto file = OpenFileSource(source); file.ok())
+      if (auto core = Core::Open(std::move(*file)); core.ok()) {
+        const Core& c = **core;
+        if (c.process()) facts.pid = c.process()->pid, facts.comm = c.process()->comm;
+        if (c.signal()) facts.signo = c.signal()->signo, facts.code = c.signal()->code,
+                        facts.fault = c.signal()->fault_address.value_or(0);
+        if (!c.threads().empty()) facts.pc = c.threads()[0].registers.pc(), facts.sp = c.threads()[0].registers.sp();
+      }
     int last = pop.end_day < 0 ? s.days - 1 : std::min(pop.end_day, s.days - 1);
     for (size_t k = 0; k < pop.count; ++k) {
       const Host* host = nullptr;
@@ -303,6 +357,10 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
               ", \"boot_time\": " + JsonString(FormatIso8601(PlacementAt(*host, t)->from)) + "}\n";
       if (auto w = WriteFile(path + ".json", json); !w.ok()) return w.error();
       ++fleet.cores;
+      Planted p = facts;
+      p.host = host;
+      p.t = t;
+      planted.push_back(p);
       ++fleet.per_population[pop.name];
       fleet.population_of[path] = pop.name;
       int day = static_cast<int>((t - begin) / kDay);
@@ -331,19 +389,75 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
   fleet.inventory = out_dir + "/inventory.csv";
   if (auto w = WriteFile(fleet.inventory, csv); !w.ok()) return w.error();
 
-  // Kernel logs: GPU errors among ordinary noise, journalctl short-iso.
-  if (s.gpu_error_hosts > 0) {
+  // Kernel logs, journalctl short-iso: ordinary noise, GPU errors, and the
+  // kernel's own lines about the crashes.
+  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> lines;
+  for (const Host& h : hosts)
+    for (int64_t t : h.gpu_errors)
+      lines[h.name].emplace_back(t, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" +
+                                        std::to_string(1000 + rng.Below(9000)) +
+                                        ", name=python3, GPU has fallen off the bus.");
+  char buf[512];
+  for (const Planted& p : planted) {
+    const std::string& name = p.host->name;
+    bool bad = name == s.bad_cpu_host;
+    if (s.cpus_per_host > 0) {
+      int cpu = bad && rng.Unit() < 0.85 ? s.bad_cpu : static_cast<int>(rng.Below(static_cast<uint64_t>(s.cpus_per_host)));
+      int core = cpu % std::max(1, s.cpus_per_host / 2), socket = cpu / std::max(1, s.cpus_per_host / 2);
+      if (p.signo == 11 && p.code != 0x80) {  // a page fault: show_signal_msg
+        std::snprintf(buf, sizeof buf,
+                      "kernel: %s[%d]: segfault at %llx ip %016llx sp %016llx error 4 likely on CPU %d (core %d, "
+                      "socket %d)",
+                      p.comm.c_str(), p.pid, static_cast<unsigned long long>(p.fault),
+                      static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp), cpu, core, socket);
+        lines[name].emplace_back(p.t, buf);
+      } else if (p.signo == 11 || p.signo == 4 || p.signo == 8) {  // a trap
+        const char* what = p.signo == 11 ? "general protection fault" : p.signo == 4 ? "trap invalid opcode"
+                                                                                      : "trap divide error";
+        std::snprintf(buf, sizeof buf, "kernel: traps: %s[%d] %s ip:%llx sp:%llx error:0", p.comm.c_str(), p.pid, what,
+                      static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp));
+        lines[name].emplace_back(p.t, buf);
+      }
+    }
+    if (p.pop->gpu_lines == "xid-hardware") {
+      lines[name].emplace_back(p.t - 2, "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=" + std::to_string(p.pid) +
+                                            ", name=" + p.comm +
+                                            ", An uncorrectable double bit error (DBE) has been detected on GPU in the "
+                                            "framebuffer at partition 0, subpartition 0.");
+      lines[name].emplace_back(p.t - 1, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(p.pid) +
+                                            ", name=" + p.comm + ", GPU has fallen off the bus.");
+    } else if (p.pop->gpu_lines == "xid-app") {
+      std::snprintf(buf, sizeof buf,
+                    "kernel: NVRM: Xid (PCI:0000:%02x:00): 31, pid=%d, name=%s, Ch 00000008, intr 10000000. MMU Fault: "
+                    "ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3c_00001000. Fault is of type FAULT_PDE",
+                    static_cast<unsigned>(0x18 + 0x10 * rng.Below(8)), p.pid, p.comm.c_str());
+      lines[name].emplace_back(p.t - 1, buf);
+    }
+  }
+  for (const Host& h : hosts) {
+    if (h.name != s.bad_cpu_host) continue;
+    for (int i = 0; i < s.machine_checks; ++i) {
+      std::snprintf(buf, sizeof buf, "kernel: mce: [Hardware Error]: CPU %d: Machine Check: 0 Bank 4: b200000000070f0f",
+                    s.bad_cpu);
+      lines[h.name].emplace_back(begin + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(end - begin))), buf);
+    }
+  }
+  for (int i = 0, placed = 0; i < s.hosts && placed < s.noise_mce_hosts; ++i) {
+    const Host& h = hosts[static_cast<size_t>(i * 7 + 5) % hosts.size()];
+    if (h.name == s.bad_cpu_host) continue;
+    ++placed;
+    lines[h.name].emplace_back(begin + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(end - begin))),
+                               "kernel: mce: [Hardware Error]: Machine check events logged");
+  }
+  if (!lines.empty()) {
     fs::create_directories(out_dir + "/kernel-logs", ec);
     for (const Host& h : hosts) {
-      std::vector<std::pair<int64_t, std::string>> lines;
+      auto& mine = lines[h.name];
       for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))
-        lines.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
-      for (int64_t t : h.gpu_errors)
-        lines.emplace_back(t, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(1000 + rng.Below(9000)) +
-                                  ", name=python3, GPU has fallen off the bus.");
-      std::sort(lines.begin(), lines.end());
+        mine.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
+      std::stable_sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       std::string text;
-      for (const auto& [t, msg] : lines) {
+      for (const auto& [t, msg] : mine) {
         std::string iso = FormatIso8601(t);
         text += iso.substr(0, iso.size() - 1) + "+0000 " + h.name + " " + msg + "\n";
       }

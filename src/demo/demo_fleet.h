@@ -47,6 +47,11 @@ struct PlantedPopulation {
   int64_t max_uptime_seconds = 0;  // 0: any
   // The cause a correct analysis must find first; empty for background.
   std::string cause_attribute, cause_value;
+  // GPU lines in the kernel log before each crash: "xid-hardware" (Xid 79
+  // and 48 of the host's GPU 0000:3b:00, the device failing), "xid-app"
+  // (Xid 31, an MMU fault, on one of the host's 8 GPUs: the program's bad
+  // address); empty for none.
+  std::string gpu_lines;
 };
 
 struct Scenario {
@@ -62,6 +67,14 @@ struct Scenario {
   std::vector<Rollout> rollouts;
   std::vector<Affinity> affinities;
   int gpu_error_hosts = 0;                     // hosts whose kernel logs report GPU errors
+  // With cpus_per_host > 0 the kernel logs carry the kernel's own line for
+  // every crash it prints one for (segfault, traps), naming the CPU it ran
+  // on: one of the host's, at random, except on `bad_cpu_host`, where 85%
+  // name `bad_cpu` and `machine_checks` MCE lines name it too.
+  int cpus_per_host = 0;
+  std::string bad_cpu_host;
+  int bad_cpu = 0, machine_checks = 0;
+  int noise_mce_hosts = 0;                     // other hosts with one corrected machine check
   std::vector<PlantedPopulation> populations;
 };
 
@@ -72,6 +85,11 @@ Scenario RegionScenario();
 // An exposure trap (one region has three times the hosts) and a confounder
 // (a service that lives mostly on the bad SKU).
 Scenario ExposureScenario();
+// Hardware: one host whose crashes fall in unrelated clusters, name one CPU
+// in the kernel's segfault lines and carry impossible states and a bit
+// flip, with machine checks; one GPU whose Xid 79/48 lines precede the
+// runtime's aborts; an application's GPU bug on GPUs everywhere; noise.
+Scenario HardwareScenario();
 
 struct GeneratedFleet {
   std::string cores_dir;                 // cores with sidecars

@@ -100,6 +100,18 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
+// The hosts the evidence calls suspect hardware, with the evidence.
+std::string HostsText(const EpiResult& r) {
+  std::string out;
+  for (const auto& h : r.hosts) {
+    if (h.verdict.empty()) continue;
+    if (out.empty()) out = "\nhardware verdicts:\n";
+    out += fmt::format("  {} (score {:g})\n", ValidUtf8(h.verdict), h.score);
+    for (const auto& e : h.evidence) out += "      - " + ValidUtf8(e) + "\n";
+  }
+  return out;
+}
+
 std::string EpiToText(const EpiResult& r) {
   std::string out = fmt::format("{} cores", r.cores);
   if (!r.first_day.empty()) out += ", " + r.first_day + " .. " + r.last_day;
@@ -132,9 +144,23 @@ std::string EpiToText(const EpiResult& r) {
       if (explained)
         out += fmt::format("      ({} more explained by {} = {})\n", explained,
                            ValidUtf8(c->findings[0].attribute), ValidUtf8(c->findings[0].value));
+      if (!c->gpu_events.reading.empty()) out += "      GPUs: " + ValidUtf8(c->gpu_events.reading) + "\n";
     }
   }
+  out += HostsText(r);
   return out;
+}
+
+nlohmann::json GpuEventsJson(const GpuEvents& g) {
+  using nlohmann::json;
+  if (!g.cores && g.cpus.empty()) return nullptr;
+  json gpus = json::object(), cpus = json::object();
+  for (const auto& [k, n] : g.gpus) gpus[ValidUtf8(k)] = n;
+  for (const auto& [k, n] : g.cpus) cpus[ValidUtf8(k)] = n;
+  return {{"cores", g.cores},
+          {"gpus", gpus},
+          {"cpus", cpus},
+          {"reading", g.reading.empty() ? json(nullptr) : json(ValidUtf8(g.reading))}};
 }
 
 std::string EpiToJson(const EpiResult& r) {
@@ -185,10 +211,24 @@ std::string EpiToJson(const EpiResult& r) {
                         {"hosts", hosts},
                         {"uptime", uptime},
                         {"exposure", exposure},
+                        {"gpu_events", GpuEventsJson(c.gpu_events)},
                         {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
   }
   json warnings = json::array();
   for (const auto& w : r.warnings) warnings.push_back(ValidUtf8(w));
+  json hosts = json::array();
+  for (const auto& h : r.hosts) {
+    json evidence = json::array();
+    for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(e));
+    json cpus = json::object();
+    for (const auto& [cpu, n] : h.cpus) cpus[std::to_string(cpu)] = n;
+    hosts.push_back({{"host", ValidUtf8(h.host)},
+                     {"score", h.score},
+                     {"verdict", h.verdict.empty() ? json(nullptr) : json(ValidUtf8(h.verdict))},
+                     {"crashes", h.crashes},
+                     {"cpus", cpus},
+                     {"evidence", evidence}});
+  }
   json out = {{"version", kEpiJsonVersion},
               {"cores", r.cores},
               {"excluded", r.excluded},
@@ -199,6 +239,8 @@ std::string EpiToJson(const EpiResult& r) {
               {"first_day", r.first_day.empty() ? json(nullptr) : json(r.first_day)},
               {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
               {"warnings", warnings},
+              {"joined_lines", r.joined_lines},
+              {"hosts", hosts},
               {"clusters", clusters}};
   return JsonText(out, 2) + "\n";
 }
@@ -236,6 +278,14 @@ std::string EpiToMarkdown(const EpiResult& r) {
                            md(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift, RateRatio(f),
                            PValue(f.rated ? f.p_rate : f.p_value), PValue(f.p_adjusted), md(f.flag));
     }
+  }
+  bool any = false;
+  for (const auto& h : r.hosts) {
+    if (h.verdict.empty()) continue;
+    if (!any) out += "\n## Hardware verdicts\n\n";
+    any = true;
+    out += "- **" + md(h.verdict) + "**\n";
+    for (const auto& e : h.evidence) out += "  - " + md(e) + "\n";
   }
   return out;
 }
@@ -406,6 +456,44 @@ document.body.dataset.ready = 'yes';
 
 }  // namespace
 
+// Hosts with hardware evidence, by score: a verdict first when there is one.
+std::string HostsTable(const EpiResult& r) {
+  if (r.hosts.empty()) return "";
+  std::string out =
+      "<h2>Hosts</h2>\n<table class=\"sortable\" id=\"hosts\"><thead><tr><th>host</th><th>score</th><th>crashes</th>"
+      "<th>verdict</th><th>evidence</th></tr></thead><tbody>\n";
+  size_t shown = 0;
+  for (const auto& h : r.hosts) {
+    if (++shown > 50) break;
+    std::string evidence;
+    for (const auto& e : h.evidence) evidence += "<li>" + HtmlEscape(e) + "</li>";
+    out += fmt::format("<tr><td>{}</td><td class=\"n\">{:g}</td><td class=\"n\">{}</td><td{}>{}</td><td><ul>{}</ul></td></tr>\n",
+                       HtmlEscape(h.host), h.score, h.crashes, h.verdict.empty() ? "" : " class=\"flag\"",
+                       HtmlEscape(h.verdict), evidence);
+  }
+  return out + "</tbody></table>\n";
+}
+
+// The CPUs and GPUs a cluster's crashes ran on, from the joined lines.
+std::string GpuEventsHtml(const GpuEvents& g) {
+  if (g.gpus.empty() && g.cpus.empty()) return "";
+  std::string out;
+  if (!g.reading.empty()) out += "<p class=\"flag\">GPUs: " + HtmlEscape(g.reading) + "</p>\n";
+  auto list = [&](const char* what, const std::map<std::string, uint64_t>& m) {
+    if (m.empty()) return;
+    std::vector<std::pair<uint64_t, std::string>> v;
+    for (const auto& [k, n] : m) v.emplace_back(n, k);
+    std::sort(v.rbegin(), v.rend());
+    out += std::string("<p class=\"muted\">") + what + ": ";
+    for (size_t i = 0; i < v.size() && i < 12; ++i)
+      out += (i ? ", " : "") + HtmlEscape(v[i].second) + " (" + std::to_string(v[i].first) + ")";
+    out += v.size() > 12 ? ", ...</p>\n" : "</p>\n";
+  };
+  list("On CPUs", g.cpus);
+  list("On GPUs", g.gpus);
+  return out;
+}
+
 std::string EpiToHtml(const EpiResult& r) {
   auto days = AllDays(r);
   std::string out =
@@ -431,7 +519,7 @@ std::string EpiToHtml(const EpiResult& r) {
           HtmlEscape(g.syndrome), c->id, c->id, HtmlEscape(c->signature), c->count, c->share, Pct(c->share),
           c->first_seen, c->last_seen, c->onset, top);
     }
-  out += "</tbody></table>\n<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
+  out += "</tbody></table>\n" + HostsTable(r) + "<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
   for (const auto& g : groups) {
     out += fmt::format("<h2>{} <span class=\"tag\">{} cores, {} cluster{}</span></h2>\n", HtmlEscape(g.syndrome),
                        g.count, g.clusters.size(), g.clusters.size() == 1 ? "" : "s");
@@ -465,6 +553,7 @@ std::string EpiToHtml(const EpiResult& r) {
         out += "<p class=\"muted\">No attribute value is over-represented (adjusted p &lt; 0.05).</p>\n";
       }
       out += HostRates(*c);
+      out += GpuEventsHtml(c->gpu_events);
       out += "</div>\n";
     }
   }

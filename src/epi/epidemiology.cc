@@ -16,8 +16,13 @@ namespace {
 constexpr int64_t kDay = 86400;
 
 // Keys that are per-core facts, not populations a cluster can sit on.
+// The core's own hardware evidence (possible_bit_flips, impossible_state,
+// gpu_state) is not tested either: it describes how a crash looks, which the
+// signature already separates, and would only explain the host a cluster
+// is on away. The hardware verdicts weigh it per host.
 bool Untested(const std::string& key) {
-  for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp"})
+  for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp", "possible_bit_flips",
+                        "impossible_state", "gpu_state"})
     if (key == k) return true;
   return false;
 }
@@ -93,6 +98,8 @@ struct Crash {
   std::optional<int64_t> time, uptime;
   uint32_t cluster = 0;
   uint32_t host = UINT32_MAX;  // feature id of host=..., for the heatmap and hardware events
+  std::optional<int> pid;
+  bool bit_flip = false, impossible_state = false;  // the core's derived attributes
 };
 
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
@@ -173,12 +180,13 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   uint32_t k_build = features.Key("build_id"), k_exe = features.Key("exe");
   auto rows = dataset.ForEachRow(
       "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + label +
-          " FROM cores WHERE " + population + " ORDER BY id",
+          ", pid FROM cores WHERE " + population + " ORDER BY id",
       [&](const QueryRow& r) {
         Crash c;
         c.id = r.Integer(0);
         if (!r.IsNull(1)) c.time = ParseIso8601(std::string(r.Text(1)));
         if (!r.IsNull(2)) c.uptime = r.Integer(2);
+        if (!r.IsNull(9)) c.pid = static_cast<int>(r.Integer(9));
         std::string syndrome(r.IsNull(4) ? "unknown" : r.Text(4));
         auto again = resigned.find(c.id);
         std::string key = !r.IsNull(8)             ? "label: " + std::string(r.Text(8))
@@ -236,6 +244,8 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
                                   if (at == crashes.size()) return false;
                                   if (crashes[at].id != core) return true;
                                   std::string key(r.Text(1));
+                                  if (key == "possible_bit_flips") crashes[at].bit_flip = true;
+                                  if (key == "impossible_state") crashes[at].impossible_state = true;
                                   if (Untested(key)) return true;
                                   uint32_t f = features.Feature(features.Key(key), r.Text(2));
                                   if (features.features[f].first == k_host) crashes[at].host = f;
@@ -653,6 +663,31 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
         }
       }
     }
+  }
+
+  // Hosts and GPUs: the verdicts, from the cores' own evidence and the
+  // kernel logs' lines joined to them.
+  {
+    std::vector<size_t> rank_of(n_clusters);
+    for (size_t rank = 0; rank < n_clusters; ++rank) rank_of[order[rank]] = rank;
+    std::vector<CrashFacts> facts;
+    facts.reserve(crashes.size());
+    for (const Crash& c : crashes) {
+      CrashFacts f;
+      if (c.host != UINT32_MAX) f.host = features.features[c.host].second;
+      f.time = c.time;
+      f.uptime = c.uptime;
+      f.pid = c.pid;
+      f.cluster = rank_of[c.cluster];
+      f.bit_flip = c.bit_flip;
+      f.impossible_state = c.impossible_state;
+      f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
+      facts.push_back(std::move(f));
+    }
+    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters);
+    result.hosts = std::move(hw.hosts);
+    result.joined_lines = hw.joined_lines;
+    for (size_t rank = 0; rank < n_clusters; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);
   }
 
   // One example core per cluster, for the reader to open.

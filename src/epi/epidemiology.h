@@ -21,6 +21,7 @@
 
 #include "dataset/dataset.h"
 #include "dataset/metadata.h"
+#include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
 #include "source/expected.h"
@@ -83,6 +84,7 @@ struct Cluster {
   uint64_t hosts_at_risk = 0;
   double host_days = 0;
   std::map<std::string, double> host_days_per_host;
+  GpuEvents gpu_events;  // the GPUs and CPUs its crashes ran on (kernel log lines joined to them)
 };
 
 struct EpiResult {
@@ -94,6 +96,8 @@ struct EpiResult {
   uint64_t untestable = 0;     // tests left out of it: they could never be significant (Tarone)
   std::string first_day, last_day;
   std::vector<Cluster> clusters;  // largest first
+  std::vector<HostVerdict> hosts;  // hosts with hardware evidence, highest score first
+  uint64_t joined_lines = 0;       // kernel log lines joined to the core of their crash
   std::vector<std::string> warnings;
 };
 

@@ -353,8 +353,15 @@ class KernelLogParser {
 
 }  // namespace
 
+bool IsHardwareXid(int xid) {
+  static const int kHardware[] = {48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 123, 140};
+  return std::find(std::begin(kHardware), std::end(kHardware), xid) != std::end(kHardware);
+}
+
 bool IsHardwareError(const HardwareEvent& e) {
-  return e.kind != "segfault" && e.kind != "trap" && e.kind != "gpu-memory-fault";
+  if (e.kind == "gpu-xid") return !e.xid || IsHardwareXid(*e.xid);
+  if (e.kind == "gpu-amdgpu") return e.detail != "page fault";
+  return e.kind == "mce" || e.kind == "edac" || e.kind == "memory-failure" || e.kind == "gpu-ras";
 }
 
 KernelLog ParseKernelLog(const std::string& text, const std::string& default_host, int year) {

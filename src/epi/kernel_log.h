@@ -53,9 +53,15 @@ struct HardwareEvent {
   std::string detail;           // "general protection fault", "GPU has fallen off the bus", ...
 };
 
-// True for the kinds that are errors of the machine or its GPUs (the rest
-// are the kernel's account of a crash).
+// True for the events that are errors of the machine or its GPUs: machine
+// checks, memory failures, EDAC, RAS, Xid codes NVIDIA documents as the
+// GPU's own faults (ECC, the bus, NVLink, the GSP: 48, 63, 64, 74, 79, 92,
+// 94, 95, ...; an Xid without a code too) and amdgpu errors other than page
+// faults. Not: the kernel's account of a crash (segfault, traps), a GPU
+// page fault or MMU fault (Xid 31, amdgpu page faults, ROCr's memory access
+// fault: the program's bad address far more often than the GPU), a reset.
 bool IsHardwareError(const HardwareEvent& e);
+bool IsHardwareXid(int xid);
 
 struct KernelLog {
   std::vector<HardwareEvent> events;

@@ -414,6 +414,132 @@ TEST(Epi, ExeAndBuildIdAreCountedOncePerCore) {
   EXPECT_EQ(text.out.find("200.0%"), std::string::npos) << text.out;
 }
 
+// The hardware fleet: one host whose crashes fall in four clusters no other
+// host has, with impossible states, flipped pointers, machine checks and
+// 85% of its segfault lines on CPU 17; one GPU whose Xid 48/79 lines precede
+// the runtime's aborts; an application's GPU bug on GPUs everywhere (the
+// same signature as the bad GPU's aborts); background crashes and one
+// corrected machine check elsewhere. The planted host and GPU get verdicts,
+// and no other host does; every line the kernel printed about a crash is
+// joined to its core, as counted here from the logs themselves.
+TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
+  const Scanned& s = Scan(HardwareScenario());
+  const json& r = s.report;
+  std::map<std::string, const json*> verdicts;
+  for (const auto& h : r["hosts"])
+    if (!h["verdict"].is_null()) verdicts[h["host"]] = &h;
+  ASSERT_EQ(verdicts.size(), 2u) << r["hosts"].dump();
+  ASSERT_TRUE(verdicts.count("we-node-03"));
+  ASSERT_TRUE(verdicts.count("eus-node-07"));
+
+  // The logs, read here: lines about crashes, the bad host's CPUs.
+  uint64_t crash_lines = 0, on_cpu17 = 0, bad_host_with_cpu = 0, xid_lines = 0;
+  for (const auto& path : s.fleet.kernel_logs) {
+    std::ifstream in(path);
+    bool bad = path.find("/we-node-03.log") != std::string::npos;
+    for (std::string line; std::getline(in, line);) {
+      bool crash = line.find("]: segfault at ") != std::string::npos || line.find(" traps: ") != std::string::npos;
+      crash_lines += crash;
+      xid_lines += line.find("NVRM: Xid (") != std::string::npos;
+      // Traps print no CPU: only the segfault lines name one.
+      if (bad && crash && line.find(" likely on CPU ") != std::string::npos) {
+        ++bad_host_with_cpu;
+        on_cpu17 += line.find("likely on CPU 17 ") != std::string::npos;
+      }
+    }
+  }
+  // One line per crash the kernel reports: all but the aborts.
+  uint64_t faults = 0;
+  for (const auto& [pop, n] : s.fleet.per_population)
+    if (pop.find("GPU") == std::string::npos && pop.find("assertions") == std::string::npos) faults += n;
+  EXPECT_EQ(crash_lines, faults);
+  EXPECT_EQ(r["joined_lines"], crash_lines + xid_lines);
+
+  const json& bad = *verdicts["we-node-03"];
+  EXPECT_GE(bad["score"].get<double>(), 4);
+  EXPECT_EQ(bad["cpus"]["17"], on_cpu17);
+  std::string evidence = bad["evidence"].dump();
+  EXPECT_NE(evidence.find(std::to_string(on_cpu17) + " of the " + std::to_string(bad_host_with_cpu) +
+                          " crash lines in the kernel log that name a CPU name CPU 17"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find(std::to_string(s.fleet.per_population.at("bad host: misaligned stacks")) +
+                          " impossible register states"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find(std::to_string(s.fleet.per_population.at("bad host: flipped pointers")) +
+                          " cores with possible bit flips"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(evidence.find("4 of them (mostly) on this host alone"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("MCE bank 4 on CPU 17"), std::string::npos) << evidence;
+
+  uint64_t bad_gpu = s.fleet.per_population.at("bad GPU: Xid 79/48 before the runtime aborts");
+  std::string gpu_evidence = (*verdicts["eus-node-07"])["evidence"].dump();
+  EXPECT_NE(gpu_evidence.find("GPU 0000:3b:00 reported its own errors: Xid 48 ×" + std::to_string(bad_gpu) +
+                              ", Xid 79 ×" + std::to_string(bad_gpu) + "; " + std::to_string(bad_gpu) +
+                              " gpu-fault crashes followed them"),
+            std::string::npos)
+      << gpu_evidence;
+
+  // One gpu-fault cluster holds both GPU populations: every core is joined
+  // to its Xid line, and the reading names the application and the GPU.
+  uint64_t app = s.fleet.per_population.at("application GPU bug on every GPU");
+  size_t gpu_clusters = 0;
+  for (const auto& c : r["clusters"]) {
+    if (c["syndrome"] != "gpu-fault") continue;
+    ++gpu_clusters;
+    EXPECT_EQ(c["count"], bad_gpu + app);
+    EXPECT_EQ(c["gpu_events"]["cores"], bad_gpu + app);
+    EXPECT_EQ(c["gpu_events"]["gpus"]["eus-node-07 0000:3b:00"].get<uint64_t>(), bad_gpu);
+    std::string reading = c["gpu_events"]["reading"];
+    EXPECT_NE(reading.find("different GPUs"), std::string::npos) << reading;
+    EXPECT_NE(reading.find("the application, not a GPU"), std::string::npos) << reading;
+    EXPECT_NE(reading.find("GPU eus-node-07 0000:3b:00 alone has " + std::to_string(bad_gpu)), std::string::npos)
+        << reading;
+  }
+  EXPECT_EQ(gpu_clusters, 1u);
+
+  // The cores' own evidence, as scan stored it.
+  auto ds = Dataset::OpenReadOnly(s.db);
+  ASSERT_TRUE(ds.ok());
+  auto q = ds->Query(
+      "SELECT (SELECT count(*) FROM attributes WHERE key = 'impossible_state'), (SELECT count(*) FROM attributes "
+      "WHERE key = 'possible_bit_flips' AND value = '2'), (SELECT count(*) FROM cores WHERE syndrome = 'gpu-fault')");
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->rows[0][0].integer, static_cast<int64_t>(s.fleet.per_population.at("bad host: misaligned stacks")));
+  // bit_flip.c's pointer and the fault address both are one bit from the object.
+  EXPECT_EQ(q->rows[0][1].integer, static_cast<int64_t>(s.fleet.per_population.at("bad host: flipped pointers")));
+  EXPECT_EQ(q->rows[0][2].integer, static_cast<int64_t>(bad_gpu + app));
+}
+
+// Per core: the impossible state of the misaligned-stack rules, the GPU
+// runtime a gpu-fault aborted in, and a CUDA GPU dump beside a core.
+TEST(Epi, AnalyzeSaysImpossibleStatesGpuRuntimesAndGpuDumps) {
+  auto misaligned = Coroner("analyze --json " + ZooDir() + "/cores/misaligned_stack-O0.core");
+  ASSERT_EQ(misaligned.status, 0) << misaligned.err;
+  json m = json::parse(misaligned.out);
+  ASSERT_TRUE(m["diagnosis"]["impossible_state"].is_string());
+  EXPECT_NE(m["diagnosis"]["impossible_state"].get<std::string>().find("off by 8"), std::string::npos);
+  auto null_deref = Coroner("analyze --json " + ZooDir() + "/cores/null_deref-O0.core");
+  EXPECT_TRUE(json::parse(null_deref.out)["diagnosis"]["impossible_state"].is_null());
+
+  std::string dir = Work() + "/gpu-dump";
+  fs::create_directories(dir);
+  std::string core = dir + "/train.core";
+  fs::copy_file(ZooDir() + "/cores/gpu_runtime_abort-O0.core", core, fs::copy_options::overwrite_existing);
+  auto plain = Coroner("analyze --json " + core);
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  json g = json::parse(plain.out);
+  EXPECT_EQ(g["diagnosis"]["syndrome"], "gpu-fault");
+  EXPECT_EQ(g["diagnosis"]["gpu_runtime"], "libhsa-runtime64.so.1");
+  EXPECT_TRUE(g["gpu_state"].empty());
+  std::ofstream(dir + "/train.nvcudmp") << "not read, only noted";
+  json with = json::parse(Coroner("analyze --json " + core).out);
+  ASSERT_EQ(with["gpu_state"].size(), 1u);
+  EXPECT_NE(with["gpu_state"][0].get<std::string>().find(dir + "/train.nvcudmp"), std::string::npos);
+}
+
 // "Suspect hardware" needs at least 5 cores over at least 2 days: 3 crashes
 // of one afternoon, all on one host, read "only on host ...". The same
 // cluster with 6 cores over 3 days is suspect hardware.

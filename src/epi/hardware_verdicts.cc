@@ -1,0 +1,253 @@
+#include "epi/hardware_verdicts.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+#include "dataset/timestamps.h"
+#include "epi/statistics.h"
+
+namespace coroner {
+namespace {
+
+bool IsGpuLine(const HardwareEvent& e) { return e.kind.rfind("gpu-", 0) == 0; }
+bool IsCrashLine(const HardwareEvent& e) { return e.kind == "segfault" || e.kind == "trap"; }
+bool IsMachineError(const HardwareEvent& e) {
+  return e.kind == "mce" || e.kind == "edac" || e.kind == "memory-failure";
+}
+bool IsGpuHardwareError(const HardwareEvent& e) {
+  return (e.kind == "gpu-xid" && e.xid && IsHardwareXid(*e.xid)) || e.kind == "gpu-ras";
+}
+
+std::string Plural(uint64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string Day(int64_t t) {
+  std::string iso = FormatIso8601(t);
+  return iso.substr(0, 10);
+}
+
+}  // namespace
+
+HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+                               size_t clusters) {
+  HardwareVerdicts out;
+  out.clusters.resize(clusters);
+
+  // Lines with a pid and a time, per host and pid; GPU lines without a pid
+  // (older NVIDIA drivers) per host.
+  std::unordered_map<std::string, std::vector<const HardwareEvent*>> by_pid, gpu_by_host;
+  for (const auto& e : events) {
+    if (!e.time || !(IsCrashLine(e) || IsGpuLine(e))) continue;
+    if (e.pid) by_pid[e.host + '\t' + std::to_string(*e.pid)].push_back(&e);
+    else if (IsGpuLine(e)) gpu_by_host[e.host].push_back(&e);
+  }
+
+  // Per host: its crashes, their clusters and the cores' own evidence.
+  struct HostFacts {
+    uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0, gpu_faults = 0;
+    std::map<size_t, uint64_t> clusters;
+    std::map<std::string, uint64_t> gpu_faults_on;  // GPU -> gpu-fault crashes joined to it
+  };
+  std::map<std::string, HostFacts> hosts;
+  std::vector<uint64_t> cluster_size(clusters, 0);
+  for (const auto& c : crashes)
+    if (c.cluster < clusters) ++cluster_size[c.cluster];
+  std::set<const HardwareEvent*> joined;
+  for (const auto& c : crashes) {
+    if (c.host.empty() || c.cluster >= clusters) continue;
+    HostFacts& h = hosts[c.host];
+    ++h.crashes;
+    ++h.clusters[c.cluster];
+    h.bit_flips += c.bit_flip;
+    h.impossible += c.impossible_state;
+    h.gpu_faults += c.gpu_fault;
+    if (c.uptime) {
+      ++h.with_uptime;
+      h.fresh += *c.uptime < 3600;
+    }
+    if (!c.time) continue;
+    // The crash's own lines: same host and pid, within kJoinSeconds (a GPU
+    // error may precede the runtime's abort by longer: 60 s).
+    std::set<std::string> gpus;
+    std::optional<int> cpu;
+    auto take = [&](const HardwareEvent* e, int64_t before) {
+      int64_t dt = *e->time - *c.time;
+      if (dt < -before || dt > kJoinSeconds) return;
+      joined.insert(e);
+      if (IsCrashLine(*e) && e->cpu && !cpu) cpu = e->cpu;
+      if (IsGpuLine(*e) && !e->gpu.empty()) gpus.insert(e->gpu);
+    };
+    if (c.pid)
+      if (auto it = by_pid.find(c.host + '\t' + std::to_string(*c.pid)); it != by_pid.end())
+        for (const HardwareEvent* e : it->second) take(e, IsGpuLine(*e) ? 60 : kJoinSeconds);
+    if (auto it = gpu_by_host.find(c.host); it != gpu_by_host.end())
+      for (const HardwareEvent* e : it->second) take(e, kJoinSeconds);
+    GpuEvents& g = out.clusters[c.cluster];
+    if (cpu) ++g.cpus[c.host + " CPU " + std::to_string(*cpu)];
+    if (!gpus.empty()) {
+      ++g.cores;
+      for (const auto& gpu : gpus) {
+        ++g.gpus[c.host + " " + gpu];
+        if (c.gpu_fault) ++h.gpu_faults_on[gpu];
+      }
+    }
+  }
+  out.joined_lines = joined.size();
+
+  // A cluster's GPUs: one device again and again, or many devices.
+  for (auto& g : out.clusters) {
+    if (g.cores < 3) continue;
+    auto top = std::max_element(g.gpus.begin(), g.gpus.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    uint64_t second = 0;
+    std::set<std::string> on_hosts;
+    for (const auto& [gpu, n] : g.gpus) {
+      if (gpu != top->first) second = std::max(second, n);
+      on_hosts.insert(gpu.substr(0, gpu.find(' ')));
+    }
+    if (top->second >= 3 && top->second * 2 >= g.cores) {
+      g.reading = std::to_string(top->second) + " of " + std::to_string(g.cores) + " on GPU " + top->first +
+                  ": same GPU repeatedly — suspect the GPU";
+    } else if (g.gpus.size() >= 3) {
+      g.reading = std::to_string(g.cores) + " crashes on " + Plural(g.gpus.size(), "GPU", "different GPUs") +
+                  " of " + Plural(on_hosts.size(), "host", "hosts") + " — the application, not a GPU";
+      if (top->second >= 3 && top->second >= 3 * std::max<uint64_t>(second, 1))
+        g.reading += "; but GPU " + top->first + " alone has " + std::to_string(top->second) + ": look at it";
+    }
+  }
+
+  // The hosts' own lines: CPUs of the segfault and trap lines, machine
+  // errors, the GPUs' hardware errors.
+  std::map<std::string, HostVerdict> verdicts;
+  struct Lines {
+    std::map<int, uint64_t> cpus;
+    uint64_t crash_lines = 0, machine = 0;
+    std::vector<std::string> machine_words;
+    std::map<std::string, std::map<std::string, uint64_t>> gpu_errors;  // GPU -> "Xid 79" -> n
+  };
+  std::map<std::string, Lines> lines;
+  for (const auto& e : events) {
+    if (IsCrashLine(e) && e.cpu && *e.cpu >= 0 && *e.cpu < 65536) {
+      ++lines[e.host].cpus[*e.cpu];
+      ++lines[e.host].crash_lines;
+    } else if (IsMachineError(e)) {
+      Lines& l = lines[e.host];
+      ++l.machine;
+      if (l.machine_words.size() < 3) {
+        std::string w = e.kind == "mce" ? "MCE" : e.kind == "edac" ? "EDAC error" : "memory failure";
+        if (e.kind == "mce" && e.bank) w += " bank " + std::to_string(*e.bank);
+        if (e.kind == "mce" && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
+        if (e.time) w += " on " + Day(*e.time);
+        l.machine_words.push_back(w);
+      }
+    } else if (IsGpuHardwareError(e) && !e.gpu.empty()) {
+      std::string what = e.kind == "gpu-ras" ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
+      ++lines[e.host].gpu_errors[e.gpu][what];
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& [h, f] : hosts) names.insert(h);
+  for (const auto& [h, l] : lines) names.insert(h);
+  for (const std::string& name : names) {
+    HostVerdict v;
+    v.host = name;
+    std::vector<std::string> words;  // the verdict's short form
+    auto hf = hosts.find(name);
+    auto hl = lines.find(name);
+    if (hf != hosts.end()) {
+      const HostFacts& f = hf->second;
+      v.crashes = f.crashes;
+      // Clusters this host holds most of: unrelated crashes that (mostly)
+      // happen nowhere else. Clusters of one core count too: a bad CPU
+      // crashes anywhere in the code.
+      uint64_t own = 0;
+      for (const auto& [cl, n] : f.clusters) own += n * 2 >= cluster_size[cl];
+      if (f.clusters.size() >= 2 && own >= 1) {
+        std::string e = Plural(f.crashes, "crash", "crashes") + " in " +
+                        Plural(f.clusters.size(), "cluster", "clusters") + ", " + std::to_string(own) +
+                        " of them (mostly) on this host alone";
+        v.evidence.push_back(e);
+        if (own >= 3) v.score += 3, words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
+        else if (own == 2) v.score += 1;
+      }
+      if (f.impossible) {
+        v.evidence.push_back(Plural(f.impossible, "impossible register state", "impossible register states") +
+                             " (rsp off the ABI's alignment, a return address one slot away)");
+        v.score += static_cast<double>(std::min<uint64_t>(f.impossible, 3));
+        words.push_back(Plural(f.impossible, "impossible state", "impossible states"));
+      }
+      if (f.bit_flips) {
+        v.evidence.push_back(Plural(f.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
+        v.score += static_cast<double>(std::min<uint64_t>(f.bit_flips, 3));
+        words.push_back(Plural(f.bit_flips, "possible bit flip", "possible bit flips"));
+      }
+      if (f.with_uptime >= 3 && f.fresh * 10 >= f.with_uptime * 8) {
+        v.evidence.push_back(std::to_string(f.fresh) + " of " + std::to_string(f.with_uptime) +
+                             " crashes within an hour of boot: freshly started VMs");
+        v.score += 1;
+      }
+    }
+    if (hl != lines.end()) {
+      const Lines& l = hl->second;
+      v.cpus = l.cpus;
+      if (l.crash_lines >= 3) {
+        auto top = std::max_element(l.cpus.begin(), l.cpus.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; });
+        // The host's CPUs, as far as its lines show: at least the highest
+        // CPU named, and at least 2. Fewer CPUs than the host has makes the
+        // test weaker, never stronger.
+        uint64_t n_cpus = std::max<uint64_t>(2, static_cast<uint64_t>(l.cpus.rbegin()->first) + 1);
+        double p = std::min(1.0, BinomialGreater(top->second, l.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
+                                     static_cast<double>(n_cpus));
+        if (top->second >= 3 && p < 1e-3) {
+          char e[200];
+          std::snprintf(e, sizeof e, "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu CPUs)",
+                        static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(l.crash_lines),
+                        top->first, p, static_cast<unsigned long long>(n_cpus));
+          v.evidence.push_back(e);
+          v.score += 3;
+          words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
+        }
+      }
+      if (l.machine) {
+        std::string e = Plural(l.machine, "machine error", "machine errors") + " in the kernel log";
+        for (size_t i = 0; i < l.machine_words.size(); ++i) e += (i ? ", " : ": ") + l.machine_words[i];
+        v.evidence.push_back(e);
+        v.score += l.machine >= 3 ? 3 : 2;
+        if (!l.machine_words.empty()) words.push_back(l.machine_words[0]);
+      }
+      for (const auto& [gpu, kinds] : l.gpu_errors) {
+        uint64_t n = 0;
+        std::string list;
+        for (const auto& [what, k] : kinds) {
+          n += k;
+          list += (list.empty() ? "" : ", ") + what + " ×" + std::to_string(k);
+        }
+        uint64_t faults = hf != hosts.end() && hf->second.gpu_faults_on.count(gpu) ? hf->second.gpu_faults_on.at(gpu) : 0;
+        std::string e = "GPU " + gpu + " reported its own errors: " + list;
+        if (faults) e += "; " + Plural(faults, "gpu-fault crash", "gpu-fault crashes") + " followed them";
+        v.evidence.push_back(e);
+        if (n >= 2) {
+          v.score += faults >= 2 ? 4 : 2;
+          words.push_back("GPU " + gpu + " " + list + (faults ? " before " + Plural(faults, "GPU abort", "GPU aborts") : ""));
+        }
+      }
+    }
+    if (v.evidence.empty() || v.score <= 0) continue;
+    if (v.score >= kSuspectScore) {
+      v.verdict = name + ": ";
+      for (size_t i = 0; i < words.size(); ++i) v.verdict += (i ? ", " : "") + words[i];
+      v.verdict += " — suspect hardware; drain it";
+    }
+    verdicts.emplace(name, std::move(v));
+  }
+  for (auto& [name, v] : verdicts) out.hosts.push_back(std::move(v));
+  std::stable_sort(out.hosts.begin(), out.hosts.end(),
+                   [](const HostVerdict& a, const HostVerdict& b) { return a.score > b.score; });
+  return out;
+}
+
+}  // namespace coroner

@@ -1,0 +1,68 @@
+// Hardware verdicts: which hosts and GPUs a crash population points at.
+//
+// A bad machine shows itself by crashing in ways software rarely does
+// together: several unrelated crash signatures on one host, register states
+// compiled code cannot produce, pointers one bit away from good ones, one
+// CPU that the kernel's segfault lines name far more often than chance, and
+// machine checks. A bad GPU shows itself by its own errors (Xid 48, 79, RAS)
+// preceding the runtime's aborts, again and again on the same device; an
+// application's GPU bug faults on every GPU it runs on.
+//
+// The kernel logs' lines are joined to the cores of the same crash by host,
+// pid and time; lines that match no core stay the host's events.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epi/kernel_log.h"
+
+namespace coroner {
+
+// What epi knows of one crash for the verdicts.
+struct CrashFacts {
+  std::string host;                  // empty when the core has none
+  std::optional<int64_t> time, uptime;
+  std::optional<int> pid;
+  size_t cluster = 0;                // its cluster's rank in EpiResult::clusters
+  bool bit_flip = false;             // the core's possible_bit_flips attribute
+  bool impossible_state = false;     // the core's impossible_state attribute
+  bool gpu_fault = false;            // syndrome gpu-fault
+};
+
+struct HostVerdict {
+  std::string host;
+  double score = 0;
+  std::string verdict;                // plain English, when the score reaches kSuspectScore; else empty
+  std::vector<std::string> evidence;  // each piece, in words
+  uint64_t crashes = 0;
+  std::map<int, uint64_t> cpus;       // the kernel's segfault and trap lines per CPU
+};
+
+// The GPUs a cluster's crashes ran on, from the GPU lines joined to them.
+struct GpuEvents {
+  uint64_t cores = 0;                 // crashes with a GPU line joined
+  std::map<std::string, uint64_t> gpus;  // "host GPU" -> crashes
+  std::map<std::string, uint64_t> cpus;  // "host CPU N" -> crashes (from segfault lines)
+  std::string reading;                // "same GPU repeatedly ...", "different GPUs ..."; empty with too few
+};
+
+struct HardwareVerdicts {
+  std::vector<HostVerdict> hosts;     // hosts with any evidence, by score, highest first
+  std::vector<GpuEvents> clusters;    // one per cluster, by rank
+  uint64_t joined_lines = 0;          // kernel log lines joined to a core
+};
+
+// The score at which a host is called suspect hardware.
+constexpr double kSuspectScore = 4;
+
+// Seconds around a crash within which a line of its pid is its line.
+constexpr int64_t kJoinSeconds = 10;
+
+HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+                               size_t clusters);
+
+}  // namespace coroner
