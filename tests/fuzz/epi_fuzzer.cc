@@ -9,6 +9,7 @@
 
 #include "dataset/metadata.h"
 #include "epi/exposure.h"
+#include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
 
@@ -47,6 +48,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 0: {
       coroner::KernelLog log = coroner::ParseKernelLog(text, "host", 2026);
       if (log.events.size() > log.lines) __builtin_trap();  // at most one event a line
+      // Every event joined against a crash made to match it: the verdicts
+      // never join more lines than there are, and stay within their clusters.
+      std::vector<coroner::CrashFacts> crashes;
+      for (const auto& e : log.events) {
+        if (crashes.size() >= 64) break;
+        crashes.push_back({e.host, e.time, std::nullopt, e.pid, crashes.size() % 3, e.address.has_value(),
+                           e.cpu.has_value(), e.kind == "gpu-xid"});
+      }
+      coroner::HardwareVerdicts v = coroner::JudgeHardware(crashes, log.events, 3);
+      if (v.joined_lines > log.events.size() || v.clusters.size() != 3) __builtin_trap();
+      for (const auto& h : v.hosts)
+        if (!h.verdict.empty() && h.score < coroner::kSuspectScore) __builtin_trap();
       break;
     }
     case 1:
