@@ -128,6 +128,7 @@ class Diagnoser {
     // The misaligned-stack rules already stand on a state compiled code
     // cannot reach (they leave setcontext, longjmp and signal frames out).
     if (d_.syndrome == Syndrome::kMisalignedStack && !d_.evidence.empty()) d_.impossible_state = d_.evidence.back();
+    if (!d_.impossible_state) PcInsideAnInstruction();
     DecideContext();
     if (report_) {
       Threads();
@@ -421,6 +422,27 @@ class Diagnoser {
       }
     }
     return true;
+  }
+
+  // A fault at a pc inside an instruction of its function, decoded from
+  // the function's start: no jump or return of compiled code lands there.
+  void PcInsideAnInstruction() {
+    int signo = sig_.signo;
+    if (signo != SIGSEGV && signo != SIGILL && signo != SIGBUS && signo != SIGFPE && signo != SIGTRAP) return;
+    if (d_.syndrome == Syndrome::kExternalSignal) return;
+    const Frame* f0 = frames_.empty() ? nullptr : frames_[0];
+    if (f0 && f0->trust != FrameTrust::kContext && f0->trust != FrameTrust::kSignal) return;
+    uint64_t pc = regs_.pc();
+    BoundaryAt at = InstructionBoundaryAt(modules_, pc);
+    if (at.where != InstructionBoundary::kInside) return;
+    const Instruction& in = at.straddling;
+    std::string e = "pc " + Hex(pc) + " is " + std::to_string(pc - in.address) + " bytes into the " +
+                    std::to_string(in.bytes.size() / 2) + "-byte instruction `" + in.text + "` at " +
+                    Where(modules_, in.address) +
+                    ", decoded from the function's start: no jump or return of compiled code lands inside an "
+                    "instruction (a corrupted return address or function pointer, or a bad CPU).";
+    d_.evidence.push_back(e);
+    d_.impossible_state = e;
   }
 
   bool MisalignedStack() {

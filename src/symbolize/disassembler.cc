@@ -138,6 +138,32 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
   return std::nullopt;
 }
 
+BoundaryAt InstructionBoundaryAt(const ModuleMap& modules, uint64_t pc) {
+  BoundaryAt out;
+  constexpr uint64_t kMaxFunction = 64 * 1024;
+  PcSymbol sym = modules.Symbolize(pc);
+  if (sym.symbol.empty() || sym.symbol_size == 0 || sym.symbol_offset >= sym.symbol_size ||
+      sym.symbol_offset > kMaxFunction)
+    return out;
+  uint64_t start = pc - sym.symbol_offset;
+  std::vector<std::byte> code = Read(modules, start, static_cast<size_t>(sym.symbol_offset) + 15);
+  if (code.size() < sym.symbol_offset + 1) return out;
+  for (const Instruction& in : Decoder().Decode(code, start)) {
+    uint64_t end = in.address + in.bytes.size() / 2;
+    if (in.address == pc) {
+      out.where = InstructionBoundary::kStart;
+      return out;
+    }
+    if (in.address < pc && pc < end) {
+      out.where = InstructionBoundary::kInside;
+      out.straddling = in;
+      return out;
+    }
+    if (in.address > pc) break;
+  }
+  return out;  // the decode stopped short of pc: bytes that are no instruction
+}
+
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
   // Whatever bytes are at pc are shown, code or not (a jump into data runs
   // the data as instructions, and gdb shows it so too).

@@ -41,6 +41,19 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
 // are no instruction.
 std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address);
 
+// Where pc falls in the instruction stream of its function, decoded from
+// the symbol's start (x86 cannot be decoded backwards): at the start of an
+// instruction, or inside one (control reached a byte no jump of compiled
+// code goes to: a corrupted return address or function pointer, or a bad
+// CPU). Unknown without a symbol that covers pc by its size, a function
+// longer than 64 KiB, or bytes that are no instruction before pc.
+enum class InstructionBoundary { kStart, kInside, kUnknown };
+struct BoundaryAt {
+  InstructionBoundary where = InstructionBoundary::kUnknown;
+  Instruction straddling;  // kInside: the instruction pc falls in
+};
+BoundaryAt InstructionBoundaryAt(const ModuleMap& modules, uint64_t pc);
+
 // Up to `before` instructions before the current one and `after` after it.
 // `exact` says pc is the instruction itself (frame 0, a signal's interrupted
 // context); otherwise pc is a return address and the current instruction is
