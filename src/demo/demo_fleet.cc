@@ -184,8 +184,9 @@ Scenario HardwareScenario() {
       {"bad host: flipped pointers", "bit_flip-O2", 6, 0, -1, {{"host", "we-node-03"}}, 0, "host", "we-node-03"},
       {"bad host: illegal instructions", "illegal_instruction-O2", 5, 0, -1, {{"host", "we-node-03"}}, 0, "host",
        "we-node-03"},
-      {"bad GPU: Xid 79/48 before the runtime aborts", "gpu_runtime_abort-O2", 12, 2, -1, {{"host", "eus-node-07"}}, 0,
-       "host", "eus-node-07", "xid-hardware"},
+      // The GPU stays in its machine; the VMs placed there come and go.
+      {"bad GPU: Xid 79/48 before the runtime aborts", "gpu_runtime_abort-O2", 12, 2, -1, {{"machine", "phys-eus-03"}},
+       0, "machine", "phys-eus-03", "xid-hardware"},
       {"application GPU bug on every GPU", "gpu_runtime_abort-O2", 40, 0, -1, {}, 0, "", "", "xid-app"},
       {"background: null dereferences", "null_deref-O2", 70, 0, -1, {}, 0, "", ""},
       {"background: failed assertions", "abort_assert-O0", 30, 0, -1, {}, 0, "", ""},

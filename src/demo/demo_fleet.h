@@ -87,8 +87,9 @@ Scenario RegionScenario();
 Scenario ExposureScenario();
 // Hardware: one host whose crashes fall in unrelated clusters, name one CPU
 // in the kernel's segfault lines and carry impossible states and a bit
-// flip, with machine checks; one GPU whose Xid 79/48 lines precede the
-// runtime's aborts; an application's GPU bug on GPUs everywhere; noise.
+// flip, with machine checks; one GPU, in a physical machine whose VMs come
+// and go, whose Xid 79/48 lines precede the runtime's aborts on every VM
+// placed there; an application's GPU bug on GPUs everywhere; noise.
 Scenario HardwareScenario();
 
 struct GeneratedFleet {

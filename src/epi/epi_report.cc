@@ -222,7 +222,10 @@ std::string EpiToJson(const EpiResult& r) {
     for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(e));
     json cpus = json::object();
     for (const auto& [cpu, n] : h.cpus) cpus[std::to_string(cpu)] = n;
+    json vms = json::array();
+    for (const auto& vm : h.vms) vms.push_back(ValidUtf8(vm));
     hosts.push_back({{"host", ValidUtf8(h.host)},
+                     {"vms", vms},
                      {"score", h.score},
                      {"verdict", h.verdict.empty() ? json(nullptr) : json(ValidUtf8(h.verdict))},
                      {"crashes", h.crashes},

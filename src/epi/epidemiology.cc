@@ -684,7 +684,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
       facts.push_back(std::move(f));
     }
-    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters);
+    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters, options.inventory);
     result.hosts = std::move(hw.hosts);
     result.joined_lines = hw.joined_lines;
     for (size_t rank = 0; rank < n_clusters; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);

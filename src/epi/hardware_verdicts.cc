@@ -32,9 +32,35 @@ std::string Day(int64_t t) {
 }  // namespace
 
 HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
-                               size_t clusters) {
+                               size_t clusters, const Inventory* inventory) {
   HardwareVerdicts out;
   out.clusters.resize(clusters);
+
+  // Each host's placements on physical machines, from the inventory.
+  struct Placement {
+    std::optional<int64_t> from, to;
+    std::string machine;
+  };
+  std::unordered_map<std::string, std::vector<Placement>> placements;
+  if (inventory)
+    for (const auto& row : inventory->rows())
+      for (const auto& [k, v] : row.columns)
+        if (k == "machine" && !v.empty()) placements[row.host].push_back({row.valid_from, row.valid_to, v});
+  // Who owns a GPU a line of `host` at `t` names: the machine under the VM
+  // when the inventory says, else the host.
+  std::map<std::string, std::set<std::string>> vms_of;  // machine -> hosts its GPU errors came from
+  std::set<std::string> machines;
+  auto owner = [&](const std::string& host, std::optional<int64_t> t) -> std::string {
+    auto it = placements.find(host);
+    if (it == placements.end() || !t) return host;
+    for (const auto& p : it->second)
+      if ((!p.from || *p.from <= *t) && (!p.to || *t < *p.to)) {
+        machines.insert(p.machine);
+        return p.machine;
+      }
+    return host;
+  };
+  std::map<std::string, uint64_t> gpu_faults_on;  // "OWNER\tGPU" -> gpu-fault crashes joined to it
 
   // Lines with a pid and a time, per host and pid; GPU lines without a pid
   // (older NVIDIA drivers) per host.
@@ -49,7 +75,6 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
   struct HostFacts {
     uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0, gpu_faults = 0;
     std::map<size_t, uint64_t> clusters;
-    std::map<std::string, uint64_t> gpu_faults_on;  // GPU -> gpu-fault crashes joined to it
   };
   std::map<std::string, HostFacts> hosts;
   std::vector<uint64_t> cluster_size(clusters, 0);
@@ -89,9 +114,10 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     if (cpu) ++g.cpus[c.host + " CPU " + std::to_string(*cpu)];
     if (!gpus.empty()) {
       ++g.cores;
+      std::string own = owner(c.host, c.time);
       for (const auto& gpu : gpus) {
-        ++g.gpus[c.host + " " + gpu];
-        if (c.gpu_fault) ++h.gpu_faults_on[gpu];
+        ++g.gpus[own + " " + gpu];
+        if (c.gpu_fault) ++gpu_faults_on[own + '\t' + gpu];
       }
     }
   }
@@ -104,16 +130,20 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
                                 [](const auto& a, const auto& b) { return a.second < b.second; });
     uint64_t second = 0;
     std::set<std::string> on_hosts;
+    size_t on_machines = 0;
     for (const auto& [gpu, n] : g.gpus) {
       if (gpu != top->first) second = std::max(second, n);
-      on_hosts.insert(gpu.substr(0, gpu.find(' ')));
+      on_machines += on_hosts.insert(gpu.substr(0, gpu.find(' '))).second && machines.count(gpu.substr(0, gpu.find(' ')));
     }
+    std::string places = on_machines == on_hosts.size() ? Plural(on_hosts.size(), "machine", "machines")
+                         : on_machines == 0             ? Plural(on_hosts.size(), "host", "hosts")
+                                                        : Plural(on_hosts.size(), "host or machine", "hosts and machines");
     if (top->second >= 3 && top->second * 2 >= g.cores) {
       g.reading = std::to_string(top->second) + " of " + std::to_string(g.cores) + " on GPU " + top->first +
                   ": same GPU repeatedly — suspect the GPU";
     } else if (g.gpus.size() >= 3) {
       g.reading = std::to_string(g.cores) + " crashes on " + Plural(g.gpus.size(), "GPU", "different GPUs") +
-                  " of " + Plural(on_hosts.size(), "host", "hosts") + " — the application, not a GPU";
+                  " of " + places + " — the application, not a GPU";
       if (top->second >= 3 && top->second >= 3 * std::max<uint64_t>(second, 1))
         g.reading += "; but GPU " + top->first + " alone has " + std::to_string(top->second) + ": look at it";
     }
@@ -145,7 +175,9 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
       }
     } else if (IsGpuHardwareError(e) && !e.gpu.empty()) {
       std::string what = e.kind == "gpu-ras" ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
-      ++lines[e.host].gpu_errors[e.gpu][what];
+      std::string own = owner(e.host, e.time);
+      if (own != e.host) vms_of[own].insert(e.host);
+      ++lines[own].gpu_errors[e.gpu][what];
     }
   }
   std::set<std::string> names;
@@ -226,7 +258,8 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
           n += k;
           list += (list.empty() ? "" : ", ") + what + " ×" + std::to_string(k);
         }
-        uint64_t faults = hf != hosts.end() && hf->second.gpu_faults_on.count(gpu) ? hf->second.gpu_faults_on.at(gpu) : 0;
+        auto joined_faults = gpu_faults_on.find(name + '\t' + gpu);
+        uint64_t faults = joined_faults != gpu_faults_on.end() ? joined_faults->second : 0;
         std::string e = "GPU " + gpu + " reported its own errors: " + list;
         if (faults) e += "; " + Plural(faults, "gpu-fault crash", "gpu-fault crashes") + " followed them";
         v.evidence.push_back(e);
@@ -237,8 +270,16 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
       }
     }
     if (v.evidence.empty() || v.score <= 0) continue;
+    if (auto vm = vms_of.find(name); vm != vms_of.end()) v.vms.assign(vm->second.begin(), vm->second.end());
     if (v.score >= kSuspectScore) {
-      v.verdict = name + ": ";
+      v.verdict = name;
+      if (!v.vms.empty()) {
+        v.verdict += " (the machine under ";
+        for (size_t i = 0; i < v.vms.size(); ++i)
+          v.verdict += (i == 0 ? "" : i + 1 == v.vms.size() ? " and " : ", ") + v.vms[i];
+        v.verdict += ")";
+      }
+      v.verdict += ": ";
       for (size_t i = 0; i < words.size(); ++i) v.verdict += (i ? ", " : "") + words[i];
       v.verdict += " — suspect hardware; drain it";
     }

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset/metadata.h"
 #include "epi/kernel_log.h"
 
 namespace coroner {
@@ -34,7 +35,11 @@ struct CrashFacts {
 };
 
 struct HostVerdict {
+  // A host, or a physical machine (the inventory's `machine` column) when
+  // the evidence is of a device that stays with the machine while VMs come
+  // and go on it: a GPU passed through to whichever VM runs there.
   std::string host;
+  std::vector<std::string> vms;       // for a machine: the hosts its evidence came from
   double score = 0;
   std::string verdict;                // plain English, when the score reaches kSuspectScore; else empty
   std::vector<std::string> evidence;  // each piece, in words
@@ -45,7 +50,7 @@ struct HostVerdict {
 // The GPUs a cluster's crashes ran on, from the GPU lines joined to them.
 struct GpuEvents {
   uint64_t cores = 0;                 // crashes with a GPU line joined
-  std::map<std::string, uint64_t> gpus;  // "host GPU" -> crashes
+  std::map<std::string, uint64_t> gpus;  // "HOST GPU" -> crashes; "MACHINE GPU" when the inventory names the machine
   std::map<std::string, uint64_t> cpus;  // "host CPU N" -> crashes (from segfault lines)
   std::string reading;                // "same GPU repeatedly ...", "different GPUs ..."; empty with too few
 };
@@ -62,7 +67,9 @@ constexpr double kSuspectScore = 4;
 // Seconds around a crash within which a line of its pid is its line.
 constexpr int64_t kJoinSeconds = 10;
 
+// `inventory` (may be null) gives each host's physical machine over time
+// (its `machine` column): a GPU is then the machine's, whichever VM used it.
 HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
-                               size_t clusters);
+                               size_t clusters, const Inventory* inventory = nullptr);
 
 }  // namespace coroner

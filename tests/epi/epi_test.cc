@@ -417,9 +417,9 @@ TEST(Epi, ExeAndBuildIdAreCountedOncePerCore) {
 // The hardware fleet: one host whose crashes fall in four clusters no other
 // host has, with impossible states, flipped pointers, machine checks and
 // 85% of its segfault lines on CPU 17; one GPU whose Xid 48/79 lines precede
-// the runtime's aborts; an application's GPU bug on GPUs everywhere (the
-// same signature as the bad GPU's aborts); background crashes and one
-// corrected machine check elsewhere. The planted host and GPU get verdicts,
+// the runtime's aborts on every VM placed on its machine; an application's
+// GPU bug on GPUs everywhere (the same signature as the bad GPU's aborts);
+// background crashes and one corrected machine check elsewhere. The planted host and GPU get verdicts,
 // and no other host does; every line the kernel printed about a crash is
 // joined to its core, as counted here from the logs themselves.
 TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
@@ -430,7 +430,7 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
     if (!h["verdict"].is_null()) verdicts[h["host"]] = &h;
   ASSERT_EQ(verdicts.size(), 2u) << r["hosts"].dump();
   ASSERT_TRUE(verdicts.count("we-node-03"));
-  ASSERT_TRUE(verdicts.count("eus-node-07"));
+  ASSERT_TRUE(verdicts.count("phys-eus-03"));
 
   // The logs, read here: lines about crashes, the bad host's CPUs.
   uint64_t crash_lines = 0, on_cpu17 = 0, bad_host_with_cpu = 0, xid_lines = 0;
@@ -474,8 +474,18 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
   EXPECT_NE(evidence.find("4 of them (mostly) on this host alone"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("MCE bank 4 on CPU 17"), std::string::npos) << evidence;
 
+  // The bad GPU is the machine's: its aborts fell on every VM placed there
+  // (the hosts of its cores, from the fleet's own record), and the verdict
+  // names the machine and those VMs.
   uint64_t bad_gpu = s.fleet.per_population.at("bad GPU: Xid 79/48 before the runtime aborts");
-  std::string gpu_evidence = (*verdicts["eus-node-07"])["evidence"].dump();
+  std::set<std::string> vms;
+  for (const auto& [path, pop] : s.fleet.population_of)
+    if (pop == "bad GPU: Xid 79/48 before the runtime aborts")
+      vms.insert(fs::path(path).parent_path().filename().string());
+  EXPECT_GE(vms.size(), 2u);
+  const json& machine = *verdicts["phys-eus-03"];
+  EXPECT_EQ(machine["vms"], json(std::vector<std::string>(vms.begin(), vms.end())));
+  std::string gpu_evidence = machine["evidence"].dump();
   EXPECT_NE(gpu_evidence.find("GPU 0000:3b:00 reported its own errors: Xid 48 ×" + std::to_string(bad_gpu) +
                               ", Xid 79 ×" + std::to_string(bad_gpu) + "; " + std::to_string(bad_gpu) +
                               " gpu-fault crashes followed them"),
@@ -491,11 +501,11 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
     ++gpu_clusters;
     EXPECT_EQ(c["count"], bad_gpu + app);
     EXPECT_EQ(c["gpu_events"]["cores"], bad_gpu + app);
-    EXPECT_EQ(c["gpu_events"]["gpus"]["eus-node-07 0000:3b:00"].get<uint64_t>(), bad_gpu);
+    EXPECT_EQ(c["gpu_events"]["gpus"]["phys-eus-03 0000:3b:00"].get<uint64_t>(), bad_gpu);
     std::string reading = c["gpu_events"]["reading"];
     EXPECT_NE(reading.find("different GPUs"), std::string::npos) << reading;
     EXPECT_NE(reading.find("the application, not a GPU"), std::string::npos) << reading;
-    EXPECT_NE(reading.find("GPU eus-node-07 0000:3b:00 alone has " + std::to_string(bad_gpu)), std::string::npos)
+    EXPECT_NE(reading.find("GPU phys-eus-03 0000:3b:00 alone has " + std::to_string(bad_gpu)), std::string::npos)
         << reading;
   }
   EXPECT_EQ(gpu_clusters, 1u);
