@@ -1,6 +1,7 @@
 #include "epi/epidemiology.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <unordered_map>
@@ -20,6 +21,13 @@ constexpr int64_t kDay = 86400;
 // gpu_state) is not tested either: it describes how a crash looks, which the
 // signature already separates, and would only explain the host a cluster
 // is on away. The hardware verdicts weigh it per host.
+std::optional<int64_t> ParseInt(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 bool Untested(const std::string& key) {
   for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp", "possible_bit_flips",
                         "impossible_state", "gpu_state"})
@@ -245,6 +253,12 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
                                   if (crashes[at].id != core) return true;
                                   std::string key(r.Text(1));
                                   if (key == "possible_bit_flips") crashes[at].bit_flip = true;
+                                  // systemd-coredump's pid (its xattr or file name) is the
+                                  // kernel's, as the kernel log prints it; the core's own
+                                  // pid is the one inside the process's pid namespace.
+                                  if (key == "pid")
+                                    if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
+                                      crashes[at].pid = static_cast<int>(*pid);
                                   if (key == "impossible_state") crashes[at].impossible_state = true;
                                   if (Untested(key)) return true;
                                   uint32_t f = features.Feature(features.Key(key), r.Text(2));

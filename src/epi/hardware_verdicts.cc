@@ -70,6 +70,13 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     if (e.pid) by_pid[e.host + '\t' + std::to_string(*e.pid)].push_back(&e);
     else if (IsGpuLine(e)) gpu_by_host[e.host].push_back(&e);
   }
+  // In time order, so that a crash looks at the lines of its window only.
+  auto by_time = [](const HardwareEvent* a, const HardwareEvent* b) { return *a->time < *b->time; };
+  for (auto& [k, v] : by_pid) std::sort(v.begin(), v.end(), by_time);
+  for (auto& [k, v] : gpu_by_host) std::sort(v.begin(), v.end(), by_time);
+  auto window = [&](const std::vector<const HardwareEvent*>& v, int64_t from) {
+    return std::lower_bound(v.begin(), v.end(), from, [](const HardwareEvent* e, int64_t t) { return *e->time < t; });
+  };
 
   // Per host: its crashes, their clusters and the cores' own evidence.
   struct HostFacts {
@@ -107,9 +114,12 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     };
     if (c.pid)
       if (auto it = by_pid.find(c.host + '\t' + std::to_string(*c.pid)); it != by_pid.end())
-        for (const HardwareEvent* e : it->second) take(e, IsGpuLine(*e) ? 60 : kJoinSeconds);
+        for (auto e = window(it->second, *c.time - 60); e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
+          take(*e, IsGpuLine(**e) ? 60 : kJoinSeconds);
     if (auto it = gpu_by_host.find(c.host); it != gpu_by_host.end())
-      for (const HardwareEvent* e : it->second) take(e, kJoinSeconds);
+      for (auto e = window(it->second, *c.time - kJoinSeconds);
+           e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
+        take(*e, kJoinSeconds);
     GpuEvents& g = out.clusters[c.cluster];
     if (cpu) ++g.cpus[c.host + " CPU " + std::to_string(*cpu)];
     if (!gpus.empty()) {

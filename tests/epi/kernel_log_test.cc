@@ -5,6 +5,7 @@
 // VM fault handler): every field each line names is read, and nothing else.
 #include <gtest/gtest.h>
 
+#include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 
 namespace coroner {
@@ -183,6 +184,37 @@ TEST(KernelLogLines, CutAndHostileFieldsAreLeftEmpty) {
   EXPECT_FALSE(log.events[4].address);
   EXPECT_EQ(log.events[5].kind, "gpu-memory-fault");
   EXPECT_FALSE(log.events[5].address);
+}
+
+// A line joins the crash of its host and pid within 10 s (a GPU line with
+// the pid from 60 s before); a GPU line without a pid joins its host's
+// crash within 10 s; nothing else joins.
+TEST(KernelLogJoin, ByHostPidAndTimeOnly) {
+  KernelLog log = Parse(
+      "2026-10-14T03:12:00+0000 h1 kernel: app[100]: segfault at 0 ip 0000000000401000 sp 00007ffc00000000 error 4 "
+      "in app[400000+1000] likely on CPU 5 (core 5, socket 0)\n"
+      "2026-10-14T03:12:30+0000 h1 kernel: app[100]: segfault at 0 ip 0000000000401000 sp 00007ffc00000000 error 4 "
+      "in app[400000+1000] likely on CPU 6 (core 6, socket 0)\n"                                  // 30 s after
+      "2026-10-14T03:12:00+0000 h1 kernel: app[101]: segfault at 0 ip 0 sp 0 error 4 likely on CPU 7 (core 7, socket 0)\n"
+      "2026-10-14T03:12:00+0000 h2 kernel: app[100]: segfault at 0 ip 0 sp 0 error 4 likely on CPU 8 (core 8, socket 0)\n"
+      "2026-10-14T03:11:55+0000 h1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+      "2026-10-14T03:11:30+0000 h1 kernel: NVRM: Xid (PCI:0000:5e:00): 79, GPU has fallen off the bus.\n"  // 30 s before
+      "2026-10-14T03:11:10+0000 h1 kernel: NVRM: Xid (PCI:0000:86:00): 48, pid=100, name=app, DBE.\n");  // 50 s before
+  ASSERT_EQ(log.events.size(), 7u);
+  CrashFacts crash;
+  crash.host = "h1";
+  crash.time = log.events[0].time;
+  crash.pid = 100;
+  crash.cluster = 0;
+  HardwareVerdicts v = JudgeHardware({crash}, log.events, 1);
+  EXPECT_EQ(v.joined_lines, 3u);
+  ASSERT_EQ(v.clusters.size(), 1u);
+  EXPECT_EQ(v.clusters[0].cpus, (std::map<std::string, uint64_t>{{"h1 CPU 5", 1}}));
+  EXPECT_EQ(v.clusters[0].gpus, (std::map<std::string, uint64_t>{{"h1 0000:3b:00", 1}, {"h1 0000:86:00", 1}}));
+  EXPECT_EQ(v.clusters[0].cores, 1u);
+  // A crash without a pid joins only its host's GPU lines without one.
+  crash.pid.reset();
+  EXPECT_EQ(JudgeHardware({crash}, log.events, 1).joined_lines, 1u);
 }
 
 }  // namespace
