@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "source/byte_source.h"
+#include "source/shared_library.h"
 
 namespace coroner {
 namespace {
@@ -26,15 +27,42 @@ constexpr uint64_t kBlock = 16 * 1024;
 constexpr size_t kMaxCachedBlocks = 256;     // 4 MiB
 constexpr uint64_t kMaxFetch = 1024 * 1024;  // one request never asks for more
 
-struct CurlGlobal {
-  CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+// libcurl's functions, loaded on the first URL (source/shared_library.h).
+struct CurlApi {
+  CurlApi() : lib("libcurl.so.4") {
+    lib.Get("curl_global_init", global_init);
+    lib.Get("curl_easy_init", easy_init);
+    lib.Get("curl_easy_cleanup", easy_cleanup);
+    lib.Get("curl_easy_reset", easy_reset);
+    lib.Get("curl_easy_setopt", easy_setopt);
+    lib.Get("curl_easy_perform", easy_perform);
+    lib.Get("curl_easy_getinfo", easy_getinfo);
+    lib.Get("curl_easy_strerror", easy_strerror);
+    if (lib.ok()) global_init(CURL_GLOBAL_DEFAULT);
+  }
+  SharedLibrary lib;
+  CURLcode (*global_init)(long) = nullptr;
+  CURL* (*easy_init)() = nullptr;
+  void (*easy_cleanup)(CURL*) = nullptr;
+  void (*easy_reset)(CURL*) = nullptr;
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = nullptr;
+  CURLcode (*easy_perform)(CURL*) = nullptr;
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = nullptr;
+  const char* (*easy_strerror)(CURLcode) = nullptr;
 };
+
+// Its functions are null when libcurl cannot be loaded (lib.error() says why).
+const CurlApi& Curl() {
+  static const CurlApi api;
+  return api;
+}
 
 // One easy handle per thread, reused so that connections stay open from one
 // core to the next on the same server.
 CURL* ThreadHandle() {
-  static CurlGlobal global;
-  thread_local std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> handle(curl_easy_init(), curl_easy_cleanup);
+  const CurlApi& curl = Curl();
+  if (!curl.lib.ok()) return nullptr;
+  thread_local std::unique_ptr<CURL, void (*)(CURL*)> handle(curl.easy_init(), curl.easy_cleanup);
   return handle.get();
 }
 
@@ -198,7 +226,8 @@ class HttpSource final : public ByteSource {
         if (r.status == 408 || r.status == 429 || r.status >= 500) continue;
         return MakeError(ErrorKind::kIo, last_error + " for " + RangeText(start, len));
       }
-      last_error = curl_easy_strerror(rc);
+      if (!Curl().lib.ok()) return MakeError(ErrorKind::kUnsupported, "reading a URL needs libcurl: " + Curl().lib.error());
+      last_error = Curl().easy_strerror(rc);
       if (rc == CURLE_UNSUPPORTED_PROTOCOL || rc == CURLE_URL_MALFORMAT || rc == CURLE_COULDNT_RESOLVE_HOST) break;
     }
     return MakeError(ErrorKind::kIo, last_error + " for " + RangeText(start, len) + " after " +
@@ -208,31 +237,31 @@ class HttpSource final : public ByteSource {
   CURLcode Perform(uint64_t start, uint64_t len, Response& r) {
     CURL* h = ThreadHandle();
     if (!h) return CURLE_FAILED_INIT;
-    curl_easy_reset(h);
+    Curl().easy_reset(h);
     std::string range = std::to_string(start) + "-" + std::to_string(start + len - 1);
-    curl_easy_setopt(h, CURLOPT_URL, url_.c_str());
-    curl_easy_setopt(h, CURLOPT_RANGE, range.c_str());
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
+    Curl().easy_setopt(h, CURLOPT_URL, url_.c_str());
+    Curl().easy_setopt(h, CURLOPT_RANGE, range.c_str());
+    Curl().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    Curl().easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    Curl().easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    Curl().easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
+    Curl().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    Curl().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
     // A stalled connection (under 1 byte/s for this long) is a failed attempt.
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
+    Curl().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    Curl().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, std::max<long>(1, static_cast<long>(left.count())));
-    curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "coroner/0.1");
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+    Curl().easy_setopt(h, CURLOPT_TIMEOUT_MS, std::max<long>(1, static_cast<long>(left.count())));
+    Curl().easy_setopt(h, CURLOPT_FILETIME, 1L);
+    Curl().easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+    Curl().easy_setopt(h, CURLOPT_WRITEDATA, &r);
+    Curl().easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+    Curl().easy_setopt(h, CURLOPT_HEADERDATA, &r);
+    Curl().easy_setopt(h, CURLOPT_USERAGENT, "coroner/0.1");
+    CURLcode rc = Curl().easy_perform(h);
+    Curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
     curl_off_t filetime = -1;
-    if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &filetime) == CURLE_OK && filetime >= 0) {
+    if (Curl().easy_getinfo(h, CURLINFO_FILETIME_T, &filetime) == CURLE_OK && filetime >= 0) {
       info_.mtime_ns = static_cast<int64_t>(filetime) * 1000000000;
     }
     return rc;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/module_files.h"
+#include "source/shared_library.h"
 
 namespace coroner {
 namespace {
@@ -22,19 +23,40 @@ std::string BuildIdPath(const std::string& dir, const std::string& build_id, con
   return dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + suffix;
 }
 
+// libdebuginfod's client, loaded only when DEBUGINFOD_URLS asks for it
+// (source/shared_library.h).
+struct DebuginfodApi {
+  DebuginfodApi() : lib("libdebuginfod.so.1") {
+    lib.Get("debuginfod_begin", begin);
+    lib.Get("debuginfod_end", end);
+    lib.Get("debuginfod_find_executable", find_executable);
+    lib.Get("debuginfod_find_debuginfo", find_debuginfo);
+  }
+  SharedLibrary lib;
+  debuginfod_client* (*begin)() = nullptr;
+  void (*end)(debuginfod_client*) = nullptr;
+  int (*find_executable)(debuginfod_client*, const unsigned char*, int, char**) = nullptr;
+  int (*find_debuginfo)(debuginfod_client*, const unsigned char*, int, char**) = nullptr;
+};
+
+const DebuginfodApi& DebuginfodClient() {
+  static const DebuginfodApi api;
+  return api;
+}
+
 }  // namespace
 
 FileSymbolProvider::FileSymbolProvider(SymbolOptions options) : options_(std::move(options)) {
   options_.debug_dirs.push_back("/usr/lib/debug");
   const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (options_.use_debuginfod && urls && *urls) debuginfod_ = debuginfod_begin();
+  if (options_.use_debuginfod && urls && *urls && DebuginfodClient().lib.ok()) debuginfod_ = DebuginfodClient().begin();
   for (const auto& f : options_.extra_files) {
     if (std::string id = FileBuildId(f); !id.empty()) extra_by_build_id_.emplace(id, f);
   }
 }
 
 FileSymbolProvider::~FileSymbolProvider() {
-  if (debuginfod_) debuginfod_end(static_cast<debuginfod_client*>(debuginfod_));
+  if (debuginfod_) DebuginfodClient().end(static_cast<debuginfod_client*>(debuginfod_));
 }
 
 ModuleLookup FileSymbolProvider::Find(const Module& module) {
@@ -54,8 +76,8 @@ std::string FileSymbolProvider::Debuginfod(const std::string& build_id, bool exe
   auto* client = static_cast<debuginfod_client*>(debuginfod_);
   char* path = nullptr;
   auto* id = reinterpret_cast<const unsigned char*>(build_id.c_str());
-  int fd = executable ? debuginfod_find_executable(client, id, 0, &path)
-                      : debuginfod_find_debuginfo(client, id, 0, &path);
+  int fd = executable ? DebuginfodClient().find_executable(client, id, 0, &path)
+                      : DebuginfodClient().find_debuginfo(client, id, 0, &path);
   std::string result;
   if (fd >= 0) {
     ::close(fd);
