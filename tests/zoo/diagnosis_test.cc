@@ -42,9 +42,10 @@ TEST_P(DiagnosisTest, SyndromeAndContextMatchTheTable) {
   // bytes into its 10-byte movabs, from their sources; no other zoo core.
   if (z.crasher == "misaligned_stack" || z.crasher == "mid_instruction") {
     ASSERT_TRUE(d.impossible_state) << d.summary;
-    if (z.crasher == "mid_instruction")
+    if (z.crasher == "mid_instruction") {
       EXPECT_NE(d.impossible_state->find("is 2 bytes into the 10-byte instruction `movabs"), std::string::npos)
           << *d.impossible_state;
+    }
   } else {
     EXPECT_FALSE(d.impossible_state) << *d.impossible_state;
   }
