@@ -24,11 +24,6 @@ std::string Plural(uint64_t n, const std::string& one, const std::string& many) 
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string Day(int64_t t) {
-  std::string iso = FormatIso8601(t);
-  return iso.substr(0, 10);
-}
-
 }  // namespace
 
 HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
@@ -80,7 +75,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
 
   // Per host: its crashes, their clusters and the cores' own evidence.
   struct HostFacts {
-    uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0, gpu_faults = 0;
+    uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0;
     std::map<size_t, uint64_t> clusters;
   };
   std::map<std::string, HostFacts> hosts;
@@ -95,7 +90,6 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     ++h.clusters[c.cluster];
     h.bit_flips += c.bit_flip;
     h.impossible += c.impossible_state;
-    h.gpu_faults += c.gpu_fault;
     if (c.uptime) {
       ++h.with_uptime;
       h.fresh += *c.uptime < 3600;
@@ -180,7 +174,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
         std::string w = e.kind == "mce" ? "MCE" : e.kind == "edac" ? "EDAC error" : "memory failure";
         if (e.kind == "mce" && e.bank) w += " bank " + std::to_string(*e.bank);
         if (e.kind == "mce" && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
-        if (e.time) w += " on " + Day(*e.time);
+        if (e.time) w += " on " + FormatIso8601(*e.time).substr(0, 10);
         l.machine_words.push_back(w);
       }
     } else if (IsGpuHardwareError(e) && !e.gpu.empty()) {

@@ -16,7 +16,7 @@ constexpr size_t kMaxEvents = 200000;  // kept per log; the rest are counted
 
 bool Has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
-std::optional<uint64_t> Hex(std::string_view s) {
+std::optional<uint64_t> ParseHex(std::string_view s) {
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
   if (s.empty() || s.size() > 16) return std::nullopt;
   uint64_t v = 0;
@@ -103,7 +103,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     e.kind = "segfault";
     NamePid(msg, at, e);
     std::string_view rest = msg.substr(at);
-    e.address = Hex(After(rest, "segfault at ", kHexDigits));
+    e.address = ParseHex(After(rest, "segfault at ", kHexDigits));
     e.detail = "segfault, error " + std::string(After(rest, " error ", kHexDigits));
     LibraryAndCpu(rest, e);
     return e;
@@ -117,7 +117,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
       std::string_view what = rest.substr(close + 2);
       e.detail = std::string(what.substr(0, std::min(what.find(" ip:"), size_t{80})));
     }
-    e.address = Hex(After(rest, " ip:", kHexDigits));
+    e.address = ParseHex(After(rest, " ip:", kHexDigits));
     LibraryAndCpu(rest.substr(std::min(rest.size(), rest.find(" error:"))), e);
     return e;
   }
@@ -127,7 +127,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
   }
   if (Has(msg, "Memory failure: ")) {
     e.kind = "memory-failure";
-    if (auto pfn = Hex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
+    if (auto pfn = ParseHex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
     return e;
   }
   if (Has(msg, "mce:") || Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
@@ -169,7 +169,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     NamePid(msg, at >= 2 ? msg.rfind(']', at) : std::string_view::npos, e);
     std::string_view rest = msg.substr(std::min(msg.size(), at + 27));
     e.gpu = std::string(rest.substr(0, std::min(rest.find(' '), size_t{32})));
-    e.address = Hex(After(rest, "on address ", kHexDigits));
+    e.address = ParseHex(After(rest, "on address ", kHexDigits));
     if (size_t r = rest.find("Reason: "); r != std::string_view::npos) e.detail = std::string(rest.substr(r + 8, 120));
     return e;
   }
@@ -328,7 +328,7 @@ class KernelLogParser {
         fault.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
       }
     }
-    if (page && !fault.address) fault.address = Hex(After(msg, "in page starting at address ", kHexDigits));
+    if (page && !fault.address) fault.address = ParseHex(After(msg, "in page starting at address ", kHexDigits));
     return true;
   }
 
