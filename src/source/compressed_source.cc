@@ -15,13 +15,35 @@
 #include <cstring>
 #include <list>
 #include <set>
+#include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "source/byte_source.h"
 
 namespace coroner {
 namespace {
+
+// Decoded blocks are written whole by the decoder: growing one must not
+// zero it first (that was a memset of every decoded byte).
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Bytes = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
@@ -164,7 +186,7 @@ class CompressedSource final : public ByteSource {
       uint64_t block = pos / kBlockSize;
       auto got = Block(block);
       if (!got.ok()) return got.error();
-      const std::vector<std::byte>* data = *got;
+      const Bytes* data = *got;
       size_t in_block = static_cast<size_t>(pos % kBlockSize);
       if (!data || in_block >= data->size()) break;  // past the end of the stream
       size_t n = std::min(out.size() - done, data->size() - in_block);
@@ -202,7 +224,7 @@ class CompressedSource final : public ByteSource {
 
  private:
   // The decoded block `index`, or nullptr when the stream ends before it.
-  Expected<const std::vector<std::byte>*> Block(uint64_t index) {
+  Expected<const Bytes*> Block(uint64_t index) {
     if (const auto* kept = Kept(index)) return kept;
     if (index < decoded_ / kBlockSize) {  // evicted: decode again from the start
       if (total_decoded_ > kDecodePasses * high_water_ + kDecodeSlack) {
@@ -210,7 +232,7 @@ class CompressedSource final : public ByteSource {
                       std::string(CompressionName(compression_)) + " stream: reads behind the decoded window were not served (decoding " +
                           std::to_string(total_decoded_) + " bytes for reads up to " + std::to_string(high_water_) +
                           " spent the budget of " + std::to_string(kDecodePasses) + " passes)");
-        return static_cast<const std::vector<std::byte>*>(nullptr);
+        return static_cast<const Bytes*>(nullptr);
       }
       auto r = Start();
       if (!r.ok()) return r.error();
@@ -224,7 +246,7 @@ class CompressedSource final : public ByteSource {
 
   // The decoded block `index` if it is still held (retained, a block of
   // zeros, or in the window, which it then heads); nullptr otherwise.
-  const std::vector<std::byte>* Kept(uint64_t index) {
+  const Bytes* Kept(uint64_t index) {
     if (auto it = retained_.find(index); it != retained_.end()) return &it->second;
     if (index < zero_blocks_.size() && zero_blocks_[index]) return &ZeroBlock();
     if (auto it = cache_.find(index); it != cache_.end()) {
@@ -288,16 +310,30 @@ class CompressedSource final : public ByteSource {
 
   // A core is mostly zeros (untouched pages of big mappings): a full block
   // of zeros is remembered by one bit and served again without decoding.
-  static bool AllZero(const std::vector<std::byte>& data) {
-    return data.size() == kBlockSize &&
-           std::all_of(data.begin(), data.end(), [](std::byte b) { return b == std::byte{0}; });
+  // Words ORed a page at a time, which the compiler vectorizes: a byte loop
+  // with an early exit ran at a byte a cycle and cost more than the decoding
+  // itself on a core of mostly untouched memory (59% of the CPU on a
+  // 100 GiB core's .zst).
+  static bool AllZero(const Bytes& data) {
+    if (data.size() != kBlockSize) return false;
+    constexpr size_t kPage = 4096;
+    for (size_t page = 0; page < kBlockSize; page += kPage) {
+      uint64_t any = 0;
+      for (size_t i = 0; i < kPage; i += sizeof(uint64_t)) {
+        uint64_t word;
+        std::memcpy(&word, data.data() + page + i, sizeof word);
+        any |= word;
+      }
+      if (any != 0) return false;
+    }
+    return true;
   }
-  static const std::vector<std::byte>& ZeroBlock() {
-    static const std::vector<std::byte> zeros(kBlockSize);
+  static const Bytes& ZeroBlock() {
+    static const Bytes zeros(kBlockSize, std::byte{0});
     return zeros;
   }
 
-  void Insert(uint64_t index, std::vector<std::byte> data) {
+  void Insert(uint64_t index, Bytes data) {
     if (AllZero(data)) {
       if (zero_blocks_.size() <= index) zero_blocks_.resize(index + 1);
       zero_blocks_[index] = true;
@@ -316,7 +352,7 @@ class CompressedSource final : public ByteSource {
   }
 
   struct Entry {
-    std::vector<std::byte> data;
+    Bytes data;
     std::list<uint64_t>::iterator lru;
   };
 
@@ -334,11 +370,11 @@ class CompressedSource final : public ByteSource {
   bool boundary_ = false;  // the last step that did something ended between frames
   ProblemLog problems_;
   int stalls_ = 0;
-  std::vector<std::byte> current_;  // the block being filled
+  Bytes current_;  // the block being filled
   std::unordered_map<uint64_t, Entry> cache_;
   std::list<uint64_t> lru_;
   std::set<uint64_t> wanted_;                                  // blocks Retain() asked for
-  std::unordered_map<uint64_t, std::vector<std::byte>> retained_;  // those decoded so far
+  std::unordered_map<uint64_t, Bytes> retained_;  // those decoded so far
   std::vector<bool> zero_blocks_;  // by block index: decoded, and all zeros
 };
 
