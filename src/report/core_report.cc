@@ -319,6 +319,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
       sym["binary_found_by"] = or_null(mm->binary_found_by);
       sym["debug_file"] = has_debug ? or_null(mm->image->debug_path()) : Json(nullptr);
       sym["debug_found_by"] = has_debug ? or_null(mm->debug_found_by) : Json(nullptr);
+      sym["debug_cache"] = mm->image ? or_null(mm->image->debug_cache_path()) : Json(nullptr);
       mj["symbols"] = std::move(sym);
     }
     modules.push_back(std::move(mj));

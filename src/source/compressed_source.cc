@@ -48,8 +48,13 @@ using Bytes = std::vector<std::byte, UninitializedAllocator<std::byte>>;
 constexpr size_t kBlockSize = 64 * 1024;
 constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
 // Blocks kept because Retain() said they will be read (stacks, module
-// headers): 64 MiB at most, beside the window above.
+// headers): 64 MiB of decoded data at most, beside the window above. Blocks
+// of zeros cost a bit each, so the plan may name many more blocks than are
+// kept: a 200-thread process's plan names some 1,400 blocks, most of them
+// zeros, and a cap on the plan itself left the last threads' stacks to a
+// second decoding of the whole stream.
 constexpr size_t kMaxRetainedBlocks = 1024;
+constexpr size_t kMaxWantedBlocks = 1 << 18;  // 16 GiB of plan; the set stays near 10 MiB
 constexpr size_t kInputChunk = 64 * 1024;
 // Reads behind the cached window restart decoding from the start. All the
 // decoding for one core together stops at three passes over the furthest
@@ -215,7 +220,7 @@ class CompressedSource final : public ByteSource {
   void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
     for (const auto& [begin, end] : ranges) {
       for (uint64_t b = begin / kBlockSize; begin < end && b <= (end - 1) / kBlockSize; ++b) {
-        if (wanted_.size() >= kMaxRetainedBlocks) return;
+        if (wanted_.size() >= kMaxWantedBlocks) return;
         wanted_.insert(b);
       }
     }
@@ -339,7 +344,7 @@ class CompressedSource final : public ByteSource {
       zero_blocks_[index] = true;
       return;
     }
-    if (wanted_.count(index)) {
+    if (wanted_.count(index) && retained_.size() < kMaxRetainedBlocks) {
       retained_.insert_or_assign(index, std::move(data));
       return;
     }

@@ -168,7 +168,13 @@ std::string FileBuildId(const std::string& path) {
 Dwarf* ModuleImage::GetDwarf() const {
   if (!dwarf_tried_) {
     dwarf_tried_ = true;
-    if (has_dwarf_ || has_debug_frame_) dwarf_ = dwarf_begin_elf(debug_elf_, DWARF_C_READ, nullptr);
+    if (has_dwarf_ || has_debug_frame_) {
+      // libdw would decode every compressed section of the file at open;
+      // a decoded copy (cached by build-id) is read instead when one can be
+      // made, and libdw reads the original otherwise.
+      decoded_ = DecodedDebugFile::Open(debug_elf_, DefaultCacheDir());
+      dwarf_ = dwarf_begin_elf(decoded_ ? decoded_->elf() : debug_elf_, DWARF_C_READ, nullptr);
+    }
     if (dwarf_ && has_debug_frame_) debug_cfi_ = dwarf_getcfi(dwarf_);
   }
   return dwarf_;

@@ -20,6 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "symbolize/decoded_debug_file.h"
+
 namespace coroner {
 
 struct Symbol {
@@ -70,6 +72,10 @@ class ModuleImage {
   const std::string& build_id() const { return build_id_; }
   bool has_dwarf() const { return has_dwarf_; }
   bool has_symtab() const { return has_symtab_; }
+  // The decoded copy of the debug file that DWARF was read from (see
+  // decoded_debug_file.h); empty when DWARF was not needed yet, was not
+  // compressed, or the copy was made in memory.
+  std::string debug_cache_path() const { return decoded_ ? decoded_->cache_path() : std::string(); }
 
   // The link-time address of file offset 0 (first PT_LOAD's p_vaddr -
   // p_offset, page aligned): load bias = mapped address of offset 0 - this.
@@ -142,6 +148,9 @@ class ModuleImage {
   mutable bool dwarf_tried_ = false, symbols_loaded_ = false;
   mutable Dwarf* dwarf_ = nullptr;
   mutable Dwarf_CFI* debug_cfi_ = nullptr;  // owned by dwarf_
+  // What dwarf_ reads when the debug file's sections are compressed;
+  // destroyed after dwarf_ (the destructor ends dwarf_ first).
+  mutable std::unique_ptr<DecodedDebugFile> decoded_;
   struct Load {
     uint64_t vaddr, filesz, offset;
     bool exec;

@@ -22,6 +22,11 @@ objcopy -O binary --only-section=.text "$zoo/bin/null_deref-O2" "$corpus/disasse
 objcopy -O binary --only-section=.text /lib/x86_64-linux-gnu/libc.so.6 "$build/libc-text"
 split -b 2048 -a 4 "$build/libc-text" "$corpus/disassembler/libc-"
 rm -f "$build/libc-text"
+# Debug file seeds: a zoo debug file with its sections compressed, both ways.
+mkdir -p "$corpus/debug_file"
+zoo_debug=$(find "$zoo/debug/.build-id" -name '*.debug' | head -n 1)
+objcopy --compress-debug-sections=zlib "$zoo_debug" "$corpus/debug_file/zlib"
+objcopy --compress-debug-sections=zstd "$zoo_debug" "$corpus/debug_file/zstd" 2>/dev/null || true
 # Metadata seeds: an inventory, times, a systemd-coredump name, a record.
 printf '\x00host,valid_from,valid_to,pm\nnode-1,2026-10-01T00:00:00Z,,"pm, 1"\n' > "$corpus/metadata/inventory"
 printf '\x012026-10-14T03:12:00.5+02:00' > "$corpus/metadata/time"
@@ -47,7 +52,7 @@ export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-fuzzers="core source metadata epi disassembler analysis module"
+fuzzers="core source metadata epi disassembler debug_file analysis module"
 if [ -n "$python_core" ]; then
   fuzzers="$fuzzers python"
 else

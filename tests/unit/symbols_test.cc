@@ -3,11 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "symbolize/module_image.h"
@@ -128,6 +133,161 @@ TEST(Symbols, CodeBytesAreTheFilesAcrossPagesAndAtTheSegmentEnd) {
   expect(page + 4000, 9000, 9000);    // three pages at once
   std::vector<std::byte> none(8);
   EXPECT_EQ(image->ReadCode(end + 4096 * 1024, none), 0u);  // not code of this file
+}
+
+
+// The sections of an ELF file by name: flags and bytes (as the file holds them).
+struct SectionBytes {
+  uint64_t flags = 0;
+  std::string bytes;
+};
+std::map<std::string, SectionBytes> Sections(const std::string& path) {
+  std::map<std::string, SectionBytes> out;
+  elf_version(EV_CURRENT);
+  int fd = ::open(path.c_str(), O_RDONLY);
+  Elf* elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, nullptr) : nullptr;
+  size_t shstrndx = 0;
+  if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+      GElf_Shdr sh;
+      if (!gelf_getshdr(scn, &sh)) continue;
+      const char* name = elf_strptr(elf, shstrndx, sh.sh_name);
+      Elf_Data* raw = sh.sh_type == SHT_NOBITS ? nullptr : elf_rawdata(scn, nullptr);
+      out[name ? name : ""] = {sh.sh_flags, raw && raw->d_buf ? std::string(static_cast<char*>(raw->d_buf), raw->d_size) : ""};
+    }
+  }
+  if (elf) elf_end(elf);
+  if (fd >= 0) ::close(fd);
+  return out;
+}
+
+// A --debug-dir holding the zoo's debug file for null_deref-stripped with its
+// sections compressed by objcopy (`how`: zlib or zstd); returns the file.
+std::string CompressedDebugDir(const fs::path& dir, const std::string& how) {
+  std::string id = FileBuildId(Bin("null_deref-stripped"));
+  std::string rel = ".build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  fs::create_directories((dir / rel).parent_path());
+  std::string out = (dir / rel).string();
+  std::string cmd = "objcopy --compress-debug-sections=" + how + " " + testing::ZooDir() + "/debug/" + rel + " " + out;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return out;
+}
+
+// What the analysis says of every thread's frames.
+std::vector<std::string> FrameLines(const Json& j) {
+  std::vector<std::string> lines;
+  for (const auto& t : j["threads"]) {
+    for (const auto& f : t["frames"]) lines.push_back(f.dump());
+  }
+  return lines;
+}
+
+// Runs coroner with CORONER_CACHE_DIR set to `cache` (unset: as the suite runs).
+Json AnalyzeWithCache(const std::string& cache, const std::string& args) {
+  const char* old = std::getenv("CORONER_CACHE_DIR");
+  std::string saved = old ? old : "";
+  setenv("CORONER_CACHE_DIR", cache.c_str(), 1);
+  Json j = Analyze(args);
+  if (old) {
+    setenv("CORONER_CACHE_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("CORONER_CACHE_DIR");
+  }
+  return j;
+}
+
+TEST(Symbols, CompressedDebugSectionsAreDecodedOnceIntoTheCache) {
+  std::string core = Core("null_deref-stripped");
+  Json plain = Analyze("--debug-dir " + testing::ZooDir() + "/debug " + core);
+  for (std::string how : {"zlib", "zstd"}) {
+    SCOPED_TRACE(how);
+    fs::path root = fs::path(::testing::TempDir()) / ("compressed-debug-" + how);
+    fs::remove_all(root);
+    std::string debug = CompressedDebugDir(root / "debug", how);
+    auto original = Sections(debug);
+    ASSERT_TRUE(original.count(".debug_info"));
+    ASSERT_TRUE(original[".debug_info"].flags & SHF_COMPRESSED) << "objcopy did not compress";
+    std::string cache = (root / "cache").string();
+    std::string args = "--debug-dir " + (root / "debug").string() + " " + core;
+
+    // First run: the decoded copy is written, and the frames are those of
+    // the uncompressed debug file, names and lines (walk at null_deref.c:13).
+    Json first = AnalyzeWithCache(cache, args);
+    const Json& m = Module(first, Bin("null_deref-stripped"));
+    EXPECT_EQ(m["symbols"]["debug_file"], debug);
+    std::string copy = cache + "/debug/" + FileBuildId(debug) + ".debug";
+    EXPECT_EQ(m["symbols"]["debug_cache"], copy);
+    EXPECT_EQ(first["threads"][0]["frames"][0]["function"], "walk");
+    EXPECT_EQ(first["threads"][0]["frames"][0]["line"], 13);
+    EXPECT_EQ(FrameLines(first), FrameLines(plain));
+
+    // The copy's sections are binutils' decoding of them, byte for byte.
+    std::string oracle = (root / "oracle.debug").string();
+    ASSERT_EQ(std::system(("objcopy --decompress-debug-sections " + debug + " " + oracle).c_str()), 0);
+    auto decoded = Sections(copy), expected = Sections(oracle);
+    ASSERT_EQ(decoded.size(), expected.size());
+    for (const auto& [name, section] : expected) {
+      EXPECT_EQ(decoded[name].bytes, section.bytes) << name;
+      EXPECT_EQ(decoded[name].flags & SHF_COMPRESSED, 0u) << name;
+    }
+
+    // Second run: the copy is read, not written again (the same file).
+    struct stat before, after;
+    ASSERT_EQ(stat(copy.c_str(), &before), 0);
+    Json second = AnalyzeWithCache(cache, args);
+    ASSERT_EQ(stat(copy.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(Module(second, Bin("null_deref-stripped"))["symbols"]["debug_cache"], copy);
+    EXPECT_EQ(FrameLines(second), FrameLines(plain));
+
+    // No cache: decoded in memory for the run, the same frames.
+    Json none = AnalyzeWithCache("", args);
+    EXPECT_TRUE(Module(none, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
+    EXPECT_EQ(FrameLines(none), FrameLines(plain));
+  }
+}
+
+TEST(Symbols, ACompressedSectionThatDoesNotDecodeLeavesNoCopy) {
+  fs::path root = fs::path(::testing::TempDir()) / "corrupt-compressed-debug";
+  fs::remove_all(root);
+  std::string debug = CompressedDebugDir(root / "debug", "zlib");
+  // Find .debug_info's compressed bytes and overwrite some past its header.
+  uint64_t at = 0, size = 0;
+  {
+    elf_version(EV_CURRENT);
+    int fd = ::open(debug.c_str(), O_RDONLY);
+    Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+    size_t shstrndx = 0;
+    ASSERT_EQ(elf_getshdrstrndx(elf, &shstrndx), 0);
+    for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+      GElf_Shdr sh;
+      if (gelf_getshdr(scn, &sh) && std::strcmp(elf_strptr(elf, shstrndx, sh.sh_name), ".debug_info") == 0) {
+        at = sh.sh_offset;
+        size = sh.sh_size;
+      }
+    }
+    elf_end(elf);
+    ::close(fd);
+  }
+  ASSERT_GT(size, sizeof(Elf64_Chdr) + 40);
+  {
+    std::fstream f(debug, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(at + sizeof(Elf64_Chdr) + 8));
+    std::string junk(32, '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  std::string cache = (root / "cache").string();
+  Json j = AnalyzeWithCache(cache, "--debug-dir " + (root / "debug").string() + " " + Core("null_deref-stripped"));
+  // The symbol table is not compressed: walk is still named, from it.
+  EXPECT_EQ(j["threads"][0]["frames"][0]["function"], "walk");
+  EXPECT_TRUE(Module(j, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
+  bool any_copy = false;
+  if (fs::exists(cache + "/debug")) {
+    for (const auto& e : fs::directory_iterator(cache + "/debug")) {
+      any_copy |= e.path().filename().string().find(FileBuildId(debug)) != std::string::npos;
+    }
+  }
+  EXPECT_FALSE(any_copy) << "a copy (or a temporary file) of the corrupt file was left";
 }
 
 }  // namespace

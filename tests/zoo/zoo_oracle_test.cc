@@ -302,5 +302,46 @@ TEST(ZooTest, AStreamSaysWhichReadsWouldDecodeItAgain) {
   std::remove(plain.c_str());
 }
 
+// A plan may name many more blocks than the source keeps, as long as most
+// of them are zeros (a process with hundreds of threads names five blocks
+// of stack each): every block it names is served from the one decoding.
+TEST(ZooTest, APlanOfManyBlocksMostlyZerosIsServedFromOneDecoding) {
+  constexpr uint64_t kBlock = 64 << 10, kBlocks = 4000;
+  std::string plain = ::testing::TempDir() + "wide_plan.bin";
+  std::string packed = plain + ".zst";
+  {
+    // Every eighth block holds bytes that are not zeros; the rest are holes.
+    std::ofstream out(plain, std::ios::binary);
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t block = 0; block < kBlocks; block += 8) {
+      out.seekp(static_cast<std::streamoff>(block * kBlock));
+      for (size_t i = 0; i < kBlock / 8; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        out.write(reinterpret_cast<const char*>(&x), 8);
+      }
+    }
+    out.seekp(static_cast<std::streamoff>(kBlocks * kBlock - 1));
+    out.put('\0');
+  }
+  ASSERT_EQ(std::system(("zstd -q -1 -f '" + plain + "' -o '" + packed + "'").c_str()), 0);
+  auto source = OpenCoreSource(packed, std::nullopt);
+  ASSERT_TRUE(source.ok());
+  ByteSource& s = **source;
+  std::vector<std::pair<uint64_t, uint64_t>> plan;
+  for (uint64_t block = 0; block < kBlocks; ++block) plan.emplace_back(block * kBlock, block * kBlock + 16);
+  s.Retain(plan);
+  std::byte b[16];
+  ASSERT_TRUE(s.ReadUpTo(kBlocks * kBlock - 16, b).ok());  // decoded to the end once
+  uint64_t once = s.BytesDecoded();
+  EXPECT_EQ(once, kBlocks * kBlock);
+  for (uint64_t block = 0; block < kBlocks; ++block) {
+    EXPECT_FALSE(s.Rereads(block * kBlock, 16)) << block;
+    ASSERT_TRUE(s.ReadUpTo(block * kBlock, b).ok());
+  }
+  EXPECT_EQ(s.BytesDecoded(), once) << "a planned block was decoded again";
+  std::remove(packed.c_str());
+  std::remove(plain.c_str());
+}
+
 }  // namespace
 }  // namespace coroner

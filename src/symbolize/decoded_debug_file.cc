@@ -1,0 +1,371 @@
+#include "symbolize/decoded_debug_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libdeflate.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "symbolize/module_image.h"
+
+#ifndef ELFCOMPRESS_ZSTD
+#define ELFCOMPRESS_ZSTD 2  // glibc's elf.h names it from 2.37 on
+#endif
+
+namespace coroner {
+namespace {
+
+// A decoded file beyond this is left to libdw (and to its own limits).
+constexpr uint64_t kMaxImage = 4ull << 30;
+// The cache holds this much; the copies used least recently go first.
+constexpr uint64_t kCacheLimit = 2ull << 30;
+// A copy is written only where this much would stay free after it.
+constexpr uint64_t kKeepFree = 1ull << 30;
+
+// Where one section of the decoded image goes.
+struct Placed {
+  uint64_t offset = 0, size = 0, align = 1;
+  bool compressed = false;
+  bool bits = false;  // not SHT_NOBITS: the file holds its bytes
+};
+
+struct Layout {
+  uint64_t phoff = 0, shoff = 0, size = 0;
+  size_t phnum = 0, shnum = 0;
+  std::vector<Placed> sections;  // by section index; [0] is the null section
+};
+
+bool AddChecked(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_add_overflow(a, b, &out) && out <= kMaxImage; }
+
+Expected<uint64_t> AlignUp(uint64_t offset, uint64_t align) {
+  uint64_t end;
+  if (!AddChecked(offset, align - 1, end)) return MakeError(ErrorKind::kMalformed, "debug file: sections beyond 4 GiB decoded");
+  return end & ~(align - 1);
+}
+
+// The compression header of a SHF_COMPRESSED section's raw bytes.
+Expected<Elf64_Chdr> CompressionHeader(Elf_Scn* scn) {
+  Elf_Data* raw = elf_rawdata(scn, nullptr);
+  if (!raw || !raw->d_buf || raw->d_size < sizeof(Elf64_Chdr)) {
+    return MakeError(ErrorKind::kMalformed, "debug file: a compressed section without its header");
+  }
+  Elf64_Chdr ch;
+  std::memcpy(&ch, raw->d_buf, sizeof ch);
+  return ch;
+}
+
+Expected<Layout> Plan(Elf* elf) {
+  GElf_Ehdr eh;
+  if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+    return MakeError(ErrorKind::kUnsupported, "debug file: not a 64-bit little-endian ELF file");
+  }
+  Layout layout;
+  if (elf_getphdrnum(elf, &layout.phnum) != 0 || elf_getshdrnum(elf, &layout.shnum) != 0 || layout.shnum == 0) {
+    return MakeError(ErrorKind::kMalformed, "debug file: unreadable header tables");
+  }
+  uint64_t offset = sizeof(Elf64_Ehdr);
+  if (layout.phnum > 0) {
+    layout.phoff = offset;
+    if (!AddChecked(offset, uint64_t{layout.phnum} * sizeof(Elf64_Phdr), offset)) {
+      return MakeError(ErrorKind::kMalformed, "debug file: too many program headers");
+    }
+  }
+  layout.sections.resize(layout.shnum);
+  for (size_t i = 1; i < layout.shnum; ++i) {
+    Elf_Scn* scn = elf_getscn(elf, i);
+    GElf_Shdr sh;
+    if (!scn || !gelf_getshdr(scn, &sh)) return MakeError(ErrorKind::kMalformed, "debug file: unreadable section header");
+    Placed& p = layout.sections[i];
+    p.bits = sh.sh_type != SHT_NOBITS;
+    p.size = sh.sh_size;
+    p.align = sh.sh_addralign;
+    if (p.bits && (sh.sh_flags & SHF_COMPRESSED)) {
+      auto ch = CompressionHeader(scn);
+      if (!ch.ok()) return ch.error();
+      if (ch->ch_type != ELFCOMPRESS_ZLIB && ch->ch_type != ELFCOMPRESS_ZSTD) {
+        return MakeError(ErrorKind::kUnsupported, "debug file: unknown section compression " + std::to_string(ch->ch_type));
+      }
+      p.compressed = true;
+      p.size = ch->ch_size;
+      p.align = ch->ch_addralign;
+    }
+    if (p.align == 0) p.align = 1;
+    if ((p.align & (p.align - 1)) != 0 || p.align > 4096) {
+      return MakeError(ErrorKind::kMalformed, "debug file: section alignment " + std::to_string(p.align));
+    }
+    auto at = AlignUp(offset, p.align);
+    if (!at.ok()) return at.error();
+    p.offset = *at;
+    offset = *at;
+    if (p.bits && !AddChecked(offset, p.size, offset)) {
+      return MakeError(ErrorKind::kMalformed, "debug file: sections beyond 4 GiB decoded");
+    }
+  }
+  auto shoff = AlignUp(offset, 8);
+  if (!shoff.ok()) return shoff.error();
+  layout.shoff = *shoff;
+  if (!AddChecked(layout.shoff, uint64_t{layout.shnum} * sizeof(Elf64_Shdr), layout.size)) {
+    return MakeError(ErrorKind::kMalformed, "debug file: too many sections");
+  }
+  return layout;
+}
+
+// Decodes one compressed section's payload into `out`, which must come out
+// exactly full.
+Expected<bool> Decode(Elf_Scn* scn, std::span<std::byte> out) {
+  Elf_Data* raw = elf_rawdata(scn, nullptr);
+  auto ch = CompressionHeader(scn);
+  if (!ch.ok()) return ch.error();
+  const auto* in = static_cast<const std::byte*>(raw->d_buf) + sizeof(Elf64_Chdr);
+  size_t in_size = raw->d_size - sizeof(Elf64_Chdr);
+  size_t produced = 0;
+  if (ch->ch_type == ELFCOMPRESS_ZLIB) {
+    // libdeflate decodes a whole buffer at once, about twice as fast as zlib.
+    static thread_local std::unique_ptr<libdeflate_decompressor, void (*)(libdeflate_decompressor*)> decompressor(
+        libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+    if (!decompressor) return MakeError(ErrorKind::kIo, "debug file: out of memory");
+    if (libdeflate_zlib_decompress(decompressor.get(), in, in_size, out.data(), out.size(), &produced) !=
+        LIBDEFLATE_SUCCESS) {
+      return MakeError(ErrorKind::kMalformed, "debug file: a zlib section does not decode");
+    }
+  } else {
+    size_t r = ZSTD_decompress(out.data(), out.size(), in, in_size);
+    if (ZSTD_isError(r)) return MakeError(ErrorKind::kMalformed, std::string("debug file: zstd section: ") + ZSTD_getErrorName(r));
+    produced = r;
+  }
+  if (produced != out.size()) return MakeError(ErrorKind::kMalformed, "debug file: a section decodes to another size than its header says");
+  return true;
+}
+
+Expected<bool> Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
+  if (out.size() != layout.size) return MakeError(ErrorKind::kIo, "debug file: image buffer of the wrong size");
+  GElf_Ehdr geh;
+  if (!gelf_getehdr(elf, &geh)) return MakeError(ErrorKind::kMalformed, "debug file: unreadable ELF header");
+  Elf64_Ehdr eh{};
+  std::memcpy(eh.e_ident, geh.e_ident, EI_NIDENT);
+  eh.e_type = geh.e_type;
+  eh.e_machine = geh.e_machine;
+  eh.e_version = geh.e_version;
+  eh.e_entry = geh.e_entry;
+  eh.e_flags = geh.e_flags;
+  eh.e_ehsize = sizeof(Elf64_Ehdr);
+  eh.e_phoff = layout.phoff;
+  eh.e_phentsize = layout.phnum ? sizeof(Elf64_Phdr) : 0;
+  eh.e_phnum = geh.e_phnum;  // as in the file: PN_XNUM stays PN_XNUM, with section 0 holding the count
+  eh.e_shoff = layout.shoff;
+  eh.e_shentsize = sizeof(Elf64_Shdr);
+  eh.e_shnum = geh.e_shnum;  // likewise for SHN_UNDEF with the count in section 0
+  eh.e_shstrndx = geh.e_shstrndx;
+  std::memcpy(out.data(), &eh, sizeof eh);
+  for (size_t i = 0; i < layout.phnum; ++i) {
+    GElf_Phdr gph;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &gph)) return MakeError(ErrorKind::kMalformed, "debug file: unreadable program header");
+    Elf64_Phdr ph{gph.p_type, gph.p_flags, gph.p_offset, gph.p_vaddr, gph.p_paddr, gph.p_filesz, gph.p_memsz, gph.p_align};
+    std::memcpy(out.data() + layout.phoff + i * sizeof ph, &ph, sizeof ph);
+  }
+  for (size_t i = 0; i < layout.shnum; ++i) {
+    Elf_Scn* scn = elf_getscn(elf, i);
+    GElf_Shdr gsh;
+    if (!scn || !gelf_getshdr(scn, &gsh)) return MakeError(ErrorKind::kMalformed, "debug file: unreadable section header");
+    const Placed& p = layout.sections[i];
+    Elf64_Shdr sh{gsh.sh_name, gsh.sh_type, gsh.sh_flags, gsh.sh_addr, gsh.sh_offset, gsh.sh_size,
+                  gsh.sh_link, gsh.sh_info, gsh.sh_addralign, gsh.sh_entsize};
+    if (i > 0) {  // section 0 stays as it is: it may hold the extended counts
+      sh.sh_offset = p.offset;
+      sh.sh_size = p.size;
+      sh.sh_addralign = p.align;
+      sh.sh_flags &= ~uint64_t{SHF_COMPRESSED};
+      std::span<std::byte> dest = out.subspan(p.offset, p.bits ? p.size : 0);
+      if (p.compressed) {
+        auto r = Decode(scn, dest);
+        if (!r.ok()) return r.error();
+      } else if (p.bits && p.size > 0) {
+        Elf_Data* raw = elf_rawdata(scn, nullptr);
+        if (!raw || !raw->d_buf || raw->d_size != p.size) return MakeError(ErrorKind::kMalformed, "debug file: a section's bytes lie beyond the file");
+        std::memcpy(dest.data(), raw->d_buf, p.size);
+      }
+    }
+    std::memcpy(out.data() + layout.shoff + i * sizeof sh, &sh, sizeof sh);
+  }
+  return true;
+}
+
+// Anonymous memory for an image; nullptr when none.
+void* MapMemory(uint64_t size) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+bool WriteAll(int fd, const std::byte* data, uint64_t size) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, std::min<uint64_t>(size, 1 << 30));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+bool MakeDirs(const std::string& path) {
+  for (size_t slash = 1; slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    std::string part = path.substr(0, slash);
+    if (!part.empty() && ::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+}
+
+// Keeps the cache under its limit: the copies whose last use (their mtime,
+// renewed on every use) is oldest go first, never `keep`. Writers that died
+// leave temporary files; those older than an hour go too.
+void Evict(const std::string& dir, const std::string& keep) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  struct Entry {
+    std::string path;
+    time_t used;
+    uint64_t size;
+  };
+  std::vector<Entry> copies;
+  uint64_t total = 0;
+  time_t now = time(nullptr);
+  for (size_t seen = 0; seen < 100000; ++seen) {  // bounded: a directory someone filled
+    dirent* e = readdir(d);
+    if (!e) break;
+    std::string name = e->d_name, path = dir + "/" + name;
+    struct stat st;
+    if (name == "." || name == ".." || lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+      if (now - st.st_mtime > 3600) ::unlink(path.c_str());
+      continue;
+    }
+    if (name.size() < 6 || name.compare(name.size() - 6, 6, ".debug") != 0) continue;
+    copies.push_back({path, st.st_mtime, static_cast<uint64_t>(st.st_size)});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  closedir(d);
+  std::sort(copies.begin(), copies.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  for (const auto& c : copies) {
+    if (total <= kCacheLimit) break;
+    if (c.path == keep) continue;
+    if (::unlink(c.path.c_str()) == 0) total -= c.size;
+  }
+}
+
+}  // namespace
+
+std::string DefaultCacheDir() {
+  if (const char* dir = std::getenv("CORONER_CACHE_DIR")) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/coroner";
+  if (const char* home = std::getenv("HOME"); home && *home == '/') return std::string(home) + "/.cache/coroner";
+  return {};
+}
+
+bool HasCompressedSections(Elf* elf) {
+  for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
+    GElf_Shdr sh;
+    if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS) return true;
+  }
+  return false;
+}
+
+Expected<uint64_t> DecodedImageSize(Elf* elf) {
+  auto layout = Plan(elf);
+  if (!layout.ok()) return layout.error();
+  return layout->size;
+}
+
+Expected<bool> WriteDecodedImage(Elf* elf, std::span<std::byte> out) {
+  auto layout = Plan(elf);
+  if (!layout.ok()) return layout.error();
+  return Write(elf, *layout, out);
+}
+
+DecodedDebugFile::~DecodedDebugFile() {
+  if (elf_) elf_end(elf_);
+  if (fd_ >= 0) ::close(fd_);
+  if (memory_) munmap(memory_, memory_size_);
+}
+
+std::unique_ptr<DecodedDebugFile> DecodedDebugFile::Open(Elf* elf, const std::string& cache_dir) {
+  if (!elf || !HasCompressedSections(elf)) return nullptr;
+  std::unique_ptr<DecodedDebugFile> file(new DecodedDebugFile);
+  std::string id = ElfBuildId(elf);
+  size_t shnum = 0;
+  elf_getshdrnum(elf, &shnum);
+  std::string dir = cache_dir.empty() || id.empty() ? std::string() : cache_dir + "/debug";
+  std::string path = dir.empty() ? std::string() : dir + "/" + id + ".debug";
+
+  // A copy made by an earlier run: the same build-id, the same sections.
+  auto open_copy = [&]() -> bool {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    Elf* copy = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    size_t n = 0;
+    if (!copy || elf_kind(copy) != ELF_K_ELF || elf_getshdrnum(copy, &n) != 0 || n != shnum ||
+        ElfBuildId(copy) != id || HasCompressedSections(copy)) {
+      if (copy) elf_end(copy);
+      ::close(fd);
+      return false;
+    }
+    futimens(fd, nullptr);  // its last use, for eviction (fails harmlessly on a read-only cache)
+    file->fd_ = fd;
+    file->elf_ = copy;
+    file->cache_path_ = path;
+    return true;
+  };
+  if (!path.empty() && open_copy()) return file;
+
+  auto layout = Plan(elf);
+  if (!layout.ok()) return nullptr;
+  void* memory = MapMemory(layout->size);
+  if (!memory) return nullptr;
+  std::span<std::byte> image(static_cast<std::byte*>(memory), layout->size);
+  if (!Write(elf, *layout, image).ok()) {
+    munmap(memory, layout->size);
+    return nullptr;
+  }
+
+  // Written beside its final name and renamed, so that a reader never sees
+  // half a copy, and two writers of one build-id leave one whole copy.
+  struct statvfs fs;
+  if (!path.empty() && MakeDirs(dir) && statvfs(dir.c_str(), &fs) == 0 &&
+      uint64_t{fs.f_bavail} * fs.f_frsize >= layout->size + kKeepFree) {
+    std::string tmp = dir + "/." + id + "." + std::to_string(getpid()) + ".tmp";
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bool written = fd >= 0 && WriteAll(fd, image.data(), image.size());
+    if (fd >= 0) written = (::close(fd) == 0) && written;
+    if (written && ::rename(tmp.c_str(), path.c_str()) == 0) {
+      Evict(dir, path);
+      if (open_copy()) {
+        munmap(memory, layout->size);
+        return file;
+      }
+    } else if (fd >= 0) {
+      ::unlink(tmp.c_str());
+    }
+  }
+
+  // No cache: the image lives in memory for this run.
+  Elf* in_memory = elf_memory(static_cast<char*>(memory), layout->size);
+  if (!in_memory || elf_kind(in_memory) != ELF_K_ELF) {
+    if (in_memory) elf_end(in_memory);
+    munmap(memory, layout->size);
+    return nullptr;
+  }
+  file->elf_ = in_memory;
+  file->memory_ = memory;
+  file->memory_size_ = layout->size;
+  return file;
+}
+
+}  // namespace coroner
