@@ -64,6 +64,7 @@ demo: deps build zoo
 	@scripts/demo.sh $(BUILD)/coroner $(ZOO)
 
 bench: deps build zoo
+	@scripts/deps.sh --bench
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)

@@ -81,11 +81,13 @@ for f in t["frames"]:
 PY
 if cmp -s "$work/gdb_frames" "$work/our_frames"; then same=yes; else same=no; fi
 
-awk -v bytes="$bytes" -v size="$(stat -c %s "$core")" -v disk="$(du -k "$core" | cut -f1)" \
+nmodules=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["modules"]))' "$work/coroner_json.out")
+nthreads=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["threads"]))' "$work/coroner_json.out")
+awk -v bytes="$bytes" -v nmodules="$nmodules" -v nthreads="$nthreads" -v variant="$(cat "$dir/variant")" -v size="$(stat -c %s "$core")" -v disk="$(du -k "$core" | cut -f1)" \
   -v zsize="$(stat -c %s "$zst")" -v same="$same" -v nframes="$(wc -l <"$work/gdb_frames")" '
 { wall[$1] = $2; cpu[$1] = $3; rss[$1] = $4 }
 END {
-  printf "big_core: %.1f GiB apparent, %.1f GiB on disk, .zst %.2f GiB\n", size / 2^30, disk / 2^20, zsize / 2^30;
+  printf "big_core: python3 with %s, %d threads, %d modules; %.1f GiB apparent, %.1f GiB on disk, .zst %.2f GiB\n", variant, nthreads, nmodules, size / 2^30, disk / 2^20, zsize / 2^30;
   n = split("coroner_full_cold_cache coroner_full coroner_json coroner_registers coroner_scan gdb eu_stack zst_registers zst_full zst_full_no_python zstd_d", names, " ");
   for (i = 1; i <= n; i++) {
     k = names[i];

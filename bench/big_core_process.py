@@ -1,7 +1,7 @@
 # A process shaped like a GPU training job's python3, for the big-core
-# benchmark (make_big_core.sh): numpy loaded, THREADS threads in varied
-# waits (locks, queues, select, sleeps, events, and matrix products running
-# with the GIL released), HEAP_GIB of touched heap in numpy arrays, and a
+# benchmark (make_big_core.sh): numpy (and PyTorch, where installed) loaded,
+# THREADS threads in varied waits (locks, queues, select, sleeps, events, and
+# matrix products running with the GIL released), HEAP_GIB of touched heap in numpy arrays, and a
 # MAP_GIB mapping reserved but barely touched (as a runtime's memory pool).
 # Then the main thread reads through NULL with ctypes, and the kernel (or
 # gdb) writes the core.
@@ -15,6 +15,13 @@ import threading
 import time
 
 import numpy as np
+
+try:
+    # Debian's CPU PyTorch (python3-torch), where installed: some 270 more
+    # shared objects mapped, as in a training process.
+    import torch
+except ImportError:
+    torch = None
 
 threads_wanted, heap_gib, map_gib = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 
@@ -69,9 +76,19 @@ def compute_step():
         a /= a.max()
 
 
+def torch_step():
+    a = torch.ones((256, 256))
+    ready.wait()
+    while True:
+        a = a @ a
+        a /= a.max()
+
+
 kinds = [data_loader, gradient_sync, checkpoint_watcher, heartbeat, barrier_wait]
 for i in range(threads_wanted):
     target = compute_step if i < 2 else kinds[i % len(kinds)]
+    if i == 2 and torch is not None:
+        target = torch_step
     threading.Thread(target=target, daemon=True, name="%s-%d" % (target.__name__, i)).start()
 ready.wait()
 time.sleep(1)

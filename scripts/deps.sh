@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages coroner needs to build and test.
+# Installs the Debian packages coroner needs to build and test; with
+# --bench, also what only `make bench` uses (PyTorch, for the big core).
 # Idempotent: when every package is already installed it returns at once
 # without touching the network.
 set -euo pipefail
@@ -15,6 +16,7 @@ packages=(
   ruby redis-server openjdk-17-jdk-headless
   python3-numpy
 )
+[ "${1:-}" = --bench ] && packages+=(python3-torch)
 
 missing=()
 for p in "${packages[@]}"; do

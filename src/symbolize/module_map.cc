@@ -40,7 +40,7 @@ PcSymbol ModuleMap::Symbolize(uint64_t pc) const {
   s.functions_owner = s.module->image->FunctionsAt(s.offset);
   if (s.functions_owner) s.functions = *s.functions_owner;
   if (const Symbol* sym = s.module->image->SymbolAt(s.offset)) {
-    s.symbol = DisplayName(sym->name);
+    s.symbol = DisplayName(std::string(sym->name));
     s.symbol_offset = s.offset - sym->addr;
     s.symbol_size = sym->size;
   }
