@@ -19,6 +19,22 @@ namespace coroner {
 const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "write-to-readonly", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "gpu-fault", "external-signal", "other"};
 const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
 
+std::string_view AddressKindName(AddressKind kind) {
+  switch (kind) {
+    case AddressKind::kNull: return "null";
+    case AddressKind::kSmall: return "small";
+    case AddressKind::kNonCanonical: return "non-canonical";
+    case AddressKind::kUnmapped: return "unmapped";
+    case AddressKind::kCode: return "code";
+    case AddressKind::kStack: return "stack";
+    case AddressKind::kData: return "data";
+    case AddressKind::kHeap: return "heap";
+    case AddressKind::kReadOnly: return "read-only";
+    case AddressKind::kNoAccess: return "no-access";
+  }
+  return "unknown";
+}
+
 std::string_view SyndromeName(Syndrome syndrome) {
   auto i = static_cast<size_t>(syndrome);
   return i < kSyndromes.size() ? std::string_view(kSyndromes[i]) : std::string_view("other");
@@ -141,25 +157,25 @@ class Diagnoser {
   // --- memory and addresses ---------------------------------------------------
   const Segment* StackSegment() const { return core_.memory().Find(regs_.sp()); }
 
-  std::string Classify(uint64_t v, std::string* detail) const {
-    if (v == 0) return "null";
-    if (v < kNullPages) return "small";
-    if (!IsCanonicalAddress(v)) return "non-canonical";
+  AddressKind Classify(uint64_t v, std::string* detail) const {
+    if (v == 0) return AddressKind::kNull;
+    if (v < kNullPages) return AddressKind::kSmall;
+    if (!IsCanonicalAddress(v)) return AddressKind::kNonCanonical;
     const Segment* s = core_.memory().Find(v);
-    if (!s) return "unmapped";
+    if (!s) return AddressKind::kUnmapped;
     if (s->exec) {
       if (detail) *detail = Where(modules_, v);
-      return "code";
+      return AddressKind::kCode;
     }
     for (const auto& th : core_.threads()) {
       const Segment* ss = core_.memory().Find(th.registers.sp());
-      if (ss == s) return "stack";
+      if (ss == s) return AddressKind::kStack;
     }
     if (s->write) {
       if (const MappedModule* m = modules_.Find(v); m && detail) *detail = "data of " + Basename(m->module->path);
-      return modules_.Find(v) ? "data" : "heap";
+      return modules_.Find(v) ? AddressKind::kData : AddressKind::kHeap;
     }
-    return s->read ? "read-only" : "no-access";
+    return s->read ? AddressKind::kReadOnly : AddressKind::kNoAccess;
   }
 
   void RedZone() {
@@ -169,14 +185,14 @@ class Diagnoser {
       RedZoneWord w{-off, *v, {}};
       // The labels read only what a word is; where it points is for a report.
       std::string detail;
-      std::string kind = Classify(*v, report_ ? &detail : nullptr);
-      if (kind == "null") w.meaning = "zero";
-      else if (kind == "code" && LooksLikeReturnAddress(modules_, *v))
+      AddressKind kind = Classify(*v, report_ ? &detail : nullptr);
+      if (kind == AddressKind::kNull) w.meaning = "zero";
+      else if (kind == AddressKind::kCode && LooksLikeReturnAddress(modules_, *v))
         w.return_address = true, w.meaning = "return address into " +
                     (report_ ? Where(modules_, *v - 1) + ": a call from there returned" : std::string());
-      else if (kind == "code") w.meaning = "code address " + detail;
-      else if (kind == "stack") w.meaning = "pointer into the stack";
-      else w.meaning = kind;
+      else if (kind == AddressKind::kCode) w.meaning = "code address " + detail;
+      else if (kind == AddressKind::kStack) w.meaning = "pointer into the stack";
+      else w.meaning = AddressKindName(kind);
       d_.red_zone.push_back(std::move(w));
     }
   }
@@ -186,13 +202,13 @@ class Diagnoser {
                                    Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15,
                                    Reg::rip};
     for (Reg r : kGeneral) {
-      RegisterClass c{std::string(RegName(r)), regs_[r], {}, {}};
+      RegisterClass c{std::string(RegName(r)), regs_[r], AddressKind::kNull, {}};
       c.kind = Classify(c.value, &c.detail);
-      if ((c.kind == "heap" || c.kind == "data" || c.kind == "stack") && c.value % 8 != 0 && r != Reg::rsp &&
-          r != Reg::rbp) {
+      bool pointer_into_memory = c.kind == AddressKind::kHeap || c.kind == AddressKind::kData || c.kind == AddressKind::kStack;
+      if (pointer_into_memory && c.value % 8 != 0 && r != Reg::rsp && r != Reg::rbp) {
         c.detail = c.detail.empty() ? "misaligned for a pointer" : c.detail + ", misaligned for a pointer";
       }
-      if (c.kind == "unmapped" || c.kind == "no-access") c.detail = "not mapped in the process";
+      if (c.kind == AddressKind::kUnmapped || c.kind == AddressKind::kNoAccess) c.detail = "not mapped in the process";
       d_.registers.push_back(std::move(c));
     }
   }
@@ -311,7 +327,7 @@ class Diagnoser {
       }
       d_.syndrome = Syndrome::kWildJump;
       std::string detail;
-      d_.evidence.push_back("pc " + Hex(pc) + " is not in executable memory (" + Classify(pc, &detail) + ").");
+      d_.evidence.push_back("pc " + Hex(pc) + " is not in executable memory (" + std::string(AddressKindName(Classify(pc, &detail))) + ").");
       return;
     }
     if (signo == SIGSEGV && StackOverflow()) return;
@@ -539,7 +555,7 @@ class Diagnoser {
   void BitFlips(const std::vector<std::pair<std::string, uint64_t>>& pointers) {
     d_.possible_bit_flips = PossibleBitFlips(pointers, core_.memory());
     for (const BitFlip& f : d_.possible_bit_flips) {
-      std::string to = f.original == 0 ? "NULL" : Hex(f.original) + " (" + Classify(f.original, nullptr) + ", mapped)";
+      std::string to = f.original == 0 ? "NULL" : Hex(f.original) + " (" + std::string(AddressKindName(Classify(f.original, nullptr))) + ", mapped)";
       d_.evidence.push_back(f.source + " " + Hex(f.value) + " is " + to + " with bit " + std::to_string(f.bit) +
                             " flipped: a possible bit flip" + (f.high_confidence ? " (a high bit: no overrun reaches that far)" : "") +
                             ". More such crashes on one host point to its CPU or memory.");

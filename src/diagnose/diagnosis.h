@@ -64,10 +64,27 @@ enum class CrashContext {
 std::string_view SyndromeName(Syndrome syndrome);
 std::string_view ContextName(CrashContext context);
 
+// What a value is as an address in the process: what a register or a
+// stack word points at. Its contract spelling (AddressKindName) is only for
+// the JSON and the reports; rules compare the enum.
+enum class AddressKind {
+  kNull,
+  kSmall,         // in the first pages: a NULL pointer plus an offset
+  kNonCanonical,  // not an x86-64 address at all
+  kUnmapped,
+  kCode,
+  kStack,
+  kData,  // a module's writable data
+  kHeap,  // other writable memory
+  kReadOnly,
+  kNoAccess,
+};
+std::string_view AddressKindName(AddressKind kind);
+
 struct RegisterClass {
-  std::string name;   // "rax"
+  std::string name;  // "rax"
   uint64_t value;
-  std::string kind;   // null, small, non-canonical, code, stack, heap, data, unmapped, value
+  AddressKind kind;
   std::string detail;  // "walk+0x8 in /opt/app", "misaligned", ...
 };
 

@@ -136,7 +136,7 @@ Json DiagnosisJson(const Diagnosis& d) {
   for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});
   j["red_zone"] = std::move(rz);
   Json regs = Json::object();
-  for (const auto& r : d.registers) regs[r.name] = Json{{"value", Hex(r.value)}, {"kind", r.kind}, {"detail", Text(r.detail)}};
+  for (const auto& r : d.registers) regs[r.name] = Json{{"value", Hex(r.value)}, {"kind", AddressKindName(r.kind)}, {"detail", Text(r.detail)}};
   j["registers"] = std::move(regs);
   Json groups = Json::array();
   for (const auto& g : d.thread_groups) {

@@ -139,8 +139,10 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("```");
   if (d) {
     for (const auto& r : d->registers) {
-      if (r.kind == "null" || r.kind == "small" || r.kind == "non-canonical" || r.detail.find("misaligned") != std::string::npos) {
-        add(fmt::format("- `{}` = `{}`: {}{}", r.name, Hex(r.value), r.kind, r.detail.empty() ? "" : " (" + esc(r.detail) + ")"));
+      bool suspicious = r.kind == AddressKind::kNull || r.kind == AddressKind::kSmall || r.kind == AddressKind::kNonCanonical;
+      if (suspicious || r.detail.find("misaligned") != std::string::npos) {
+        add(fmt::format("- `{}` = `{}`: {}{}", r.name, Hex(r.value), AddressKindName(r.kind),
+                        r.detail.empty() ? "" : " (" + esc(r.detail) + ")"));
       }
     }
   }

@@ -78,9 +78,9 @@ TEST(Diagnosis, NullDerefNamesTheRegisterAndInstruction) {
   EXPECT_EQ(d.null_register, "rax");
   EXPECT_EQ(d.faulting_instruction, "mov 0x8(%rax),%rax");  // gdb: x/i $pc
   const auto& rax = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rax"; });
-  EXPECT_EQ(rax.kind, "null");
+  EXPECT_EQ(rax.kind, AddressKind::kNull);
   const auto& rip = *std::find_if(d.registers.begin(), d.registers.end(), [](const auto& r) { return r.name == "rip"; });
-  EXPECT_EQ(rip.kind, "code");
+  EXPECT_EQ(rip.kind, AddressKind::kCode);
   EXPECT_NE(rip.detail.find("walk"), std::string::npos);
 }
 
