@@ -15,48 +15,19 @@
 #include "core/byte_view.h"
 #include "core/core.h"
 #include "processor/processor.h"
-#include "source/byte_source.h"
 #include "symbolize/symbol_provider.h"
-#include "unit/synth_core.h"
+#include "unit/synth_machine.h"
 
 namespace coroner::testing {
 namespace {
 
-constexpr uint64_t kCode = 0x400000, kStack = 0x7ffff000;
-constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's target minus 8 below
-
-// user_regs_struct indexes.
-enum : int { kRax = 10, kRcx = 11, kRsi = 13, kRdi = 14, kOrigRax = 15 };
-
-struct Machine {
-  uint64_t rip = 0, rsp = kSp;
-  std::map<int, uint64_t> regs;
-  int signo = SIGSEGV, code = 1 /* SEGV_MAPERR */;
-  uint64_t fault_address = 0;
-  std::map<uint64_t, std::vector<uint8_t>> code_bytes;  // address -> instruction bytes
-  std::map<uint64_t, uint64_t> stack_words;             // address -> value
-};
-
 Diagnosis Diagnose(const Machine& m) {
-  SynthCore core;
-  auto prstatus = SynthCore::Prstatus(1234, m.signo, m.rip, m.rsp);
-  for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
-  core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
-  core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
-  std::vector<std::byte> code(4096, std::byte{0xcc});  // int3 everywhere else
-  for (const auto& [addr, bytes] : m.code_bytes)
-    for (size_t i = 0; i < bytes.size(); ++i) code.at(addr - kCode + i) = static_cast<std::byte>(bytes[i]);
-  std::vector<std::byte> stack(8192, std::byte{0x11});  // no word of it is code or zero
-  for (const auto& [addr, value] : m.stack_words) Put64(stack, addr - kStack, value);
-  core.AddLoad(kCode, code.size(), code, 5 /* PF_R | PF_X */);
-  core.AddLoad(kStack, stack.size(), stack, 6 /* PF_R | PF_W */);
-  auto opened = Core::Open(MakeMemorySource(core.Build()));
-  EXPECT_TRUE(opened.ok()) << opened.error().message;
-  if (!opened.ok()) return {};
+  auto core = OpenMachine(m);
+  if (!core) return {};
   static FileSymbolProvider symbols{SymbolOptions{"", {}, false, {}}};
   ProcessOptions o;
   o.depth = AnalysisDepth::kFull;
-  CrashAnalysis a = ProcessCore(**opened, symbols, o);
+  CrashAnalysis a = ProcessCore(*core, symbols, o);
   EXPECT_TRUE(a.diagnosis.has_value());
   return a.diagnosis ? *a.diagnosis : Diagnosis{};
 }

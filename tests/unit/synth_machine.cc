@@ -1,0 +1,30 @@
+#include "unit/synth_machine.h"
+
+#include <gtest/gtest.h>
+
+#include "core/byte_view.h"
+#include "source/byte_source.h"
+#include "unit/synth_core.h"
+
+namespace coroner::testing {
+
+std::unique_ptr<Core> OpenMachine(const Machine& m) {
+  SynthCore core;
+  auto prstatus = SynthCore::Prstatus(1234, m.signo, m.rip, m.rsp);
+  for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
+  core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
+  core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
+  std::vector<std::byte> code(4096, std::byte{0xcc});  // int3 everywhere else
+  for (const auto& [addr, bytes] : m.code_bytes)
+    for (size_t i = 0; i < bytes.size(); ++i) code.at(addr - kCode + i) = static_cast<std::byte>(bytes[i]);
+  std::vector<std::byte> stack(8192, std::byte{0x11});  // no word of it is code or zero
+  for (const auto& [addr, value] : m.stack_words) Put64(stack, addr - kStack, value);
+  core.AddLoad(kCode, code.size(), code, 5 /* PF_R | PF_X */);
+  core.AddLoad(kStack, stack.size(), stack, 6 /* PF_R | PF_W */);
+  auto opened = Core::Open(MakeMemorySource(core.Build()));
+  EXPECT_TRUE(opened.ok()) << opened.error().message;
+  if (!opened.ok()) return nullptr;
+  return std::move(*opened);
+}
+
+}  // namespace coroner::testing
