@@ -68,20 +68,19 @@ def barrier_wait():
     event.wait()
 
 
-def compute_step():
-    a = np.ones((256, 256))
+def matmul_loop(a):
     ready.wait()
     while True:
         a = a @ a
         a /= a.max()
+
+
+def compute_step():
+    matmul_loop(np.ones((256, 256)))
 
 
 def torch_step():
-    a = torch.ones((256, 256))
-    ready.wait()
-    while True:
-        a = a @ a
-        a /= a.max()
+    matmul_loop(torch.ones((256, 256)))
 
 
 kinds = [data_loader, gradient_sync, checkpoint_watcher, heartbeat, barrier_wait]

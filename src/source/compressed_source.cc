@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstring>
 #include <list>
-#include <set>
 #include <memory>
+#include <set>
 #include <unordered_map>
 #include <utility>
 #include <vector>

@@ -307,19 +307,16 @@ std::unique_ptr<DecodedDebugFile> DecodedDebugFile::Open(Elf* elf, const std::st
 
   // A copy made by an earlier run: the same build-id, the same sections.
   auto open_copy = [&]() -> bool {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    Elf* copy = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+    ElfFile copy = OpenElf(path);
     size_t n = 0;
-    if (!copy || elf_kind(copy) != ELF_K_ELF || elf_getshdrnum(copy, &n) != 0 || n != shnum ||
-        ElfBuildId(copy) != id || HasCompressedSections(copy)) {
-      if (copy) elf_end(copy);
-      ::close(fd);
+    if (!copy.elf || elf_getshdrnum(copy.elf, &n) != 0 || n != shnum || ElfBuildId(copy.elf) != id ||
+        HasCompressedSections(copy.elf)) {
+      CloseElf(copy.fd, copy.elf);
       return false;
     }
-    futimens(fd, nullptr);  // its last use, for eviction (fails harmlessly on a read-only cache)
-    file->fd_ = fd;
-    file->elf_ = copy;
+    futimens(copy.fd, nullptr);  // its last use, for eviction (fails harmlessly on a read-only cache)
+    file->fd_ = copy.fd;
+    file->elf_ = copy.elf;
     file->cache_path_ = path;
     return true;
   };

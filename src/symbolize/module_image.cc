@@ -10,34 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/byte_view.h"
+#include "core/elf_image.h"
 #include "symbolize/demangle.h"
 
 namespace coroner {
 namespace {
-
-struct ElfFile {
-  int fd = -1;
-  Elf* elf = nullptr;
-};
-
-ElfFile OpenElf(const std::string& path) {
-  static const bool initialized = elf_version(EV_CURRENT) != EV_NONE;
-  if (!initialized || path.empty()) return {};
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
-  if (!elf || elf_kind(elf) != ELF_K_ELF) {
-    if (elf) elf_end(elf);
-    ::close(fd);
-    return {};
-  }
-  return {fd, elf};
-}
-
-void CloseElf(int fd, Elf* elf) {
-  if (elf) elf_end(elf);
-  if (fd >= 0) ::close(fd);
-}
 
 bool HasSection(Elf* elf, const char* wanted, bool need_bits) {
   size_t shstrndx;
@@ -69,18 +47,28 @@ std::string FunctionName(Dwarf_Die* die) {
 
 }  // namespace
 
+ElfFile OpenElf(const std::string& path) {
+  static const bool initialized = elf_version(EV_CURRENT) != EV_NONE;
+  if (!initialized || path.empty()) return {};
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  if (!elf || elf_kind(elf) != ELF_K_ELF) {
+    if (elf) elf_end(elf);
+    ::close(fd);
+    return {};
+  }
+  return {fd, elf};
+}
+
+void CloseElf(int fd, Elf* elf) {
+  if (elf) elf_end(elf);
+  if (fd >= 0) ::close(fd);
+}
+
 std::string ElfBuildId(Elf* elf) {
   size_t n;
   if (elf_getphdrnum(elf, &n) != 0) return {};
-  auto hex = [](const unsigned char* p, size_t len) {
-    static const char d[] = "0123456789abcdef";
-    std::string s;
-    for (size_t i = 0; i < len; ++i) {
-      s.push_back(d[p[i] >> 4]);
-      s.push_back(d[p[i] & 15]);
-    }
-    return s;
-  };
   // Notes through sections: works for separate debug files too, whose
   // PT_NOTE segments may be stripped of their bytes.
   for (Elf_Scn* scn = nullptr; (scn = elf_nextscn(elf, scn));) {
@@ -93,7 +81,7 @@ std::string ElfBuildId(Elf* elf) {
     while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
       if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
           std::memcmp(static_cast<char*>(data->d_buf) + name_off, "GNU", 4) == 0 && nh.n_descsz <= 64) {
-        return hex(static_cast<unsigned char*>(data->d_buf) + desc_off, nh.n_descsz);
+        return HexBytes(std::span(static_cast<const std::byte*>(data->d_buf) + desc_off, nh.n_descsz));
       }
     }
   }
@@ -157,69 +145,25 @@ std::shared_ptr<ModuleImage> ModuleImage::Open(const std::string& binary, const 
   return img;
 }
 
-namespace {
-
-// The GNU build-id among the notes in `notes` (aligned to `align`: 4 or 8).
-std::string BuildIdInNotes(std::span<const std::byte> notes, uint64_t align) {
-  size_t off = 0;
-  auto padded = [&](uint64_t n) { return (n + align - 1) & ~(align - 1); };
-  while (off + 12 <= notes.size()) {
-    uint32_t h[3];  // namesz, descsz, type
-    std::memcpy(h, notes.data() + off, sizeof h);
-    uint64_t name_at = off + 12, desc_at = name_at + padded(h[0]), end = desc_at + padded(h[1]);
-    if (h[0] > notes.size() || h[1] > notes.size() || end > notes.size()) break;
-    if (h[2] == NT_GNU_BUILD_ID && h[0] == 4 && std::memcmp(notes.data() + name_at, "GNU", 4) == 0 && h[1] <= 64) {
-      static const char digits[] = "0123456789abcdef";
-      std::string hex;
-      for (uint32_t i = 0; i < h[1]; ++i) {
-        auto b = static_cast<uint8_t>(notes[desc_at + i]);
-        hex.push_back(digits[b >> 4]);
-        hex.push_back(digits[b & 15]);
-      }
-      return hex;
-    }
-    off = end;
-  }
-  return {};
-}
-
-bool ReadAt(int fd, void* out, size_t size, uint64_t offset) {
-  return offset <= static_cast<uint64_t>(INT64_MAX) &&
-         ::pread(fd, out, size, static_cast<off_t>(offset)) == static_cast<ssize_t>(size);
-}
-
-}  // namespace
-
 // With pread alone, not libelf: every mapped file of a core is checked here
 // (a training process maps some 300), and libelf maps each whole file,
 // faults in its section headers and unmaps it again; the unmapping was half
-// of the time this check took. The same notes as ElfBuildId reads: those of
-// SHT_NOTE sections. A file whose header tables need more (extended counts,
-// another class) goes to libelf.
+// of the time this check took. The notes are read as from the core's memory
+// (core/elf_image), through the program headers; a file whose PT_NOTE
+// segments give no build-id (another machine, notes only in sections) goes
+// to libelf, which reads the SHT_NOTE sections.
 std::string FileBuildId(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
+  ReadAtFn read = [fd](uint64_t offset, std::span<std::byte> out) -> size_t {
+    if (offset > static_cast<uint64_t>(INT64_MAX)) return 0;
+    ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    return n > 0 ? static_cast<size_t>(n) : 0;
+  };
   std::string id;
-  bool simple = false;
-  Elf64_Ehdr eh;
-  if (ReadAt(fd, &eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
-      eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_ident[EI_DATA] == ELFDATA2LSB && eh.e_shentsize == sizeof(Elf64_Shdr) &&
-      eh.e_shnum > 0 && eh.e_shnum < SHN_LORESERVE) {
-    simple = true;
-    std::vector<Elf64_Shdr> sections(eh.e_shnum);
-    if (ReadAt(fd, sections.data(), sections.size() * sizeof(Elf64_Shdr), eh.e_shoff)) {
-      std::vector<std::byte> notes;
-      for (const Elf64_Shdr& sh : sections) {
-        if (sh.sh_type != SHT_NOTE || sh.sh_size == 0 || sh.sh_size > (64 << 10)) continue;
-        notes.resize(sh.sh_size);
-        if (!ReadAt(fd, notes.data(), notes.size(), sh.sh_offset)) continue;
-        id = BuildIdInNotes(notes, sh.sh_addralign == 8 ? 8 : 4);
-        if (!id.empty()) break;
-      }
-    }
-  }
+  if (auto image = ReadElfImage(read)) id = ReadBuildId(*image, read, [](const Elf64_Phdr& ph) { return ph.p_offset; });
   ::close(fd);
-  if (simple) return id;
+  if (!id.empty()) return id;
   ElfFile f = OpenElf(path);
   if (!f.elf) return {};
   id = ElfBuildId(f.elf);

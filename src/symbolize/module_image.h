@@ -186,6 +186,15 @@ class ModuleImage {
   const CodePage& ReadCodePage(uint64_t page) const;
 };
 
+// An ELF file opened for reading (mapped): both empty when `path` does not
+// open or is not ELF. CloseElf ends and closes what OpenElf opened.
+struct ElfFile {
+  int fd = -1;
+  Elf* elf = nullptr;
+};
+ElfFile OpenElf(const std::string& path);
+void CloseElf(int fd, Elf* elf);
+
 // The build-id of the ELF file at `path` (empty when none or not ELF),
 // reading only its headers and notes.
 std::string FileBuildId(const std::string& path);
