@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "core/core.h"
+#include "dataset/record_columns.h"
 #include "dataset/signature.h"
 #include "processor/processor.h"
 #include "text/text.h"
@@ -70,7 +71,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   }
   r.modules.reserve(core.modules().size());
   for (const auto& m : core.modules()) {
-    r.modules.push_back({ValidUtf8(m.path), m.base, m.end, m.build_id, ModuleFileStatusName(m.file_status)});
+    r.modules.push_back({ValidUtf8(m.path), m.base, m.end - m.base, m.build_id, ModuleFileStatusName(m.file_status)});
   }
 
   // The labels' depth: the crashing thread alone (the diagnosis and the
@@ -88,11 +89,11 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     // The core's own hardware evidence, for epi's per-host verdicts
     // (docs/dataset.md: attributes coroner derives).
     if (size_t n = analysis.diagnosis->possible_bit_flips.size())
-      r.attributes.emplace_back("possible_bit_flips", std::to_string(n));
-    if (analysis.diagnosis->impossible_state) r.attributes.emplace_back("impossible_state", "yes");
+      r.attributes.push_back({"possible_bit_flips", std::to_string(n)});
+    if (analysis.diagnosis->impossible_state) r.attributes.push_back({"impossible_state", "yes"});
   }
   if (!analysis.gpu_state.empty())
-    r.attributes.emplace_back("gpu_state", core.amdgpu_state_bytes() ? "amdgpu-notes" : "cuda-dump");
+    r.attributes.push_back({"gpu_state", core.amdgpu_state_bytes() ? "amdgpu-notes" : "cuda-dump"});
   if (fault) {
     r.real_signal = fault->signal.signo;
     r.real_si_code = fault->signal.code;
@@ -169,7 +170,7 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   r.time = md.time;
   r.time_source = md.time_source;
   r.uptime = md.Uptime();
-  for (const auto& [k, v] : md.attributes) r.attributes.emplace_back(ValidUtf8(k), ValidUtf8(v));
+  for (const auto& [k, v] : md.attributes) r.attributes.push_back({ValidUtf8(k), ValidUtf8(v)});
   for (const auto& w : md.warnings) r.warnings.push_back(ValidUtf8(w));
 }
 
@@ -261,57 +262,9 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
 
 namespace {
 
-// The record's fields, listed once: the worker pipe's JSON is generated
-// from these lists in both directions (the record as an object with these
-// names; its threads, frames and modules, which are many, as arrays in this
-// order). `R` is a record or row, const or not.
-template <typename R, typename F>
-void RecordFields(R& r, F&& f) {
-  f("path", r.path);
-  f("source", r.source);
-  f("size", r.size);
-  f("mtime_ns", r.mtime_ns);
-  f("bytes_read", r.bytes_read);
-  f("status", r.status);
-  f("error", r.error);
-  f("warnings", r.warnings);
-  f("time", r.time);
-  f("uptime", r.uptime);
-  f("time_source", r.time_source);
-  f("pid", r.pid);
-  f("comm", r.comm);
-  f("signal", r.signal);
-  f("si_code", r.si_code);
-  f("fault_address", r.fault_address);
-  f("real_signal", r.real_signal);
-  f("real_si_code", r.real_si_code);
-  f("real_fault_address", r.real_fault_address);
-  f("syndrome", r.syndrome);
-  f("context", r.context);
-  f("signature", r.signature);
-  f("crashing_tid", r.crashing_tid);
-  f("exe", r.exe);
-  f("build_id", r.build_id);
-  f("truncated", r.truncated);
-  f("cpu_seconds", r.cpu_seconds);
-  f("analysis_ms", r.analysis_ms);
-}
-
-template <typename R, typename F>
-void RowFields(R& t, F&& f) {
-  using Row = std::remove_const_t<R>;
-  if constexpr (std::is_same_v<Row, ThreadRow>) {
-    f(t.index), f(t.tid), f(t.crashing), f(t.pc), f(t.sp), f(t.registers), f(t.cpu_seconds);
-  } else if constexpr (std::is_same_v<Row, FrameRow>) {
-    f(t.thread), f(t.index), f(t.pc), f(t.module), f(t.build_id), f(t.offset), f(t.function), f(t.file), f(t.line),
-        f(t.trust), f(t.inlined);
-  } else if constexpr (std::is_same_v<Row, ModuleRow>) {
-    f(t.path), f(t.base), f(t.end), f(t.build_id), f(t.status);
-  } else {  // an attribute: key, value
-    f(t.first), f(t.second);
-  }
-}
-
+// The workers' JSON is generated from the one definition of the row
+// (dataset/record_columns.h): the record and each of its rows an object
+// keyed by column names. Derived columns are not sent.
 template <typename T>
 Json Encode(const T& v) {
   if constexpr (requires { v.has_value(); }) {
@@ -335,20 +288,19 @@ template <typename Row>
 Json EncodeRows(const std::vector<Row>& rows) {
   Json out = Json::array();
   for (const Row& row : rows) {
-    Json a = Json::array();
-    RowFields(row, [&](const auto& v) { a.push_back(Encode(v)); });
-    out.push_back(std::move(a));
+    Json o = Json::object();
+    RowColumns(row, [&](const Column& c, const auto& v) { o[c.name] = Encode(v); });
+    out.push_back(std::move(o));
   }
   return out;
 }
 
 template <typename Row>
 void DecodeRows(const Json& j, std::vector<Row>& rows) {
-  for (const auto& a : j) {
+  if (!j.is_array()) throw std::invalid_argument("rows that are not an array");
+  for (const auto& o : j) {
     Row row{};
-    size_t i = 0;
-    RowFields(row, [&](auto& v) { Decode(a.at(i++), v); });
-    if (i != a.size()) throw std::invalid_argument("a row of " + std::to_string(a.size()) + " fields, not " + std::to_string(i));
+    RowColumns(row, [&](const Column& c, auto& v) { Decode(o.at(c.name), v); });
     rows.push_back(std::move(row));
   }
 }
@@ -357,7 +309,9 @@ void DecodeRows(const Json& j, std::vector<Row>& rows) {
 
 Json RecordToJson(const CoreRecord& r) {
   Json j;
-  RecordFields(r, [&](const char* name, const auto& v) { j[name] = Encode(v); });
+  CoreColumns(r, [&](const Column& c, const auto& v) {
+    if (!Derived(c)) j[c.name] = Encode(v);
+  });
   j["attributes"] = EncodeRows(r.attributes);
   j["threads"] = EncodeRows(r.threads);
   j["frames"] = EncodeRows(r.frames);
@@ -368,7 +322,9 @@ Json RecordToJson(const CoreRecord& r) {
 Expected<CoreRecord> RecordFromJson(const Json& j) {
   try {
     CoreRecord r;
-    RecordFields(r, [&](const char* name, auto& v) { Decode(j.at(name), v); });
+    CoreColumns(r, [&](const Column& c, auto& v) {
+      if (!Derived(c)) Decode(j.at(c.name), v);
+    });
     DecodeRows(j.at("attributes"), r.attributes);
     DecodeRows(j.at("threads"), r.threads);
     DecodeRows(j.at("frames"), r.frames);

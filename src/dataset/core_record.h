@@ -3,7 +3,9 @@
 //
 // Every input gives exactly one record: a core that cannot be analyzed
 // still has one, with status "error" and the reason. Records travel from
-// the scan's worker processes to the writer as JSON (ToJson / FromJson).
+// the scan's worker processes to the writer as JSON (RecordToJson /
+// RecordFromJson). Each field's column is defined once, in
+// dataset/record_columns.h: a field added to a struct here is added there.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,10 @@
 #include "symbolize/symbol_provider.h"
 
 namespace coroner {
+
+struct AttributeRow {
+  std::string key, value;
+};
 
 struct ThreadRow {
   int index = 0;
@@ -43,7 +49,7 @@ struct FrameRow {
 
 struct ModuleRow {
   std::string path;
-  uint64_t base = 0, end = 0;
+  uint64_t base = 0, size = 0;
   std::string build_id, status;
 };
 
@@ -71,7 +77,7 @@ struct CoreRecord {
   bool truncated = false;
   std::optional<double> cpu_seconds;  // the process's CPU time (user + system, all threads)
   double analysis_ms = 0;
-  std::vector<std::pair<std::string, std::string>> attributes;
+  std::vector<AttributeRow> attributes;
   std::vector<ThreadRow> threads;
   std::vector<FrameRow> frames;
   std::vector<ModuleRow> modules;

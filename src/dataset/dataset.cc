@@ -1,6 +1,7 @@
 #include "dataset/dataset.h"
 
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -8,84 +9,45 @@
 
 #include "core/byte_view.h"
 #include "core/signals.h"
+#include "dataset/record_columns.h"
 #include "dataset/timestamps.h"
 #include "text/text.h"
 
 namespace coroner {
 namespace {
 
-// Version 1. docs/dataset.md describes every column.
-constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS cores(
-  id INTEGER PRIMARY KEY,
-  path TEXT NOT NULL UNIQUE,
-  source TEXT NOT NULL,
-  size INTEGER,
-  mtime_ns INTEGER,
-  bytes_read INTEGER NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
-  error TEXT,
-  warnings TEXT,
-  time TEXT,
-  time_source TEXT,
-  uptime INTEGER,
-  pid INTEGER,
-  comm TEXT,
-  signal INTEGER,
-  signal_name TEXT,
-  si_code INTEGER,
-  fault_address TEXT,
-  real_signal INTEGER,
-  real_si_code INTEGER,
-  real_fault_address TEXT,
-  syndrome TEXT,
-  context TEXT,
-  signature TEXT,
-  crashing_tid INTEGER,
-  exe TEXT,
-  build_id TEXT,
-  truncated INTEGER NOT NULL,
-  cpu_time REAL,
-  analysis_ms REAL,
-  scanned_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS attributes(
-  core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  key TEXT NOT NULL,
-  value TEXT,
-  PRIMARY KEY (core, key)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS threads(
-  core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  thread INTEGER NOT NULL,
-  tid INTEGER,
-  crashing INTEGER NOT NULL,
-  pc TEXT,
-  sp TEXT,
-  cpu_time REAL,
-  registers TEXT,
-  PRIMARY KEY (core, thread)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS frames(
-  core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  thread INTEGER NOT NULL,
-  "index" INTEGER NOT NULL,
-  pc TEXT NOT NULL,
-  module TEXT,
-  build_id TEXT,
-  offset TEXT,
-  function TEXT,
-  file TEXT,
-  line INTEGER,
-  trust TEXT NOT NULL,
-  inlined INTEGER NOT NULL,
-  PRIMARY KEY (core, thread, "index")) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS modules(
-  core INTEGER NOT NULL REFERENCES cores(id) ON DELETE CASCADE,
-  path TEXT NOT NULL,
-  base TEXT NOT NULL,
-  size INTEGER,
-  build_id TEXT,
-  status TEXT);
-)sql";
+// Visits the columns of a table's rows, without a row at hand.
+template <typename Row, typename F>
+void EachColumn(F&& f) {
+  static const Row row{};
+  if constexpr (std::is_same_v<Row, CoreRecord>) CoreColumns(row, f);
+  else RowColumns(row, f);
+}
+
+// A column's name as SQL takes it: quoted where it is a keyword ("index").
+std::string SqlName(const char* name) {
+  std::string n(name);
+  return sqlite3_keyword_check(n.data(), static_cast<int>(n.size())) ? "\"" + n + "\"" : n;
+}
+
+// The first word of a column's definition: its name.
+std::string ColumnName(const char* definition) { return std::string(definition, std::strcspn(definition, " ")); }
+
+// Version 1. The tables are generated from the rows' one definition
+// (dataset/record_columns.h); docs/dataset.md describes every column.
+template <typename Row>
+std::string TableSql(const TableShape& t) {
+  std::string sql = std::string("CREATE TABLE IF NOT EXISTS ") + t.name + "(\n  " + t.leading;
+  EachColumn<Row>([&](const Column& c, const auto&) { sql += ",\n  " + SqlName(c.name) + " " + c.sql; });
+  if (t.trailing) sql += std::string(",\n  ") + t.trailing;
+  return sql + (*t.options ? t.options : ")") + ";\n";
+}
+
+std::string SchemaSql() {
+  return "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n" +
+         TableSql<CoreRecord>(kCoresTable) + TableSql<AttributeRow>(kAttributesTable) +
+         TableSql<ThreadRow>(kThreadsTable) + TableSql<FrameRow>(kFramesTable) + TableSql<ModuleRow>(kModulesTable);
+}
 
 // The secondary indexes, apart from the tables. A bulk load drops the ones
 // whose keys arrive in no order and builds them again at its end
@@ -257,8 +219,6 @@ class RowBuffer {
   std::map<size_t, std::unique_ptr<Statement>> statements_;
 };
 
-std::string HexOrEmpty(const std::optional<uint64_t>& v) { return v ? Hex(*v) : std::string(); }
-
 std::string JoinLines(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) {
@@ -266,6 +226,59 @@ std::string JoinLines(const std::vector<std::string>& v) {
     out += s;
   }
   return out;
+}
+
+// A field as its column holds it (ColumnForm).
+template <typename T>
+void Put(RowBuffer& b, ColumnForm form, const T& v) {
+  using enum ColumnForm;
+  if constexpr (requires { v.has_value(); }) {
+    if (v) Put(b, form, *v);
+    else b.Null();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (form == kOrNull) b.TextOrNull(v);
+    else b.Text(v);
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    b.TextOrNull(JoinLines(v));
+  } else if constexpr (std::is_floating_point_v<T>) {
+    b.Real(v);
+  } else if (form == kHex) {
+    b.Text(Hex(static_cast<uint64_t>(v)));
+  } else if (form == kIso8601) {
+    b.TextOrNull(FormatIso8601(static_cast<int64_t>(v)));
+  } else if (form == kSignalName) {
+    b.TextOrNull(SignalName(static_cast<int>(v)));
+  } else if (form == kOrNull && v == 0) {
+    b.Null();
+  } else {
+    b.Int(static_cast<int64_t>(v));
+  }
+}
+
+// A child table's rows, each after its core's id.
+template <typename Row>
+void AddRows(RowBuffer& b, int64_t core, const std::vector<Row>& rows) {
+  for (const Row& row : rows) {
+    b.Int(core);
+    RowColumns(row, [&](const Column& c, const auto& v) { Put(b, c.form, v); });
+  }
+}
+
+// The multi-row insert into a table: its leading key, the row's fields,
+// the column the writer fills.
+template <typename Row>
+RowBuffer InsertInto(sqlite3* db, const char* verb, const TableShape& t) {
+  std::string head = std::string(verb) + " INTO " + t.name + "(" + ColumnName(t.leading);
+  int columns = 1;
+  EachColumn<Row>([&](const Column& c, const auto&) {
+    head += ", " + SqlName(c.name);
+    ++columns;
+  });
+  if (t.trailing) {
+    head += ", " + ColumnName(t.trailing);
+    ++columns;
+  }
+  return RowBuffer(db, head + ")", columns);
 }
 
 }  // namespace
@@ -302,7 +315,7 @@ Expected<bool> Dataset::CheckSchema(bool create) {
     if (!create || any->rows[0][0].integer != 0) {
       return MakeError(ErrorKind::kUnsupported, "not a coroner dataset (no meta table)");
     }
-    if (auto e = Exec(std::string("BEGIN;") + kSchema + "INSERT INTO meta VALUES ('schema_version', '" +
+    if (auto e = Exec("BEGIN;" + SchemaSql() + "INSERT INTO meta VALUES ('schema_version', '" +
                       std::to_string(kDatasetSchemaVersion) + "'); COMMIT;");
         !e.ok()) {
       return e.error();
@@ -449,19 +462,11 @@ struct Dataset::Writer {
         del_frames(db, "DELETE FROM frames WHERE core = ?"),
         del_modules(db, "DELETE FROM modules WHERE core = ?"),
         del_core(db, "DELETE FROM cores WHERE id = ?"),
-        cores(db,
-              "INSERT OR ROLLBACK INTO cores(id, path, source, size, mtime_ns, bytes_read, status, error, warnings, time, "
-              "time_source, uptime, pid, comm, signal, signal_name, si_code, fault_address, real_signal, "
-              "real_si_code, real_fault_address, syndrome, context, signature, crashing_tid, exe, build_id, "
-              "truncated, cpu_time, analysis_ms, scanned_at)",
-              31),
-        attributes(db, "INSERT OR REPLACE INTO attributes(core, key, value)", 3),
-        threads(db, "INSERT OR ROLLBACK INTO threads(core, thread, tid, crashing, pc, sp, cpu_time, registers)", 8),
-        frames(db,
-               "INSERT OR ROLLBACK INTO frames(core, thread, \"index\", pc, module, build_id, offset, function, file, "
-               "line, trust, inlined)",
-               12),
-        modules(db, "INSERT OR ROLLBACK INTO modules(core, path, base, size, build_id, status)", 6) {}
+        cores(InsertInto<CoreRecord>(db, "INSERT OR ROLLBACK", kCoresTable)),
+        attributes(InsertInto<AttributeRow>(db, "INSERT OR REPLACE", kAttributesTable)),
+        threads(InsertInto<ThreadRow>(db, "INSERT OR ROLLBACK", kThreadsTable)),
+        frames(InsertInto<FrameRow>(db, "INSERT OR ROLLBACK", kFramesTable)),
+        modules(InsertInto<ModuleRow>(db, "INSERT OR ROLLBACK", kModulesTable)) {}
 
   bool ok() {
     for (Statement* s : {&find, &next_id, &del_attributes, &del_threads, &del_frames, &del_modules, &del_core})
@@ -521,33 +526,13 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records, bool all_n
         if (auto e = d->Bind(*old).Step(); !e.ok()) return fail(e.error());
     }
     written[r.path] = id;
-    RowBuffer& c = w.cores;
-    c.Int(id).Text(r.path).Text(r.source).Opt(r.size).Opt(r.mtime_ns).Int(static_cast<int64_t>(r.bytes_read));
-    c.Text(r.status).TextOrNull(r.error).TextOrNull(JoinLines(r.warnings));
-    c.TextOrNull(r.time ? FormatIso8601(*r.time) : std::string()).TextOrNull(r.time_source).Opt(r.uptime);
-    c.Opt(r.pid).TextOrNull(r.comm).Opt(r.signal).TextOrNull(r.signal ? SignalName(*r.signal) : std::string());
-    c.Opt(r.si_code).TextOrNull(HexOrEmpty(r.fault_address));
-    c.Opt(r.real_signal).Opt(r.real_si_code).TextOrNull(HexOrEmpty(r.real_fault_address));
-    c.TextOrNull(r.syndrome).TextOrNull(r.context);
-    c.TextOrNull(r.signature).Opt(r.crashing_tid).TextOrNull(r.exe).TextOrNull(r.build_id);
-    c.Int(r.truncated).Opt(r.cpu_seconds).Real(r.analysis_ms).Text(now);
-    for (const auto& [k, v] : r.attributes) w.attributes.Int(id).Text(k).Text(v);
-    for (const auto& t : r.threads) {
-      w.threads.Int(id).Int(t.index).Int(t.tid).Int(t.crashing).Text(Hex(t.pc)).Text(Hex(t.sp));
-      w.threads.Real(t.cpu_seconds).Text(t.registers);
-    }
-    for (const auto& f : r.frames) {
-      RowBuffer& fr = w.frames;
-      fr.Int(id).Int(f.thread).Int(f.index).Text(Hex(f.pc)).TextOrNull(f.module);
-      fr.TextOrNull(f.build_id).TextOrNull(HexOrEmpty(f.offset)).TextOrNull(f.function).TextOrNull(f.file);
-      if (f.line > 0) fr.Int(f.line);
-      else fr.Null();
-      fr.Text(f.trust).Int(f.inlined);
-    }
-    for (const auto& m : r.modules) {
-      w.modules.Int(id).Text(m.path).Text(Hex(m.base)).Int(static_cast<int64_t>(m.end - m.base));
-      w.modules.TextOrNull(m.build_id).TextOrNull(m.status);
-    }
+    w.cores.Int(id);
+    CoreColumns(r, [&](const Column& c, const auto& v) { Put(w.cores, c.form, v); });
+    w.cores.Text(now);
+    AddRows(w.attributes, id, r.attributes);
+    AddRows(w.threads, id, r.threads);
+    AddRows(w.frames, id, r.frames);
+    AddRows(w.modules, id, r.modules);
     ++id;
   }
   for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
