@@ -7,6 +7,7 @@
 
 #include "core/byte_view.h"
 #include "core/signals.h"
+#include "report/value_printer.h"
 #include "unwind/frame_variables.h"
 
 namespace coroner {
@@ -90,7 +91,7 @@ Json FrameJson(const Frame& f) {
     auto variables = [](const std::vector<Variable>& vars) {
       Json a = Json::array();
       for (const auto& v : vars) {
-        Json o{{"name", Text(v.name)}, {"type", Text(v.type)}, {"value", v.value ? Json(Text(*v.value)) : Json(nullptr)}};
+        Json o{{"name", Text(v.name)}, {"type", Text(v.type)}, {"value", v.value ? Json(Text(PrintValue(*v.value))) : Json(nullptr)}};
         if (!v.value) o["unavailable"] = v.unavailable;
         a.push_back(std::move(o));
       }
@@ -188,7 +189,7 @@ std::vector<std::string> VariableLines(const Frame& f) {
   std::vector<std::string> out;
   if (!f.variables_read) return out;
   auto line = [](const Variable& v) {
-    return Text(v.name) + " = " + (v.value ? Text(*v.value) : "<unavailable: " + v.unavailable + ">");
+    return Text(v.name) + " = " + (v.value ? Text(PrintValue(*v.value)) : "<unavailable: " + v.unavailable + ">");
   };
   if (!f.args.empty()) {
     std::string args = "arguments: ";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "unwind/unwinder.h"
+#include "unwind/value.h"
 
 namespace coroner {
 
@@ -15,7 +16,7 @@ namespace coroner {
 struct Variable {
   std::string name;
   std::string type;                  // C-like: "struct order *", "int [4]"
-  std::optional<std::string> value;  // as gdb prints it; nullopt when it could not be read
+  std::optional<Value> value;        // nullopt when it could not be read (see `unavailable`)
   std::string unavailable;           // why there is no value
 };
 

@@ -2,7 +2,6 @@
 
 #include <dwarf.h>
 #include <fmt/format.h>
-#include <fmt/printf.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,18 +14,18 @@ namespace coroner {
 namespace {
 
 constexpr size_t kMaxObject = 4096;    // bytes read for one variable
-constexpr size_t kMaxString = 200;     // gdb's default `print elements`
-constexpr size_t kRepeatThreshold = 10;  // gdb's `print repeats`: longer runs are folded
 constexpr int kMaxDepth = 20;          // nested structs and arrays (gdb's `print max-depth`)
 constexpr size_t kMaxVariables = 256;  // per frame
 constexpr size_t kMaxFrames = 64;      // physical frames whose variables are read
-// Values (members, elements, pointers) printed for one variable, and for all
-// the variables of one physical frame. Depth alone does not bound the work:
-// a struct whose members are the struct itself, 20 levels deep, is 2^20
-// values and more, so hostile DWARF could otherwise keep analyze busy for
-// hours.
+// Values (members, elements, pointers) read for one variable, for all the
+// variables of one scope, and for all the frames of one thread. Depth alone
+// does not bound the work: a struct whose members are the struct itself, 20
+// levels deep, is 2^20 values and more, so hostile DWARF could otherwise
+// keep analyze busy for hours, and the values are kept (some 100 bytes
+// each) until the report is printed.
 constexpr size_t kMaxValuesPerVariable = 4096;
 constexpr size_t kMaxValuesPerFrame = 32768;
+constexpr size_t kMaxValuesPerThread = 262144;
 
 std::optional<Dwarf_Die> TypeOf(Dwarf_Die* die) {
   Dwarf_Attribute attr;
@@ -115,24 +114,6 @@ int64_t SignExtend(uint64_t v, uint64_t bits) {
   return static_cast<int64_t>((v ^ m) - m);
 }
 
-// One character as gdb escapes it inside `quote` ('\'' or '"').
-std::string EscapeChar(unsigned char c, char quote) {
-  switch (c) {
-    case '\a': return "\\a";
-    case '\b': return "\\b";
-    case '\f': return "\\f";
-    case '\n': return "\\n";
-    case '\r': return "\\r";
-    case '\t': return "\\t";
-    case '\v': return "\\v";
-    case '\\': return "\\\\";
-    default: break;
-  }
-  if (c == static_cast<unsigned char>(quote)) return std::string("\\") + quote;
-  if (c >= 0x20 && c < 0x7f) return std::string(1, static_cast<char>(c));
-  return fmt::format("\\{:03o}", c);
-}
-
 bool IsCharType(std::optional<Dwarf_Die> t) {
   t = Strip(t);
   if (!t || dwarf_tag(&*t) != DW_TAG_base_type) return false;
@@ -141,83 +122,52 @@ bool IsCharType(std::optional<Dwarf_Die> t) {
   return size == 1u && enc && (*enc == DW_ATE_signed_char || *enc == DW_ATE_unsigned_char);
 }
 
-// gdb's form of a run of characters: quoted segments and folded repeats.
-// As gdb's printstr, it goes by groups of one character repeated (a valid
-// UTF-8 sequence is one character, any other high byte another): a group
-// longer than `print repeats` (10) is folded, and groups are taken while
-// fewer than `print elements` (200) characters were, the last one whole.
-// "..." when there was more (or `truncated` says the run was cut).
-std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
-  // The length in bytes of the character at i.
-  auto width = [&](size_t i) -> size_t {
-    unsigned char c = chars[i];
-    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 1;
-    if (len == 1 || i + len > chars.size()) return 1;
-    for (size_t k = 1; k < len; ++k)
-      if ((chars[i + k] & 0xc0) != 0x80) return 1;
-    return len;
-  };
-  auto text = [&](size_t i, size_t len) {
-    // A valid UTF-8 sequence prints as itself (gdb in a UTF-8 locale); any
-    // other byte escaped for the string's double quotes.
-    return len > 1 ? std::string(reinterpret_cast<const char*>(&chars[i]), len) : EscapeChar(chars[i], '"');
-  };
-  std::string out, segment;
-  auto flush = [&] {
-    if (segment.empty()) return;
-    if (!out.empty()) out += ", ";
-    out += '"' + segment + '"';
-    segment.clear();
-  };
-  size_t printed = 0, i = 0;
-  while (i < chars.size() && printed < kMaxString) {
-    size_t len = width(i), run = 1;
-    while (i + (run + 1) * len <= chars.size() &&
-           std::equal(&chars[i], &chars[i] + len, &chars[i + run * len]) && width(i + run * len) == len)
-      ++run;
-    if (run > kRepeatThreshold) {
-      flush();
-      if (!out.empty()) out += ", ";
-      out += fmt::format("'{}' <repeats {} times>", text(i, len), run);
-    } else {
-      for (size_t k = 0; k < run; ++k) segment += text(i, len);
-    }
-    i += run * len;
-    printed += run;
-  }
-  flush();
-  if (out.empty()) out = "\"\"";
-  if (truncated || i < chars.size()) out += "...";
-  return out;
+Value Scalar(Value::Kind kind, uint64_t bits) {
+  Value v;
+  v.kind = kind;
+  v.bits = bits;
+  return v;
 }
 
-class Printer {
+Value Chars(std::string text, bool truncated) {
+  Value v;
+  v.kind = Value::Kind::kChars;
+  v.text = std::move(text);
+  v.truncated = truncated;
+  return v;
+}
+
+// Reads the values of one scope's variables from their bytes: the type
+// decides the kind, pointers are followed to their symbol and, for char
+// pointers, their string.
+class ValueReader {
  public:
-  Printer(const ModuleMap& modules, StackMemory& memory, bool cplus)
-      : modules_(modules), memory_(memory), cplus_(cplus) {}
+  ValueReader(const ModuleMap& modules, StackMemory& memory, bool cplus, size_t& thread_budget)
+      : modules_(modules), memory_(memory), cplus_(cplus), thread_budget_(thread_budget) {}
 
   // The value of a variable of type `type` held in `bytes`; nullopt (with
-  // `why`) when it cannot be shown, or when showing it would print more
-  // values than one variable, or what is left of the frame's share, may.
-  std::optional<std::string> PrintVariable(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes,
-                                           std::string& why) {
-    variable_budget_ = std::min(kMaxValuesPerVariable, frame_budget_);
+  // `why`) when it cannot be read, or when it holds more values than one
+  // variable, or what is left of the frame's or the thread's share, may.
+  std::optional<Value> ReadVariable(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes,
+                                    std::string& why) {
+    variable_budget_ = std::min({kMaxValuesPerVariable, frame_budget_, thread_budget_});
     size_t before = variable_budget_;
-    auto v = Print(type, bytes, 0, why);
+    auto v = Read(type, bytes, 0, why);
     frame_budget_ -= before - variable_budget_;
+    thread_budget_ -= before - variable_budget_;
     return v;
   }
 
  private:
-  std::optional<std::string> Print(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes, int depth,
-                                   std::string& why) {
+  std::optional<Value> Read(std::optional<Dwarf_Die> type, std::span<const std::byte> bytes, int depth,
+                            std::string& why) {
     if (!Spend(why)) return std::nullopt;
     auto t = Strip(type);
     if (!t) {
       why = "its type is not described";
       return std::nullopt;
     }
-    if (depth > kMaxDepth) return "{...}";
+    if (depth > kMaxDepth) return Scalar(Value::Kind::kTooDeep, 0);
     Dwarf_Die d = *t;
     switch (dwarf_tag(&d)) {
       case DW_TAG_base_type: return Base(&d, bytes, why);
@@ -228,7 +178,7 @@ class Printer {
       case DW_TAG_reference_type:
       case DW_TAG_rvalue_reference_type:
         if (bytes.size() < 8) break;
-        return fmt::format("@0x{:x}", LittleEndian(bytes));
+        return Scalar(Value::Kind::kReference, LittleEndian(bytes));
       case DW_TAG_enumeration_type: return Enum(&d, bytes);
       case DW_TAG_structure_type:
       case DW_TAG_class_type:
@@ -243,7 +193,9 @@ class Printer {
   // Takes one value from the budget; false (with `why`) when none is left.
   bool Spend(std::string& why) {
     if (variable_budget_ == 0) {
-      why = frame_budget_ < kMaxValuesPerVariable
+      why = thread_budget_ < kMaxValuesPerVariable && thread_budget_ < frame_budget_
+                ? fmt::format("the thread's variables hold more than {} values", kMaxValuesPerThread)
+            : frame_budget_ < kMaxValuesPerVariable
                 ? fmt::format("the frame's variables hold more than {} values", kMaxValuesPerFrame)
                 : fmt::format("it holds more than {} values", kMaxValuesPerVariable);
       return false;
@@ -252,7 +204,7 @@ class Printer {
     return true;
   }
 
-  std::optional<std::string> Base(Dwarf_Die* d, std::span<const std::byte> bytes, std::string& why) {
+  std::optional<Value> Base(Dwarf_Die* d, std::span<const std::byte> bytes, std::string& why) {
     auto enc = Unsigned(d, DW_AT_encoding);
     size_t size = bytes.size();
     if (!enc || size == 0 || size > 8) {
@@ -260,59 +212,56 @@ class Printer {
       return std::nullopt;
     }
     uint64_t v = LittleEndian(bytes);
+    auto sign_extended = static_cast<uint64_t>(SignExtend(v, 8 * size));
     switch (*enc) {
-      case DW_ATE_boolean:
-        if (v <= 1) return v ? "true" : "false";
-        return std::to_string(v);
-      case DW_ATE_signed: return std::to_string(SignExtend(v, 8 * size));
-      case DW_ATE_unsigned: return std::to_string(v);
+      case DW_ATE_boolean: return Scalar(v <= 1 ? Value::Kind::kBool : Value::Kind::kUnsigned, v);
+      case DW_ATE_signed: return Scalar(Value::Kind::kSigned, sign_extended);
+      case DW_ATE_unsigned: return Scalar(Value::Kind::kUnsigned, v);
       case DW_ATE_signed_char:
       case DW_ATE_unsigned_char: {
-        std::string n = *enc == DW_ATE_signed_char ? std::to_string(SignExtend(v, 8 * size)) : std::to_string(v);
-        if (size != 1) return n;
-        return fmt::format("{} '{}'", n, EscapeChar(static_cast<unsigned char>(v), '\''));
+        uint64_t n = *enc == DW_ATE_signed_char ? sign_extended : v;
+        if (size != 1) return Scalar(*enc == DW_ATE_signed_char ? Value::Kind::kSigned : Value::Kind::kUnsigned, n);
+        return Scalar(Value::Kind::kChar, n);
       }
       case DW_ATE_float:
-        if (size == 4) {
-          float f;
-          uint32_t u = static_cast<uint32_t>(v);
-          std::memcpy(&f, &u, 4);
-          return fmt::sprintf("%.9g", f);
-        }
-        if (size == 8) {
-          double f;
-          std::memcpy(&f, &v, 8);
-          return fmt::sprintf("%.17g", f);
-        }
+        if (size == 4) return Scalar(Value::Kind::kFloat, v);
+        if (size == 8) return Scalar(Value::Kind::kDouble, v);
         break;
-      default:
-        return std::to_string(v);
+      default: return Scalar(Value::Kind::kUnsigned, v);
     }
     why = "a floating-point type of this size is not shown";
     return std::nullopt;
   }
 
-  std::string Pointer(std::optional<Dwarf_Die> pointee, uint64_t addr) {
-    std::string out = fmt::format("0x{:x}", addr);
+  Value Pointer(std::optional<Dwarf_Die> pointee, uint64_t addr) {
+    Value out = Scalar(Value::Kind::kPointer, addr);
     if (addr == 0) return out;
     // gdb names a pointer into a module's code or data by its symbol. A
     // data symbol of no size (a linker label such as a section start) is not
     // what the pointer points at; gdb leaves those out too.
     PcSymbol sym = modules_.Symbolize(addr);
     if (sym.module && !sym.symbol.empty() && (sym.symbol_size > 0 || modules_.IsCode(addr))) {
-      out += sym.symbol_offset == 0 ? " <" + sym.symbol + ">" : fmt::format(" <{}+{}>", sym.symbol, sym.symbol_offset);
+      out.text = sym.symbol;
+      out.offset = sym.symbol_offset;
     }
     if (!IsCharType(pointee)) return out;
-    if (auto s = modules_.ReadString(addr, kMaxString)) {
-      return out + " " + CharSequence(std::span(reinterpret_cast<const unsigned char*>(s->data()), s->size()), false);
+    if (auto s = modules_.ReadString(addr, kStringBytesRead)) {
+      out.children.push_back(Chars(std::move(*s), false));
+      return out;
     }
-    unsigned char buf[kMaxString];
-    size_t got = memory_.Read(addr, std::as_writable_bytes(std::span(buf)));
-    if (got == kMaxString) return out + " " + CharSequence(std::span(buf, got), true);
-    return out + fmt::format(" <error: Cannot access memory at address 0x{:x}>", addr);
+    char buf[kStringBytesRead];
+    auto into = std::as_writable_bytes(std::span(buf));
+    // A long string in read-only data the kernel did not dump is in the
+    // module's file.
+    size_t got = memory_.Read(addr, into);
+    if (got != kStringBytesRead) got = modules_.ReadCode(addr, into);
+    // No NUL in what gdb would print: the string goes on past it.
+    if (got == kStringBytesRead) out.children.push_back(Chars(std::string(buf, got), true));
+    else out.children.push_back(Scalar(Value::Kind::kUnreadable, addr));
+    return out;
   }
 
-  std::string Enum(Dwarf_Die* d, std::span<const std::byte> bytes) {
+  Value Enum(Dwarf_Die* d, std::span<const std::byte> bytes) {
     uint64_t v = LittleEndian(bytes);
     int64_t sv = SignExtend(v, 8 * bytes.size());
     Dwarf_Die child;
@@ -324,14 +273,18 @@ class Printer {
         Dwarf_Word u;
         if (!dwarf_attr(&child, DW_AT_const_value, &attr)) continue;
         bool match = (dwarf_formsdata(&attr, &s) == 0 && s == sv) || (dwarf_formudata(&attr, &u) == 0 && u == v);
-        if (match) return Name(&child);
+        if (match) {
+          Value out = Scalar(Value::Kind::kEnumerator, static_cast<uint64_t>(sv));
+          out.text = Name(&child);
+          return out;
+        }
       } while (dwarf_siblingof(&child, &child) == 0);
     }
-    return std::to_string(sv);
+    return Scalar(Value::Kind::kSigned, static_cast<uint64_t>(sv));
   }
 
-  std::optional<std::string> Struct(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
-    std::vector<std::string> fields;
+  std::optional<Value> Struct(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
+    Value out = Scalar(Value::Kind::kStruct, 0);
     Dwarf_Die child;
     if (dwarf_child(d, &child) == 0) {
       do {
@@ -340,21 +293,20 @@ class Printer {
         if (dwarf_hasattr(&child, DW_AT_external) || dwarf_hasattr(&child, DW_AT_declaration)) continue;  // static
         auto type = TypeOf(&child);
         auto offset = Unsigned(&child, DW_AT_data_member_location).value_or(0);
-        std::string name = tag == DW_TAG_inheritance ? "<" + TypeName(Strip(type), cplus_) + ">" : Name(&child);
-        std::string value;
+        Value member;
         if (auto bits = Unsigned(&child, DW_AT_bit_size)) {
           // A bit-field: DWARF 4+ gives its first bit from the struct's start.
           if (!Spend(why)) return std::nullopt;
           auto first = Unsigned(&child, DW_AT_data_bit_offset);
           if (!first || *bits == 0 || *bits > 56 || *first / 8 >= bytes.size()) return Fail(why, "a bit-field");
-          uint64_t word = 0;
           size_t from = static_cast<size_t>(*first / 8);
           size_t n = std::min<size_t>(8, bytes.size() - from);
-          word = LittleEndian(bytes.subspan(from, n)) >> (*first % 8);
+          uint64_t word = LittleEndian(bytes.subspan(from, n)) >> (*first % 8);
           if (*bits < 64) word &= (uint64_t{1} << *bits) - 1;
           auto st = Strip(type);
           bool is_signed = st && Unsigned(&*st, DW_AT_encoding) == uint64_t{DW_ATE_signed};
-          value = is_signed ? std::to_string(SignExtend(word, *bits)) : std::to_string(word);
+          member = is_signed ? Scalar(Value::Kind::kSigned, static_cast<uint64_t>(SignExtend(word, *bits)))
+                             : Scalar(Value::Kind::kUnsigned, word);
         } else {
           auto st = Strip(type);
           Dwarf_Word size = 0;
@@ -363,20 +315,18 @@ class Printer {
               size > bytes.size() - offset) {
             return Fail(why, "a member outside the object");
           }
-          auto v = Print(type, bytes.subspan(offset, size), depth + 1, why);
+          auto v = Read(type, bytes.subspan(offset, size), depth + 1, why);
           if (!v) return std::nullopt;
-          value = *v;
+          member = std::move(*v);
         }
-        fields.push_back(name + " = " + value);
+        member.name = tag == DW_TAG_inheritance ? "<" + TypeName(Strip(type), cplus_) + ">" : Name(&child);
+        out.children.push_back(std::move(member));
       } while (dwarf_siblingof(&child, &child) == 0);
     }
-    if (fields.empty()) return "{<No data fields>}";
-    std::string out = "{";
-    for (size_t i = 0; i < fields.size(); ++i) out += (i ? ", " : "") + fields[i];
-    return out + "}";
+    return out;
   }
 
-  std::optional<std::string> Array(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
+  std::optional<Value> Array(Dwarf_Die* d, std::span<const std::byte> bytes, int depth, std::string& why) {
     auto count = ArrayCount(d);
     auto element = TypeOf(d);
     auto st = Strip(element);
@@ -385,42 +335,21 @@ class Printer {
       return Fail(why, "an array of unknown or multiple dimensions");
     }
     if (IsCharType(element)) {
-      std::vector<unsigned char> chars(bytes.size());
-      std::memcpy(chars.data(), bytes.data(), bytes.size());
       size_t n = static_cast<size_t>(*count);
       // gdb drops the one terminating NUL at the end of a char array.
-      if (n > 0 && chars[n - 1] == 0) --n;
-      return CharSequence(std::span(chars.data(), n), false);
+      if (n > 0 && bytes[n - 1] == std::byte{0}) --n;
+      return Chars(std::string(reinterpret_cast<const char*>(bytes.data()), n), false);
     }
-    std::vector<std::string> items;
+    Value out = Scalar(Value::Kind::kArray, 0);
     for (uint64_t i = 0; i < *count; ++i) {
-      auto v = Print(element, bytes.subspan(i * size, size), depth + 1, why);
+      auto v = Read(element, bytes.subspan(i * size, size), depth + 1, why);
       if (!v) return std::nullopt;
-      items.push_back(*v);
+      out.children.push_back(std::move(*v));
     }
-    // gdb's `print elements` (200): a folded run counts as the repeat
-    // threshold, a plain element as one; what is left becomes "...".
-    std::string out = "{";
-    size_t printed = 0, i = 0;
-    while (i < items.size() && printed < kMaxString) {
-      size_t run = 1;
-      while (i + run < items.size() && items[i + run] == items[i]) ++run;
-      if (i) out += ", ";
-      if (run > kRepeatThreshold) {
-        out += fmt::format("{} <repeats {} times>", items[i], run);
-        i += run;
-        printed += kRepeatThreshold;
-      } else {
-        out += items[i];
-        ++i;
-        ++printed;
-      }
-    }
-    if (i < items.size()) out += "...";
-    return out + "}";
+    return out;
   }
 
-  static std::optional<std::string> Fail(std::string& why, const char* what) {
+  static std::optional<Value> Fail(std::string& why, const char* what) {
     why = std::string(what) + " is not shown";
     return std::nullopt;
   }
@@ -429,6 +358,7 @@ class Printer {
   StackMemory& memory_;
   bool cplus_;
   size_t frame_budget_ = kMaxValuesPerFrame;
+  size_t& thread_budget_;
   size_t variable_budget_ = 0;
 };
 
@@ -456,7 +386,7 @@ ExpressionContext Context(const Frame& frame, const MappedModule& module, StackM
 using EntryRegister = std::function<std::optional<uint64_t>(int dwarf_reg)>;
 
 // One variable's value at `vaddr` in a frame.
-Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context, Printer& printer,
+Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context, ValueReader& reader,
                       const ModuleMap& modules, bool cplus, const EntryRegister& entry_register) {
   Variable v;
   v.name = Name(die);
@@ -479,7 +409,7 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context,
     size_t len = 0;
     int n = dwarf_getlocation_addr(&attr, vaddr, &expr, &len, 1);
     if (n == 0 || (n == 1 && len == 0)) {
-      v.value = "<optimized out>";
+      v.value = Value{};
       return v;
     }
     if (n < 0) {
@@ -530,11 +460,11 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context,
       return v;
     }
   } else {
-    v.value = "<optimized out>";
+    v.value = Value{};
     return v;
   }
   std::string why;
-  v.value = printer.PrintVariable(type, bytes, why);
+  v.value = reader.ReadVariable(type, bytes, why);
   if (!v.value) v.unavailable = why;
   return v;
 }
@@ -657,25 +587,26 @@ std::optional<uint64_t> CallSiteValue(const PhysicalFrame& caller, int reg, Stac
 }
 
 void ReadScope(const Scope& scope, Frame& frame, const PhysicalFrame& where, const std::optional<PhysicalFrame>& caller,
-               StackMemory& memory, const ModuleMap& modules) {
+               StackMemory& memory, const ModuleMap& modules, size_t& thread_budget) {
   ExpressionContext context = Context(frame, *where.module, memory, where.frame_base);
-  Printer printer(modules, memory, where.cplus);
+  ValueReader reader(modules, memory, where.cplus, thread_budget);
   EntryRegister entry_register;
   if (caller) entry_register = [&caller, &memory](int reg) { return CallSiteValue(*caller, reg, memory); };
   std::vector<Dwarf_Die> params, vars;
   for (const auto& block : scope.blocks) CollectVariables(block, false, params, vars, 0);
   if (scope.function) CollectVariables(*scope.function, true, params, vars, 0);
   for (auto& die : params) {
-    frame.args.push_back(ReadVariable(&die, where.vaddr, context, printer, modules, where.cplus, entry_register));
+    frame.args.push_back(ReadVariable(&die, where.vaddr, context, reader, modules, where.cplus, entry_register));
   }
   for (auto& die : vars) {
-    frame.locals.push_back(ReadVariable(&die, where.vaddr, context, printer, modules, where.cplus, entry_register));
+    frame.locals.push_back(ReadVariable(&die, where.vaddr, context, reader, modules, where.cplus, entry_register));
   }
 }
 
 }  // namespace
 
 void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& memory) {
+  size_t thread_budget = kMaxValuesPerThread;
   for (size_t i = 0; i < bt.frames.size();) {
     // A tail call's frame has no registers of its own to read variables with.
     if (bt.frames[i].trust == FrameTrust::kTailCall) {
@@ -717,7 +648,7 @@ void ReadFrameVariables(Backtrace& bt, const ModuleMap& modules, StackMemory& me
     if (scopes.size() == end - i) {
       for (size_t k = i; k < end; ++k) {
         bt.frames[k].variables_read = true;
-        ReadScope(scopes[k - i], bt.frames[k], *where, caller, memory, modules);
+        ReadScope(scopes[k - i], bt.frames[k], *where, caller, memory, modules, thread_budget);
       }
     }
     i = end;

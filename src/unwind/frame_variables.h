@@ -3,13 +3,14 @@
 // module, evaluated against the frame's recovered registers and the core's
 // memory.
 //
-// Values are printed as gdb prints them (decimal integers, `66 'B'`,
-// `0x... "text"`, `0x... <symbol>`, `{x = 3, y = -4}`, enumerator names), so
-// a report reads like the workflow's gdb session and can be checked against
-// it. A variable without a location at the pc is `<optimized out>` (gdb's
-// words); one whose location cannot be evaluated here (a register the
-// unwinder did not recover, an entry value, memory the core does not hold)
-// has no value and says why: nothing is guessed.
+// Each value is kept as read (unwind/value.h: integers, characters,
+// pointers with their symbol and string, enumerators, members, elements);
+// report/value_printer.h prints it as gdb does, so a report reads like the
+// workflow's gdb session and can be checked against it. A variable without
+// a location at the pc is optimized out (gdb's `<optimized out>`); one whose
+// location cannot be evaluated here (a register the unwinder did not
+// recover, an entry value, memory the core does not hold) has no value and
+// says why: nothing is guessed.
 #pragma once
 
 #include "unwind/backtrace.h"
