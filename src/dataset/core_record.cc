@@ -101,7 +101,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   }
   std::vector<SignatureFrame> sig_frames;
   if (analysis.crashing_backtrace()) {
-    Backtrace& crashing = analysis.backtraces[core.crashing_thread()];
+    Backtrace& crashing = analysis.threads[core.crashing_thread()];
     const size_t base = r.frames.size();
     r.frames.reserve(base + crashing.frames.size());
     sig_frames.reserve(crashing.frames.size());

@@ -736,14 +736,13 @@ class Diagnoser {
   // --- threads -----------------------------------------------------------------
   void Threads() {
     std::map<std::string, ThreadGroup> groups;
-    for (size_t i = 0; i < core_.threads().size(); ++i) {
-      std::string state = ThreadWaitOf(core_.threads()[i].registers, modules_).state;
+    for (const Backtrace& bt : bts_) {
+      std::string state = ThreadWaitOf(bt.thread->registers, modules_).state;
       d_.thread_states.push_back(state);
-      if (i >= bts_.size()) continue;
       // The first frame of the thread's own code: where it waits or runs,
       // as the program sees it.
       std::string function;
-      for (const auto& f : bts_[i].frames) {
+      for (const auto& f : bt.frames) {
         if (!f.function.empty() && !(f.module && RuntimeLibrary(f.module->module->path))) {
           function = f.function;
           break;
@@ -753,8 +752,8 @@ class Diagnoser {
       auto& g = groups[state + '\t' + function];
       g.function = function;
       g.state = state;
-      g.tids.push_back(core_.threads()[i].tid);
-      if (i == core_.crashing_thread()) g.with_crashing_thread = true;
+      g.tids.push_back(bt.thread->tid);
+      if (&bt == crashing_) g.with_crashing_thread = true;
     }
     for (auto& [k, g] : groups) {
       if (g.tids.size() >= 2) d_.thread_groups.push_back(g);
@@ -898,9 +897,9 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
   return w;
 }
 
-Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
+Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& threads,
                    const std::optional<FaultContext>& fault_context, StackMemory& memory, DiagnosisDepth depth) {
-  return Diagnoser(core, modules, backtraces, fault_context, memory, depth).Run();
+  return Diagnoser(core, modules, threads, fault_context, memory, depth).Run();
 }
 
 }  // namespace coroner

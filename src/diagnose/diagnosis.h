@@ -141,9 +141,10 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 // which cost more than the labels themselves.
 enum class DiagnosisDepth { kLabels, kReport };
 
-// `backtraces` holds one per thread, in thread order (may be empty for a
-// registers-only analysis: the frame-based rules then do not apply).
-Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& backtraces,
+// `threads` holds every thread of the core, in its order, each with its
+// frames (none where it was not unwound: the frame-based rules then do not
+// apply to it).
+Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& threads,
                    const std::optional<FaultContext>& fault_context, StackMemory& memory,
                    DiagnosisDepth depth = DiagnosisDepth::kReport);
 

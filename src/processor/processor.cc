@@ -42,13 +42,14 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   CrashAnalysis a;
   a.core = &core;
   a.gpu_state = GpuStateOf(core, options.input_path);
+  a.threads.resize(core.threads().size());
+  for (size_t i = 0; i < core.threads().size(); ++i) a.threads[i].thread = &core.threads()[i];
   if (options.depth == AnalysisDepth::kRegisters) return a;
   a.modules = std::make_unique<ModuleMap>(core, symbols);
   const ModuleMap& modules = *a.modules;
   StackMemory stack(core.memory());
   const bool full = options.depth == AnalysisDepth::kFull;
   const size_t crashing_index = core.crashing_thread();
-  a.backtraces.resize(core.threads().size());
   // All the threads' frames together are bounded too: a hostile core of
   // 65,536 threads whose stacks each unwind to the frame limit would
   // otherwise take minutes and gigabytes. The crashing thread goes first, with
@@ -60,7 +61,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
     size_t i = k == 0 ? crashing_index : k == crashing_index ? 0 : k;
     UnwindOptions o = options.unwind;
     o.max_frames = std::max<size_t>(1, std::min(options.unwind.max_frames, budget));
-    Backtrace& bt = a.backtraces[i];
+    Backtrace& bt = a.threads[i];
     bt = BuildBacktrace(core.threads()[i], modules, stack, o);
     AddTailCallFrames(bt, modules);
     budget -= std::min(budget, bt.frames.size());
@@ -69,25 +70,23 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
     }
   }
   // A core without threads still gets the rules that need none.
-  if (!a.backtraces.empty()) {
-    Backtrace& crashing = a.backtraces[crashing_index];
+  if (!a.threads.empty()) {
+    Backtrace& crashing = a.threads[crashing_index];
     a.fault_context = RecoverFaultContext(core, crashing, stack);
     if (full) {
       // The crashing thread's arguments and locals (gdb's `bt full`).
       ReadFrameVariables(crashing, modules, stack);
-      // One disassembly per unwound frame (inlined frames share their pc).
-      size_t last = SIZE_MAX;
-      for (const auto& f : crashing.frames) {
-        if (f.physical == last) continue;
-        if (a.crashing_disassembly.size() >= kDisassembledFrames) break;
-        last = f.physical;
-        bool exact = f.physical == 0 || f.trust == FrameTrust::kSignal;
-        a.crashing_disassembly.push_back(Disassemble(modules, f.pc, exact));
+      // One disassembly per physical frame, on its first frame (its inlined
+      // calls share its pc; a tail call's frames follow their callee's).
+      for (size_t i = 0; i < crashing.frames.size() && crashing.frames[i].physical < kDisassembledFrames; ++i) {
+        Frame& f = crashing.frames[i];
+        if (i > 0 && f.physical == crashing.frames[i - 1].physical) continue;
+        f.disassembly = Disassemble(modules, f.pc, f.pc_kind == PcKind::kInstruction);
       }
       if (a.fault_context) a.fault_disassembly = Disassemble(modules, a.fault_context->registers.pc(), true);
     }
   }
-  a.diagnosis = Diagnose(core, modules, a.backtraces, a.fault_context, stack,
+  a.diagnosis = Diagnose(core, modules, a.threads, a.fault_context, stack,
                          full ? DiagnosisDepth::kReport : DiagnosisDepth::kLabels);
   // A dataset row needs the crashing thread's Python frames alone.
   std::optional<uint64_t> only;
@@ -96,21 +95,25 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   if (a.python) {
     // Python threads meet the core's by native thread id (a core may hold
     // tens of thousands of threads: no search per Python thread).
-    std::unordered_map<uint64_t, size_t> by_tid;
-    for (size_t i = 0; i < core.threads().size(); ++i) by_tid.emplace(static_cast<uint64_t>(core.threads()[i].tid), i);
+    std::unordered_map<uint64_t, Backtrace*> by_tid;
+    for (auto& t : a.threads) by_tid.emplace(static_cast<uint64_t>(t.thread->tid), &t);
     for (const auto& pt : a.python->threads) {
       auto it = by_tid.find(pt.tid);
-      if (it != by_tid.end() && !a.backtraces[it->second].frames.empty()) {
-        InterleavePythonFrames(a.backtraces[it->second], pt);
-      }
+      if (it != by_tid.end() && !it->second->frames.empty()) InterleavePythonFrames(*it->second, pt);
     }
   }
   return a;
 }
 
 const std::vector<Instruction>& CrashingInstructions(const CrashAnalysis& a) {
-  if (a.fault_context || a.crashing_disassembly.empty()) return a.fault_disassembly;
-  return a.crashing_disassembly[0];
+  const Backtrace* bt = a.crashing_backtrace();
+  if (a.fault_context || !bt) return a.fault_disassembly;
+  // Frame 0's physical frame: the first disassembled (a Python frame placed
+  // before it has none).
+  for (const auto& f : bt->frames) {
+    if (f.disassembly) return *f.disassembly;
+  }
+  return a.fault_disassembly;
 }
 
 }  // namespace coroner

@@ -44,7 +44,8 @@ struct ProcessOptions {
 // Frames unwound for all the threads of one core together (each thread is
 // also bounded by UnwindOptions::max_frames): 1,000 threads of 60 frames fit.
 constexpr size_t kMaxFramesPerCore = 65536;
-// Physical frames of the crashing thread disassembled around their pc.
+// Physical frames of the crashing thread disassembled around their pc
+// (Frame::disassembly).
 constexpr size_t kDisassembledFrames = 64;
 
 struct CrashAnalysis {
@@ -52,18 +53,18 @@ struct CrashAnalysis {
   std::string path;  // as the user named the input
   // The module map the frames point into; null at kRegisters.
   std::unique_ptr<ModuleMap> modules;
-  // One per thread, in the core's thread order. At kLabels only the
-  // crashing thread's is unwound; the others are empty.
-  std::vector<Backtrace> backtraces;
+  // Every thread of the core, in its order, with its frames. At kRegisters
+  // none is unwound (`modules` is null); at kLabels only the crashing thread
+  // is, and the others have no frames.
+  std::vector<Backtrace> threads;
   // The real fault behind a re-raised signal, for the crashing thread.
   std::optional<FaultContext> fault_context;
-  // At kFull: instructions around the pc of the first kDisassembledFrames
-  // physical frames of the crashing thread, and around the real fault's pc.
-  std::vector<std::vector<Instruction>> crashing_disassembly;
+  // At kFull: the instructions around the real fault's pc. (Those around
+  // each frame's pc are the frame's: Frame::disassembly.)
   std::vector<Instruction> fault_disassembly;
   std::optional<Diagnosis> diagnosis;  // from kLabels on
   // A CPython process's Python threads (from kLabels on; nullopt in any
-  // other process). Their frames are also in `backtraces`, each at the
+  // other process). Their frames are also in `threads`, each at the
   // native eval frame that runs it (trust kPython); the diagnosis is made
   // from the native frames alone.
   std::optional<PythonState> python;
@@ -72,8 +73,10 @@ struct CrashAnalysis {
   // when there is none.
   std::vector<std::string> gpu_state;
 
+  // The crashing thread with its frames; null when nothing was unwound
+  // (kRegisters) or the core has no threads.
   const Backtrace* crashing_backtrace() const {
-    return core && core->crashing_thread() < backtraces.size() ? &backtraces[core->crashing_thread()] : nullptr;
+    return modules && core && core->crashing_thread() < threads.size() ? &threads[core->crashing_thread()] : nullptr;
   }
 };
 

@@ -378,6 +378,7 @@ void InterleavePythonFrames(Backtrace& bt, const PythonThread& thread) {
   auto python_frame = [](const PythonFrame& p, const Frame& at) {
     Frame f;
     f.pc = at.pc;
+    f.pc_kind = at.pc_kind;
     f.sp = at.sp;
     f.cfa = at.cfa;
     f.physical = at.physical;

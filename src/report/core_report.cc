@@ -258,7 +258,8 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   j["crashing_thread"] = core.threads().empty() ? Json(nullptr) : Json(core.crashing_thread());
 
   Json threads = Json::array();
-  for (const auto& t : core.threads()) {
+  for (const Backtrace& bt : analysis.threads) {
+    const Thread& t = *bt.thread;
     Json tj;
     tj["tid"] = t.tid;
     tj["registers"] = RegistersJson(t.registers);
@@ -272,21 +273,15 @@ Json CoreToJson(const CrashAnalysis& analysis) {
       tj["state"] = d && k < d->thread_states.size() ? Json(d->thread_states[k]) : Json(nullptr);
     }
     tj["frames"] = Json::array();
-    size_t ti = threads.size();
-    if (ti < analysis.backtraces.size()) {
-      size_t last_physical = SIZE_MAX;
-      for (const auto& f : analysis.backtraces[ti].frames) {
+    if (analysis.modules) {  // unwound (not --registers-only)
+      for (const auto& f : bt.frames) {
         Json fj = FrameJson(f);
-        bool first_of_physical = f.physical != last_physical;
-        last_physical = f.physical;
-        if (ti == core.crashing_thread() && first_of_physical && f.physical < analysis.crashing_disassembly.size()) {
-          fj["disassembly"] = InstructionsJson(analysis.crashing_disassembly[f.physical]);
-        }
+        if (f.disassembly) fj["disassembly"] = InstructionsJson(*f.disassembly);
         tj["frames"].push_back(std::move(fj));
       }
-      tj["stop_reason"] = analysis.backtraces[ti].stop_reason;
+      tj["stop_reason"] = bt.stop_reason;
     }
-    if (ti == core.crashing_thread() && analysis.fault_context) {
+    if (&bt == analysis.crashing_backtrace() && analysis.fault_context) {
       const FaultContext& fc = *analysis.fault_context;
       tj["fault_context"] = Json{{"registers", RegistersJson(fc.registers)},
                                  {"signal", SignalJson(fc.signal)},
@@ -427,9 +422,9 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     }
     if (!row.empty()) add(row);
   }
-  for (size_t i = 0; i < analysis.backtraces.size() && i < core.threads().size(); ++i) {
-    const Backtrace& bt = analysis.backtraces[i];
-    add(fmt::format("\nthread {} (LWP {}){}:", i, core.threads()[i].tid, i == core.crashing_thread() ? " crashed" : ""));
+  for (size_t i = 0; analysis.modules && i < analysis.threads.size(); ++i) {
+    const Backtrace& bt = analysis.threads[i];
+    add(fmt::format("\nthread {} (LWP {}){}:", i, bt.thread->tid, &bt == analysis.crashing_backtrace() ? " crashed" : ""));
     for (const auto& f : bt.frames) {
       add(FrameLine(f));
       for (const auto& line : VariableLines(f)) add("        " + line);
@@ -437,13 +432,13 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
     if (analysis.python) {
       for (const auto& pt : analysis.python->threads) {
-        if (pt.tid == static_cast<uint64_t>(core.threads()[i].tid) && !pt.stop_reason.empty()) {
+        if (pt.tid == static_cast<uint64_t>(bt.thread->tid) && !pt.stop_reason.empty()) {
           add("   (its Python frames end early: " + Text(pt.stop_reason) + ")");
         }
       }
     }
   }
-  if (!analysis.backtraces.empty()) add("");
+  if (analysis.modules && !analysis.threads.empty()) add("");
   const std::vector<Instruction>& crash_ins = CrashingInstructions(analysis);
   if (!crash_ins.empty()) {
     add(analysis.fault_context ? "crashing instruction (the real fault):" : "crashing instruction:");

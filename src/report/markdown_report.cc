@@ -41,7 +41,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     add("**Crash signal:** " + s + "  ");
   }
   const Thread* t = core.threads().empty() ? nullptr : &core.threads()[core.crashing_thread()];
-  const Backtrace* bt = a.backtraces.size() > core.crashing_thread() ? &a.backtraces[core.crashing_thread()] : nullptr;
+  const Backtrace* bt = a.crashing_backtrace();
   // Where the fault happened: frame 0, or past the signal frame that a
   // re-raising handler left.
   size_t origin = 0;

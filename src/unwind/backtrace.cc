@@ -7,6 +7,7 @@ namespace coroner {
 Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,
                          const UnwindOptions& options) {
   Backtrace bt;
+  bt.thread = &thread;
   UnwindResult raw = Unwind(thread, modules, memory, options);
   bt.physical_frames = raw.frames.size();
   bt.stop_reason = raw.stop_reason;
@@ -24,6 +25,7 @@ Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMe
     const PcSymbol& sym = it->second;
     Frame base;
     base.pc = r.pc;
+    base.pc_kind = r.exact_pc ? PcKind::kInstruction : PcKind::kReturnAddress;
     base.module = sym.module;
     // The contract: pc - load bias, also for a return address (the lookup
     // above is one byte earlier).
@@ -131,6 +133,7 @@ void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
     for (auto site = chains[0].rbegin(); site != chains[0].rend(); ++site) {
       Frame f;
       f.pc = site->return_pc + callee.module->bias;
+      f.pc_kind = PcKind::kReturnAddress;
       f.module = callee.module;
       f.offset = site->return_pc;
       f.lookup = site->return_pc - 1;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "symbolize/disassembler.h"
 #include "unwind/unwinder.h"
 #include "unwind/value.h"
 
@@ -20,9 +21,19 @@ struct Variable {
   std::string unavailable;           // why there is no value
 };
 
+// What a frame's pc is. rust-minidump's frames keep the two apart too: a
+// return address points after the call, so the call itself (pc - 1) is where
+// lines, variables and the function are looked up, and the instruction shown
+// as current is the one before it.
+enum class PcKind {
+  kInstruction,    // the instruction that was running: frame 0, a context a signal interrupted
+  kReturnAddress,  // where a call returns to: every caller, a tail call's frame
+};
+
 struct Frame {
   size_t index = 0;
   uint64_t pc = 0;
+  PcKind pc_kind = PcKind::kInstruction;
   const MappedModule* module = nullptr;  // nullptr when no module holds pc
   std::optional<uint64_t> offset;        // link-time address within the module: pc - load bias
   // The link-time address the frame is looked up at: the call itself for a
@@ -36,16 +47,28 @@ struct Frame {
   FrameTrust trust = FrameTrust::kContext;
   bool signal_trampoline = false;  // gdb's "<signal handler called>"
   bool jit = false;                // pc in JIT code (ModuleMap::IsJitCode)
-  size_t physical = 0;             // index of the unwound frame it belongs to
+  // The unwound (physical) frame it belongs to, counted from 0: its inlined
+  // calls (innermost first) and the function its pc is in share it, and so
+  // do a tail call's frames and a Python frame, placed beside the physical
+  // frame they were found in. The frames stay one list in gdb's order
+  // (gdb numbers inline frames as frames; the JSON and the dataset's frames
+  // are that list), and the physical frame is this link.
+  size_t physical = 0;
   uint64_t sp = 0;
   std::optional<uint64_t> cfa;
   DwarfRegisters regs;  // the physical frame's recovered registers
   // Filled by ReadFrameVariables (frame_variables.h); empty otherwise.
   std::vector<Variable> args, locals;
   bool variables_read = false;  // the frame had DWARF for its pc
+  // The instructions around pc, on the first frame of a physical frame of
+  // the crashing thread (the processor's kFull; the first
+  // kDisassembledFrames of them); nullopt elsewhere.
+  std::optional<std::vector<Instruction>> disassembly;
 };
 
+// One thread's frames: the thread owns them.
 struct Backtrace {
+  const Thread* thread = nullptr;  // whose frames these are
   std::vector<Frame> frames;
   size_t physical_frames = 0;
   std::string stop_reason;

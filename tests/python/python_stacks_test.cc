@@ -111,6 +111,9 @@ TEST_P(PythonStacksTest, PythonFramesSitInTheEvalFramesThatRunThem) {
     EXPECT_EQ(f.index, i);
     if (f.trust != FrameTrust::kPython) continue;
     python.push_back({f.function, f.file, f.line});
+    // The native code around the pc is the eval frame's, not the Python
+    // frame's.
+    EXPECT_FALSE(f.disassembly.has_value()) << "frame " << i;
     // Outward of a Python frame: another one of its group, or the eval
     // frame running the group, sharing its physical frame and pc.
     ASSERT_LT(i + 1, bt.frames.size());

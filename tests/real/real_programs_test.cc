@@ -92,13 +92,13 @@ TEST_P(RealProgramTest, ThreadsRegistersAndSignalMatchGdb) {
 TEST_P(RealProgramTest, EveryFrameGdbNamesMatches) {
   auto gdb = ParseGdbOracle(GetParam().oracle);
   auto a = AnalyzeCore(GetParam().core);
-  size_t crashing = a->core->crashing_thread();
-  for (size_t i = 0; i < a->core->threads().size(); ++i) {
-    int tid = a->core->threads()[i].tid;
+  ASSERT_EQ(a->threads().size(), a->core->threads().size());
+  for (const Backtrace& t : a->threads()) {
+    int tid = t.thread->tid;
     ASSERT_TRUE(gdb.frames.count(tid)) << tid;
-    size_t n = ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid),
-                                *a->analysis.modules, /*stop_outside_modules=*/true);
-    if (i == crashing) {
+    size_t n = ExpectSameFrames(gdb.frames.at(tid), t, "thread " + std::to_string(tid), *a->analysis.modules,
+                                /*stop_outside_modules=*/true);
+    if (&t == a->analysis.crashing_backtrace()) {
       EXPECT_GE(n, 3u);
     }
   }
@@ -166,7 +166,7 @@ TEST_P(RealProgramTest, ModulesAreTheLoadedImages) {
   for (const auto& [path, n] : per_path) EXPECT_EQ(n, 1) << path;
   if (GetParam().variant == "python-ctypes-mmap") {
     // libc is mapped twice; the module is the one with code, where frame 0 is.
-    const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+    const Backtrace& bt = a->threads()[a->core->crashing_thread()];
     ASSERT_FALSE(bt.frames.empty());
     ASSERT_TRUE(bt.frames[0].module);
     EXPECT_NE(bt.frames[0].module->module->path.find("libc.so.6"), std::string::npos);
@@ -283,7 +283,7 @@ TEST_P(RealProgramTest, TheRealFaultIsTheOneTheProgramLogged) {
     for (const auto& f : a->core->files()) debug_file_mapped |= f.path.find("/usr/lib/debug/") != std::string::npos;
     EXPECT_TRUE(debug_file_mapped) << "ruby did not map a debug file: the case above is not tested";
   }
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   for (const Frame& f : bt.frames) EXPECT_NE(f.trust, FrameTrust::kScan) << "frame " << f.index;
 }
 
@@ -317,7 +317,7 @@ TEST_P(RealProgramTest, JitFramesAreTheJvmsOwn) {
   }
   ASSERT_FALSE(caller.empty()) << "no native frames in the JVM's error file";
   auto a = AnalyzeCore(GetParam().core);
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   auto from = std::find_if(bt.frames.begin(), bt.frames.end(), [&](const Frame& f) { return f.function == faulted; });
   ASSERT_NE(from, bt.frames.end()) << faulted;
   auto to = std::find_if(from, bt.frames.end(), [&](const Frame& f) { return f.function == caller; });

@@ -16,7 +16,8 @@ namespace coroner::testing {
 struct AnalyzedCore {
   std::unique_ptr<Core> core;
   CrashAnalysis analysis;
-  const std::vector<Backtrace>& backtraces() const { return analysis.backtraces; }
+  // Every thread with its frames (CrashAnalysis::threads).
+  const std::vector<Backtrace>& threads() const { return analysis.threads; }
 };
 
 // The zoo's symbol provider: its stripped binaries' debug files are under

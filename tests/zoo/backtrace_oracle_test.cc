@@ -33,7 +33,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
   const Thread& crashed = a->core->threads()[a->core->crashing_thread()];
   ASSERT_TRUE(gdb.frames.count(crashed.tid));
   const auto& gframes = gdb.frames.at(crashed.tid);
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   ASSERT_FALSE(gframes.empty());
   EXPECT_GE(testing::ExpectSameFrames(gframes, bt, "crashing thread", *a->analysis.modules), 1u);
   // file:line of frame 0 where gdb has it.
@@ -43,11 +43,11 @@ TEST_P(BacktraceTest, MatchesGdb) {
   }
   // Every other thread too.
   size_t others = 0;
-  for (size_t i = 0; i < a->core->threads().size(); ++i) {
-    if (i == a->core->crashing_thread()) continue;
-    int tid = a->core->threads()[i].tid;
+  for (const Backtrace& t : a->threads()) {
+    if (&t == a->analysis.crashing_backtrace()) continue;
+    int tid = t.thread->tid;
     ASSERT_TRUE(gdb.frames.count(tid));
-    testing::ExpectSameFrames(gdb.frames.at(tid), a->backtraces()[i], "thread " + std::to_string(tid), *a->analysis.modules);
+    testing::ExpectSameFrames(gdb.frames.at(tid), t, "thread " + std::to_string(tid), *a->analysis.modules);
     ++others;
   }
   EXPECT_EQ(others + 1, a->core->threads().size());
@@ -55,7 +55,7 @@ TEST_P(BacktraceTest, MatchesGdb) {
 
 TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
   auto a = Analyze(GetParam().core);
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   ASSERT_FALSE(bt.frames.empty());
   EXPECT_EQ(bt.frames[0].trust, FrameTrust::kContext);
   for (size_t i = 1; i < bt.frames.size(); ++i) {
@@ -76,6 +76,38 @@ TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
   EXPECT_FALSE(bt.stop_reason.empty());
 }
 
+// A frame's pc is the running instruction where the kernel saved it (frame
+// 0, the context a signal frame holds) and a return address everywhere else;
+// each physical frame's first frame carries the instructions around its pc,
+// the current one being the instruction at pc, or the call that ends at a
+// return address.
+TEST_P(BacktraceTest, FramesKnowWhatTheirPcIs) {
+  auto a = Analyze(GetParam().core);
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
+  ASSERT_FALSE(bt.frames.empty());
+  EXPECT_EQ(bt.frames[0].pc_kind, PcKind::kInstruction);
+  size_t disassembled = 0;
+  for (size_t i = 0; i < bt.frames.size(); ++i) {
+    const Frame& f = bt.frames[i];
+    std::string where = "frame " + std::to_string(i);
+    // The context a signal frame holds is found with trust kSignal, and so
+    // are the calls inlined at its pc; a tail call's frame is where the
+    // tail call would have returned.
+    bool interrupted = f.trust != FrameTrust::kTailCall && (f.physical == 0 || f.trust == FrameTrust::kSignal);
+    EXPECT_EQ(f.pc_kind, interrupted ? PcKind::kInstruction : PcKind::kReturnAddress) << where;
+    bool starts = i == 0 || bt.frames[i - 1].physical != f.physical;
+    EXPECT_EQ(f.disassembly.has_value(), starts && f.physical < kDisassembledFrames) << where;
+    if (!f.disassembly) continue;
+    ++disassembled;
+    for (const Instruction& ins : *f.disassembly) {
+      if (!ins.current) continue;
+      uint64_t end = ins.address + ins.bytes.size() / 2;
+      EXPECT_EQ(f.pc_kind == PcKind::kInstruction ? ins.address : end, f.pc) << where << " " << ins.text;
+    }
+  }
+  EXPECT_EQ(disassembled, std::min(bt.frames.back().physical + 1, kDisassembledFrames));
+}
+
 INSTANTIATE_TEST_SUITE_P(Zoo, BacktraceTest, ::testing::ValuesIn(testing::LoadZoo()),
                          testing::ZooTestName);
 
@@ -88,7 +120,7 @@ namespace {
 // deep_recursion.c: descend(200) calls itself down to descend(0), which faults.
 TEST(Backtrace, DeepRecursionHasEveryFrame) {
   auto a = Analyze(testing::ZooDir() + "/cores/deep_recursion-O0.core");
-  const Backtrace& bt = a->backtraces()[0];
+  const Backtrace& bt = a->threads()[0];
   size_t descend = 0;
   while (descend < bt.frames.size() && bt.frames[descend].function == "descend") ++descend;
   EXPECT_EQ(descend, 201u);
@@ -100,8 +132,8 @@ TEST(Backtrace, DeepRecursionHasEveryFrame) {
 // The frame limit bounds the walk and says so.
 TEST(Backtrace, FrameLimitIsReported) {
   auto a = Analyze(testing::ZooDir() + "/cores/stack_overflow-O0.core");
-  EXPECT_EQ(a->backtraces()[0].frames.size(), 1024u);
-  EXPECT_EQ(a->backtraces()[0].stop_reason, "frame limit of 1024 reached");
+  EXPECT_EQ(a->threads()[0].frames.size(), 1024u);
+  EXPECT_EQ(a->threads()[0].stop_reason, "frame limit of 1024 reached");
 }
 
 }  // namespace
@@ -127,7 +159,7 @@ TEST_P(BacktraceTest, RecoversTheFaultBehindAReRaise) {
   const auto& z = GetParam();
   auto a = Analyze(z.core);
   StackMemory stack(a->core->memory());
-  auto fc = RecoverFaultContext(*a->core, a->backtraces()[a->core->crashing_thread()], stack);
+  auto fc = RecoverFaultContext(*a->core, a->threads()[a->core->crashing_thread()], stack);
   auto hidden = kHiddenFaults.find(z.crasher);
   if (hidden == kHiddenFaults.end() || z.variant.ends_with("-gcore")) {
     EXPECT_FALSE(fc.has_value()) << "no signal was re-raised in " << z.variant;
@@ -175,7 +207,7 @@ namespace {
 TEST(Backtrace, CallThroughNullIsRecoveredByStackScan) {
   for (std::string v : {"call_null-O0", "call_null-O2"}) {
     auto a = Analyze(testing::ZooDir() + "/cores/" + v + ".core");
-    const Backtrace& bt = a->backtraces()[0];
+    const Backtrace& bt = a->threads()[0];
     ASSERT_GE(bt.frames.size(), 3u) << v;
     EXPECT_EQ(bt.frames[0].pc, 0u);
     EXPECT_TRUE(bt.frames[0].function.empty());
@@ -190,7 +222,7 @@ TEST(Backtrace, CallThroughNullIsRecoveredByStackScan) {
 // main() keep frame pointers.
 TEST(Backtrace, FunctionsWithoutCfiAreWalkedByFramePointer) {
   auto a = Analyze(testing::ZooDir() + "/cores/no_cfi-fp.core");
-  const Backtrace& bt = a->backtraces()[0];
+  const Backtrace& bt = a->threads()[0];
   ASSERT_GE(bt.frames.size(), 4u);
   EXPECT_EQ(bt.frames[0].function, "leaf");
   EXPECT_EQ(bt.frames[1].function, "middle");
@@ -222,10 +254,10 @@ TEST(Backtrace, CompressedCoresUnwindTheSame) {
   for (std::string name : {"null_deref-O0.core.zst", "null_deref-O0.core.lz4", "many_threads-O0.core.xz"}) {
     auto packed = Analyze(dir + name);
     auto plain = Analyze(dir + name.substr(0, name.rfind('.')));
-    ASSERT_EQ(packed->backtraces().size(), plain->backtraces().size());
-    for (size_t t = 0; t < plain->backtraces().size(); ++t) {
-      const auto& a = packed->backtraces()[t].frames;
-      const auto& b = plain->backtraces()[t].frames;
+    ASSERT_EQ(packed->threads().size(), plain->threads().size());
+    for (size_t t = 0; t < plain->threads().size(); ++t) {
+      const auto& a = packed->threads()[t].frames;
+      const auto& b = plain->threads()[t].frames;
       ASSERT_EQ(a.size(), b.size()) << name << " thread " << t;
       for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a[i].pc, b[i].pc);

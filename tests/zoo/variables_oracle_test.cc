@@ -29,7 +29,7 @@ Compared CompareWithGdb(const testing::ZooCore& z) {
   auto a = testing::AnalyzeCore(z.core);
   const Thread& crashed = a->core->threads()[a->core->crashing_thread()];
   const auto& gframes = gdb.frames.at(crashed.tid);
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   // gdb's levels and coroner's frames count the same frames, tail calls'
   // included.
   std::map<int, size_t> ours_at;
@@ -129,7 +129,7 @@ TEST_P(VariablesTest, ValuesMatchGdb) {
 // the argv main received (read from main's -O0 stack slot).
 TEST(Variables, CalleeSavedRegistersCarryIntoCallers) {
   auto a = testing::AnalyzeCore(testing::ZooDir() + "/cores/locals-O0.core");
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   const Variable *in_main = nullptr, *in_libc = nullptr;
   bool libc_has_dwarf = false;
   for (const auto& f : bt.frames) {
@@ -151,7 +151,7 @@ TEST(Variables, CalleeSavedRegistersCarryIntoCallers) {
 // one locals.c gives its variable (charge(), process_order(), main()).
 TEST(Variables, TypedValuesAreTheSourcesOwn) {
   auto a = testing::AnalyzeCore(testing::ZooDir() + "/cores/locals-O0.core");
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   std::map<std::string, const Value*> vars;  // "function.name"
   for (const auto& f : bt.frames) {
     for (const auto* list : {&f.args, &f.locals}) {
@@ -226,7 +226,7 @@ TEST(Variables, TypedValuesAreTheSourcesOwn) {
 // by __assert_fail; the values are the crasher's own (abort_assert.c:7).
 TEST(Variables, EntryValuesFromTheCallersCallSite) {
   auto a = testing::AnalyzeCore(testing::ZooDir() + "/cores/abort_assert-O0.core");
-  const Backtrace& bt = a->backtraces()[a->core->crashing_thread()];
+  const Backtrace& bt = a->threads()[a->core->crashing_thread()];
   const Frame* base = nullptr;
   for (const auto& f : bt.frames) {
     if (f.function == "__assert_fail_base") base = &f;

@@ -231,8 +231,8 @@ TEST(ZooTest, CompressedCoresAreDecodedOnce) {
     auto reference = testing::AnalyzeCore(plain);
     ASSERT_TRUE(full->analysis.diagnosis && reference->analysis.diagnosis);
     EXPECT_EQ(full->analysis.diagnosis->summary, reference->analysis.diagnosis->summary);
-    const Backtrace& ours = full->backtraces()[full->core->crashing_thread()];
-    const Backtrace& want = reference->backtraces()[reference->core->crashing_thread()];
+    const Backtrace& ours = full->threads()[full->core->crashing_thread()];
+    const Backtrace& want = reference->threads()[reference->core->crashing_thread()];
     ASSERT_EQ(ours.frames.size(), want.frames.size());
     for (size_t i = 0; i < want.frames.size(); ++i) EXPECT_EQ(ours.frames[i].pc, want.frames[i].pc) << i;
 
