@@ -13,7 +13,6 @@
 
 #include "core/core.h"
 #include "dataset/record_columns.h"
-#include "dataset/signature.h"
 #include "processor/processor.h"
 #include "text/text.h"
 
@@ -99,12 +98,10 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     r.real_si_code = fault->signal.code;
     r.real_fault_address = fault->signal.fault_address;
   }
-  std::vector<SignatureFrame> sig_frames;
   if (analysis.crashing_backtrace()) {
     Backtrace& crashing = analysis.threads[core.crashing_thread()];
     const size_t base = r.frames.size();
     r.frames.reserve(base + crashing.frames.size());
-    sig_frames.reserve(crashing.frames.size());
     // The frames' names move to the rows: nothing reads them after.
     for (auto& f : crashing.frames) {
       FrameRow row;
@@ -123,15 +120,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
       row.inlined = f.inlined;
       r.frames.push_back(std::move(row));
     }
-    // The rows hold the frames' names made valid UTF-8 already.
-    const Frame* first = crashing.frames.data();
-    for (const Frame* f : EffectiveFrames(&crashing, fault)) {
-      if (f->signal_trampoline || f->trust == FrameTrust::kTailCall) continue;
-      const FrameRow& row = r.frames[base + static_cast<size_t>(f - first)];
-      sig_frames.push_back({row.function, row.module, f->trust == FrameTrust::kScan, f->trust == FrameTrust::kPython});
-    }
   }
-  r.signature = MakeSignature(r.syndrome, sig_frames);
+  r.signature = std::move(analysis.signature);
   // Last: what is missing includes what the analysis's own reads met (a
   // stream cut, a remote read that failed).
   r.truncated = core.truncated();

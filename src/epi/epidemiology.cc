@@ -6,7 +6,7 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "dataset/signature.h"
+#include "processor/signature.h"
 #include "dataset/timestamps.h"
 #include "epi/exposure.h"
 #include "epi/statistics.h"

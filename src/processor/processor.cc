@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "processor/signature.h"
+#include "text/text.h"
 #include "unwind/frame_variables.h"
 #include "unwind/stack_memory.h"
 
@@ -102,7 +104,23 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
       if (it != by_tid.end() && !it->second->frames.empty()) InterleavePythonFrames(*it->second, pt);
     }
   }
+  a.signature = CrashSignature(a);
   return a;
+}
+
+std::string CrashSignature(const CrashAnalysis& a) {
+  if (!a.diagnosis) return "";
+  std::vector<SignatureFrame> frames;
+  if (const Backtrace* crashing = a.crashing_backtrace()) {
+    // Past a handler's frames to where the fault happened; a signal
+    // trampoline and a tail call's frame name nothing of the program's.
+    for (const Frame* f : EffectiveFrames(crashing, a.fault_context)) {
+      if (f->signal_trampoline || f->trust == FrameTrust::kTailCall) continue;
+      frames.push_back({ValidUtf8(f->function), f->module ? ValidUtf8(f->module->module->path) : std::string(),
+                        f->trust == FrameTrust::kScan, f->trust == FrameTrust::kPython});
+    }
+  }
+  return MakeSignature(std::string(SyndromeName(a.diagnosis->syndrome)), frames);
 }
 
 const std::vector<Instruction>& CrashingInstructions(const CrashAnalysis& a) {

@@ -63,6 +63,10 @@ struct CrashAnalysis {
   // each frame's pc are the frame's: Frame::disassembly.)
   std::vector<Instruction> fault_disassembly;
   std::optional<Diagnosis> diagnosis;  // from kLabels on
+  // The crash's bucket (processor/signature.h): the syndrome and the
+  // crashing thread's top frames of the program's own, Python frames
+  // included; from kLabels on. `analyze` shows it, `scan` stores it.
+  std::string signature;
   // A CPython process's Python threads (from kLabels on; nullopt in any
   // other process). Their frames are also in `threads`, each at the
   // native eval frame that runs it (trust kPython); the diagnosis is made
@@ -83,6 +87,9 @@ struct CrashAnalysis {
 // Analyzes `core` to the depth asked. The core and the provider must outlive
 // the result (frames point into the module map, which points into both).
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options);
+
+// The signature of an analysis at kLabels or deeper (empty before).
+std::string CrashSignature(const CrashAnalysis& analysis);
 
 // The instructions around the fault: the real fault's when a handler
 // re-raised it, else frame 0's. Empty when there are none.

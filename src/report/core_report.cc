@@ -342,6 +342,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   aj["sysinfo_ehdr"] = HexOrNull(a.sysinfo_ehdr);
   j["auxv"] = std::move(aj);
   j["diagnosis"] = analysis.diagnosis ? DiagnosisJson(*analysis.diagnosis) : Json(nullptr);
+  if (analysis.diagnosis) j["diagnosis"]["signature"] = analysis.signature;
   j["python"] = analysis.python ? PythonJson(*analysis.python) : Json(nullptr);
   Json gpu = Json::array();
   for (const auto& g : analysis.gpu_state) gpu.push_back(Text(g));
@@ -396,6 +397,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   }
   if (const auto& d = analysis.diagnosis) {
     add(fmt::format("diagnosis: {} ({})", SyndromeName(d->syndrome), ContextName(d->context)));
+    add("  signature: " + Text(analysis.signature));
     add("  " + Text(d->summary));
     for (const auto& e : d->evidence) add("  - " + Text(e));
   }

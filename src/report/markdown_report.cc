@@ -84,6 +84,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   if (d) {
     add("**Crash context:** " + std::string(ContextName(d->context)) + "  ");
     add("**Syndrome:** " + std::string(SyndromeName(d->syndrome)) + "  ");
+    add("**Signature:** " + esc(a.signature) + "  ");
     if (d->impossible_state) add("**Impossible register state:** " + esc(*d->impossible_state) + "  ");
   }
   for (const auto& g : a.gpu_state) add("**GPU state:** " + esc(g) + "  ");

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "dataset/metadata.h"
-#include "dataset/signature.h"
+#include "processor/signature.h"
 #include "dataset/timestamps.h"
 
 namespace coroner {

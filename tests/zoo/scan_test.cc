@@ -122,8 +122,8 @@ TEST_F(ScanTest, OneRowPerInputWithTheCrashersLabels) {
 }
 
 // analyze and scan are one processor at two depths: on every zoo core they
-// agree on the syndrome, the context and the crashing thread's frames (as
-// far as the scan's 256 frames go).
+// agree on the syndrome, the context, the signature and the crashing
+// thread's frames (as far as the scan's 256 frames go).
 TEST_F(ScanTest, AnalyzeAndScanAgreeOnEveryZooCore) {
   auto ds = Dataset::OpenReadOnly(Db("ref"));
   ASSERT_TRUE(ds.ok()) << ds.error().message;
@@ -137,10 +137,15 @@ TEST_F(ScanTest, AnalyzeAndScanAgreeOnEveryZooCore) {
     auto j = nlohmann::json::parse(r.out);
     std::string quoted;
     for (char ch : c.path) quoted += ch == '\'' ? std::string("''") : std::string(1, ch);
-    auto row = ds->Query("SELECT id, syndrome, context FROM cores WHERE path = '" + quoted + "'");
+    auto row = ds->Query("SELECT id, syndrome, context, signature FROM cores WHERE path = '" + quoted + "'");
     ASSERT_TRUE(row.ok() && row->rows.size() == 1u);
     EXPECT_EQ(row->rows[0][1].text, j["diagnosis"]["syndrome"]);
     EXPECT_EQ(row->rows[0][2].text, j["diagnosis"]["context"]);
+    EXPECT_EQ(row->rows[0][3].text, j["diagnosis"]["signature"]);
+    // The signature begins with the syndrome, and names frames of the
+    // crashing thread that analyze shows.
+    std::string signature = j["diagnosis"]["signature"];
+    EXPECT_EQ(signature.rfind(j["diagnosis"]["syndrome"].get<std::string>(), 0), 0u) << signature;
     auto frames = ds->Query("SELECT \"index\", pc, function, trust, inlined FROM frames WHERE core = " +
                             std::to_string(row->rows[0][0].integer) + " ORDER BY \"index\"");
     ASSERT_TRUE(frames.ok());

@@ -1,4 +1,4 @@
-#include "dataset/signature.h"
+#include "processor/signature.h"
 
 namespace coroner {
 namespace {
