@@ -1,14 +1,16 @@
 /* coroner crashlog: a fatal-signal handler that writes one line a crash,
  * enough for `coroner scan --log` to classify the crash without its core.
  *
- * On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT and SIGTRAP it writes, on an
- * alternate signal stack and with async-signal-safe calls only, one line
- * starting "coroner-crash: v=1" (the format is in docs/crashlog.md): pid,
- * tid, time, signal, si_code, fault address, the general registers, the
- * stack words around rsp, a frame-pointer backtrace as build-id + offset,
- * and the process's modules. Then it chains to the handler that was there
- * before, or restores the default action and lets the fault happen again,
- * so the kernel still writes the core and the exit status is unchanged.
+ * On SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT and SIGTRAP, when the signal
+ * is about to end the process, it writes, with async-signal-safe calls
+ * only, one line starting "coroner-crash: v=1" (the format is in
+ * docs/crashlog.md): pid, tid, time, signal, si_code, fault address, the
+ * general registers, the stack words around rsp, a frame-pointer backtrace
+ * as build-id + offset, and the process's modules. Otherwise the program
+ * behaves exactly as without it: its own handlers run as it installed them
+ * (mask and flags), ignored signals stay ignored, a fault it recovers from
+ * leaves no line, and the default action still ends the process with the
+ * kernel's core and the signal's exit status.
  *
  * Preloading the shared library (LD_PRELOAD=libcoroner_crashlog.so)
  * installs it from a constructor, configured by the environment:

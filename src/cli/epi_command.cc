@@ -125,8 +125,23 @@ int RunDemoCommand(const std::string& out_dir, const std::string& name) {
     std::fprintf(stderr, "coroner: no crash zoo: set CORONER_ZOO to a zoo directory (make zoo builds one)\n");
     return 1;
   }
+  // The demo replaces only what an earlier demo made: a directory that is
+  // new, empty, or carries the demo's marker (a real fleet's directory given
+  // by mistake is never touched).
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::remove_all(out_dir + "/fleet", ec);
+  const std::string marker = out_dir + "/.coroner-demo";
+  if (fs::exists(fs::symlink_status(out_dir, ec))) {
+    bool ours = fs::is_regular_file(fs::symlink_status(marker, ec));
+    if (!fs::is_directory(fs::symlink_status(out_dir, ec)) || (!fs::is_empty(out_dir, ec) && !ours)) {
+      std::fprintf(stderr, "coroner: %s is not a directory an earlier demo made; give --out a new or empty directory\n",
+                   out_dir.c_str());
+      return 1;
+    }
+  }
+  fs::create_directories(out_dir, ec);
+  if (!WriteText(marker, "made by coroner demo: the demo may replace what is in this directory\n")) return 1;
+  fs::remove_all(out_dir + "/fleet", ec);
   auto fleet = GenerateFleet(scenario, zoo, out_dir + "/fleet");
   if (!fleet.ok()) {
     std::fprintf(stderr, "coroner: %s\n", fleet.error().message.c_str());

@@ -74,7 +74,7 @@ int RunQueryCommand(const std::string& db, const std::string& sql, bool json) {
     std::fprintf(stderr, "coroner: %s\n", ds.error().message.c_str());
     return 1;
   }
-  auto result = ds->Query(sql);
+  auto result = ds->QueryUserStatement(sql);
   if (!result.ok()) {
     std::fprintf(stderr, "coroner: %s\n", result.error().message.c_str());
     return 1;

@@ -8,7 +8,20 @@
  * process_vm_readv (an unmapped address is an error, not a second fault),
  * and writes the line with one write(2). A spin lock on the thread id keeps
  * two crashing threads from interleaving; a thread that faults again inside
- * the handler skips the logging and goes straight to the default action. */
+ * the handler skips the logging and goes straight to the default action.
+ *
+ * The library's promise is a debugger's: the program behaves exactly as
+ * without it, except that a fatal crash also leaves a line. So the kernel
+ * always holds the disposition the program asked for, as far as it can
+ * tell: an ignored signal is ignored by the kernel, and the program's own
+ * handler runs with its own mask, SA_NODEFER, SA_ONSTACK and SA_RESTART
+ * (the library's handler sits in front only to notice when a signal turns
+ * out fatal; SA_RESETHAND is done by hand). A line is written only when the
+ * default action is about to end the process, never for a fault the
+ * program's handler recovered from; when that default action follows the
+ * program's handler re-raising a fault, the line is the fault's (see
+ * `struct pending`). A signal sent again keeps its original siginfo, so the
+ * core still names the sender. */
 #define _GNU_SOURCE
 #include "coroner/crashlog.h"
 
@@ -71,15 +84,16 @@ static struct sigaction previous[NSIG_HANDLED];
 static _Atomic int installed;
 static _Atomic long owner; /* tid writing a line, 0 when none */
 static _Atomic int inside; /* threads logging; the first to finish waits for the others */
-static _Atomic long handled[64]; /* tids that already logged (a fault inside the handler, a chained return) */
 static char line[LINE_MAX_BYTES];
-/* Each thread's stack mapping, noted when the thread starts (pthread's
- * view; for the main thread, the extent its rlimit allows): a reader needs
- * it to tell a stack overflow from any other fault. */
+/* The installing thread's stack as pthread knows it (for the main thread,
+ * the extent its rlimit allows, which no mapping shows yet). Other threads'
+ * stacks are looked up in /proc/self/maps at the crash: noting each new
+ * thread's would cost it pthread_getattr_np, whose malloc gives the thread
+ * an arena of its own that the program without us never makes. */
 static struct {
-  _Atomic long tid;
+  long tid;
   uintptr_t lo, hi;
-} stacks[512];
+} install_stack;
 
 /* --- formatting without stdio ------------------------------------------- */
 struct out {
@@ -209,15 +223,75 @@ static void remember_stack(void) {
   int ok = pthread_attr_getstack(&a, &addr, &size) == 0;
   pthread_attr_destroy(&a);
   if (!ok) return;
-  long tid = gettid_();
-  for (size_t i = 0; i < sizeof stacks / sizeof stacks[0]; ++i) {
-    long seen = atomic_load(&stacks[i].tid), zero = 0;
-    if (seen == tid || (seen == 0 && atomic_compare_exchange_strong(&stacks[i].tid, &zero, tid))) {
-      stacks[i].lo = (uintptr_t)addr;
-      stacks[i].hi = (uintptr_t)addr + size;
-      return;
-    }
+  install_stack.lo = (uintptr_t)addr;
+  install_stack.hi = (uintptr_t)addr + size;
+  install_stack.tid = gettid_();
+}
+
+static int parse_hex(const char** p, const char* end, uintptr_t* v) {
+  const char* s = *p;
+  *v = 0;
+  while (s < end) {
+    char c = *s;
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) break;
+    *v = *v << 4 | (uintptr_t)d;
+    ++s;
   }
+  int ok = s != *p;
+  *p = s;
+  return ok;
+}
+
+/* The mapping of /proc/self/maps holding `sp`, or the one right above it
+ * when `sp` is in a guard page (a stack overflow); async-signal-safe (open,
+ * read, a static buffer: the caller holds the line lock). */
+static char maps_buf[4096];
+static int stack_from_maps(uintptr_t sp, uintptr_t* lo, uintptr_t* hi) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  size_t have = 0;
+  int found = 0, want_next = 0;
+  uintptr_t guard_end = 0;
+  for (;;) {
+    ssize_t n = read(fd, maps_buf + have, sizeof maps_buf - have);
+    if (n <= 0) break;
+    have += (size_t)n;
+    size_t start = 0;
+    for (size_t i = 0; i < have && !found; ++i) {
+      if (maps_buf[i] != '\n') continue;
+      const char* p = maps_buf + start;
+      const char* end = maps_buf + i;
+      uintptr_t a, b;
+      start = i + 1;
+      if (!parse_hex(&p, end, &a) || p >= end || *p++ != '-' || !parse_hex(&p, end, &b) || end - p < 3) continue;
+      int guard = p[1] == '-' && p[2] == '-';  /* " ---p" */
+      if (want_next) {
+        if (a == guard_end && !guard) {
+          *lo = a;
+          *hi = b;
+          found = 1;
+        }
+        want_next = 0;
+        if (!found) break;
+      } else if (a <= sp && sp < b) {
+        if (!guard) {
+          *lo = a;
+          *hi = b;
+          found = 1;
+        } else {
+          want_next = 1;
+          guard_end = b;
+        }
+      }
+    }
+    if (found) break;
+    memmove(maps_buf, maps_buf + start, have - start);
+    have -= start;
+    if (have == sizeof maps_buf) have = 0; /* a line longer than the buffer: drop it */
+  }
+  close(fd);
+  return found;
 }
 
 /* --- the handler -------------------------------------------------------- */
@@ -344,9 +418,8 @@ static const struct {
              {"r15", REG_R15}, {"rip", REG_RIP}, {"eflags", REG_EFL}, {"csgsfs", REG_CSGSFS}, {"err", REG_ERR},
              {"trapno", REG_TRAPNO}, {"oldmask", REG_OLDMASK}, {"cr2", REG_CR2}};
 
-static size_t format_line(int sig, const siginfo_t* si, const ucontext_t* uc) {
+static size_t format_line(int sig, const siginfo_t* si, const greg_t* g) {
   struct out o = {line, line + sizeof line - 1};
-  const greg_t* g = uc->uc_mcontext.gregs;
   const struct table* t = modules_at_crash();
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
@@ -412,13 +485,18 @@ static size_t format_line(int sig, const siginfo_t* si, const ucontext_t* uc) {
     if (i) put(&o, ",", 1);
     put_hex(&o, fps[i]);
   }
-  for (size_t i = 0; i < sizeof stacks / sizeof stacks[0]; ++i) {
-    if (atomic_load(&stacks[i].tid) != gettid_()) continue;
+  uintptr_t stack_lo = 0, stack_hi = 0;
+  if (install_stack.tid == gettid_()) {
+    stack_lo = install_stack.lo;
+    stack_hi = install_stack.hi;
+  } else {
+    stack_from_maps(sp, &stack_lo, &stack_hi);
+  }
+  if (stack_hi > stack_lo) {
     puts_(&o, " stackmap=");
-    put_hex(&o, stacks[i].lo);
+    put_hex(&o, stack_lo);
     put(&o, "-", 1);
-    put_hex(&o, stacks[i].hi);
-    break;
+    put_hex(&o, stack_hi);
   }
   if (t) {
     puts_(&o, " mods=");
@@ -466,16 +544,86 @@ static int index_of(int sig) {
   return -1;
 }
 
-static int already_handled(long tid) {
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; ++i)
-    if (atomic_load(&handled[i]) == tid) return 1;
-  return 0;
+static void handler(int sig, siginfo_t* si, void* ctx);
+
+static int is_program_handler(const struct sigaction* a) {
+  return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
+                                    : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
 }
-static void mark_handled(long tid) {
-  for (size_t i = 0; i < sizeof handled / sizeof handled[0]; ++i) {
-    long zero = 0;
-    if (atomic_compare_exchange_strong(&handled[i], &zero, tid)) return;
+
+/* Puts into the kernel the action the program's disposition for kSignals[slot]
+ * calls for: SIG_IGN as it is (a signal the program ignores never reaches
+ * us, nor interrupts a system call); otherwise our handler, with the
+ * program's mask and flags when it has a handler of its own (so its handler
+ * runs on the stack, with the signals blocked, it asked for), else on the
+ * alternate stack, to log a stack overflow. */
+static void apply_action(int slot) {
+  const struct sigaction* want = &previous[slot];
+  struct sigaction k;
+  memset(&k, 0, sizeof k);
+  sigemptyset(&k.sa_mask);
+  if (!(want->sa_flags & SA_SIGINFO) && want->sa_handler == SIG_IGN) {
+    k.sa_handler = SIG_IGN;
+  } else if (is_program_handler(want)) {
+    k.sa_sigaction = handler;
+    k.sa_mask = want->sa_mask;
+    k.sa_flags = SA_SIGINFO | (want->sa_flags & (SA_ONSTACK | SA_NODEFER | SA_RESTART));
+  } else {
+    k.sa_sigaction = handler;
+    k.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   }
+  if (real_sigaction) real_sigaction(kSignals[slot], &k, NULL);
+}
+
+/* A fault handed to the program's handler, kept until it proves fatal or
+ * stale. A handler that re-raises (signal(SIG_DFL); raise()) or returns to
+ * fault again leads to the default action with a signal that tells
+ * nothing (SI_TKILL from the process itself) or the same fault again; the
+ * line then describes the fault the program's handler saw. A fault the
+ * program recovered from (siglongjmp) must not stand for a later crash:
+ * the record counts only for a signal delivered while the program's
+ * handler is still on the stack (the interrupted stack pointer below our
+ * frame, whose token is intact) or at the very context the fault
+ * interrupted (a re-raise delivered on return, a refault). */
+#define PENDING_SLOTS 64
+#define NESTED_SPAN (8u << 20) /* how far below our frame a nested signal's context may be */
+struct pending {
+  _Atomic long tid;
+  int sig;
+  int open; /* the program's handler has not returned (or left by siglongjmp) */
+  siginfo_t info;
+  greg_t regs[NGREG];
+  uintptr_t frame; /* address of our handler's token while it ran the program's handler */
+  uint64_t token;
+};
+static struct pending pendings[PENDING_SLOTS];
+static _Atomic uint64_t token_counter;
+
+static struct pending* pending_of(long tid, int claim) {
+  for (size_t i = 0; i < PENDING_SLOTS; ++i)
+    if (atomic_load(&pendings[i].tid) == tid) return &pendings[i];
+  if (!claim) return NULL;
+  for (size_t i = 0; i < PENDING_SLOTS; ++i) {
+    long zero = 0;
+    if (atomic_compare_exchange_strong(&pendings[i].tid, &zero, tid)) return &pendings[i];
+  }
+  return NULL;
+}
+
+static int sent_by_self(const siginfo_t* si) {
+  return si->si_code <= 0 && si->si_pid == getpid();
+}
+
+/* The pending fault the current signal follows from, or NULL. */
+static const struct pending* follows_from(const struct pending* p, const siginfo_t* si, const greg_t* g) {
+  if (!p || !p->sig || !sent_by_self(si)) return NULL;
+  if (g[REG_RIP] == p->regs[REG_RIP] && g[REG_RSP] == p->regs[REG_RSP]) return p;
+  uintptr_t sp = (uintptr_t)g[REG_RSP];
+  uint64_t token = 0;
+  if (p->open && sp < p->frame && p->frame - sp < NESTED_SPAN && read_self(p->frame, &token, sizeof token) &&
+      token == p->token)
+    return p;
+  return NULL;
 }
 
 static void write_all(const char* p, size_t n) {
@@ -488,65 +636,143 @@ static void write_all(const char* p, size_t n) {
   }
 }
 
+/* Writes the line for a fatal signal (or for the fault it follows from). */
+static void log_fatal(int sig, const siginfo_t* si, const greg_t* g, long tid) {
+  atomic_fetch_add(&inside, 1);
+  /* Wait (bounded, about 2 s) for another thread's line. */
+  long none = 0;
+  struct timespec pause = {0, 1000000};
+  for (int i = 0; i < 2000 && !atomic_compare_exchange_strong(&owner, &none, tid); ++i) {
+    none = 0;
+    nanosleep(&pause, NULL);
+  }
+  if (atomic_load(&owner) == tid) {
+    size_t n = format_line(sig, si, g);
+    write_all(line, n);
+    atomic_store(&owner, 0);
+  }
+  atomic_fetch_sub(&inside, 1);
+}
+
 static void handler(int sig, siginfo_t* si, void* ctx) {
   int saved_errno = errno;
   long tid = gettid_();
   int slot = index_of(sig);
-  int logged = 0;
-  if (!already_handled(tid)) {
-    mark_handled(tid);
-    atomic_fetch_add(&inside, 1);
-    /* Wait (bounded, about 2 s) for another thread's line. */
-    long none = 0;
-    struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 2000 && !atomic_compare_exchange_strong(&owner, &none, tid); ++i) {
-      none = 0;
-      nanosleep(&pause, NULL);
+  const greg_t* g = ((const ucontext_t*)ctx)->uc_mcontext.gregs;
+  if (slot < 0) return;
+  /* A fault inside our own formatting: no second line, straight to the
+   * default action below. */
+  int nested_in_us = atomic_load(&owner) == tid;
+  struct sigaction prev = previous[slot];
+  struct pending* p = pending_of(tid, 0);
+
+  if (!nested_in_us && is_program_handler(&prev)) {
+    /* The program's handler decides; remember the fault in case it then
+     * re-raises, unless this is a signal inside a handler already running
+     * for a fault we hold. */
+    volatile uint64_t token = atomic_fetch_add(&token_counter, 1) ^ ((uint64_t)tid << 32) ^ 0x636f726f6e6572ULL;
+    if (!follows_from(p, si, g) && (p = pending_of(tid, 1)) != NULL) {
+      p->sig = sig;
+      p->info = *si;
+      memcpy(p->regs, g, sizeof p->regs);
+      p->frame = (uintptr_t)&token;
+      p->token = token;
+      p->open = 1;
     }
-    if (atomic_load(&owner) == tid) {
-      size_t n = format_line(sig, si, (const ucontext_t*)ctx);
-      write_all(line, n);
-      atomic_store(&owner, 0);
+    if (prev.sa_flags & SA_RESETHAND) {
+      /* The kernel would have reset the disposition on delivery. */
+      memset(&previous[slot], 0, sizeof previous[slot]);
+      previous[slot].sa_handler = SIG_DFL;
+      apply_action(slot);
     }
-    atomic_fetch_sub(&inside, 1);
-    logged = 1;
-  }
-  errno = saved_errno;
-  /* Chain to the handler that was there before us. */
-  struct sigaction* prev = slot >= 0 ? &previous[slot] : NULL;
-  if (prev && (prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
-    prev->sa_sigaction(sig, si, ctx);
+    errno = saved_errno;
+    if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, si, ctx);
+    else prev.sa_handler(sig);
+    /* Returned: the program's handler is off the stack. */
+    if (p && p->frame == (uintptr_t)&token) p->open = 0;
+    token = 0;
     return;
   }
-  if (prev && !(prev->sa_flags & SA_SIGINFO) && prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
-    prev->sa_handler(sig);
-    return;
+  if (!nested_in_us && (prev.sa_flags & SA_SIGINFO) == 0 && prev.sa_handler == SIG_IGN && si->si_code <= 0) {
+    return; /* ignored, and sent: the kernel would have dropped it (only a race with sigaction gets here) */
   }
-  /* The default action ends the process: let every other crashing thread
-   * write its line first. A thread that faults within 100 ms of this one
-   * counts as crashing with it; waiting is bounded at 2 s. */
-  struct timespec tick = {0, 1000000};
-  for (int i = 0; logged && i < 2000 && (i < 100 || atomic_load(&inside) > 0); ++i) nanosleep(&tick, NULL);
+
+  /* The default action: this signal ends the process. */
+  if (!nested_in_us) {
+    const struct pending* first = follows_from(p, si, g);
+    if (first) log_fatal(first->sig, &first->info, first->regs, tid);
+    else log_fatal(sig, si, g, tid);
+    /* Let every other crashing thread write its line first. A thread that
+     * faults within 100 ms of this one counts as crashing with it; waiting
+     * is bounded at 2 s. */
+    struct timespec tick = {0, 1000000};
+    for (int i = 0; i < 2000 && (i < 100 || atomic_load(&inside) > 0); ++i) nanosleep(&tick, NULL);
+  }
   /* The default action, with the kernel's own report: a fault the CPU
    * raised happens again when the instruction runs again; a signal that was
-   * sent (abort, kill) is sent again. */
+   * sent (abort, kill, raise) is sent again with its own siginfo, blocked
+   * until this handler returns, so the core shows the sender and the
+   * context the signal interrupted. */
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   if (real_sigaction) real_sigaction(sig, &dfl, NULL);
   int refaults = si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
-  if (!refaults) syscall(SYS_tgkill, getpid(), tid, sig);
+  if (!refaults) {
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, sig);
+    pthread_sigmask(SIG_BLOCK, &block, NULL);
+    siginfo_t again = *si;
+    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &again) != 0) syscall(SYS_tgkill, getpid(), tid, sig);
+  }
+  errno = saved_errno;
 }
 
 /* --- installing ------------------------------------------------------------- */
-static int alt_stack_for_this_thread(void) {
+/* Threads' alternate stacks are unmapped, and their slots freed, when the
+ * thread exits (a key's destructor runs on return and on pthread_exit), so
+ * thread churn costs nothing. */
+static pthread_key_t thread_key;
+static _Atomic int thread_key_ready;
+
+static void forget_thread(long tid) {
+  struct pending* p = pending_of(tid, 0);
+  if (p) {
+    p->sig = 0;
+    p->open = 0;
+    atomic_store(&p->tid, 0);
+  }
+}
+
+static void thread_exits(void* alt) {
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt && !(cur.ss_flags & SS_ONSTACK)) {
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+  }
+  if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != alt) munmap(alt, ALT_STACK_BYTES);
+  forget_thread(gettid_());
+}
+
+/* Returns the stack it mapped (NULL when the thread had one already). */
+static void* alt_stack_for_this_thread(int* error) {
   stack_t old;
-  if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= ALT_STACK_BYTES) return 0;
+  *error = 0;
+  if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= ALT_STACK_BYTES) return NULL;
   void* mem = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return -1;
+  if (mem == MAP_FAILED) {
+    *error = 1;
+    return NULL;
+  }
   stack_t ss = {.ss_sp = mem, .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
-  return sigaltstack(&ss, NULL);
+  if (sigaltstack(&ss, NULL) != 0) {
+    munmap(mem, ALT_STACK_BYTES);
+    *error = 1;
+    return NULL;
+  }
+  return mem;
 }
 
 int coroner_crashlog_install(const coroner_crashlog_options* opts) {
@@ -574,17 +800,16 @@ int coroner_crashlog_install(const coroner_crashlog_options* opts) {
   exe_path[n > 0 ? n : 0] = 0;
   coroner_crashlog_refresh_modules();
   remember_stack();
-  if (alt_stack_for_this_thread() != 0) return -1;
+  int error = 0;
+  alt_stack_for_this_thread(&error); /* the installing thread's: kept for the process's life */
+  if (error) return -1;
   if (!resolve_sigaction()) return -1;
   int expected = 0;
   if (!atomic_compare_exchange_strong(&installed, &expected, 1)) return 0;
+  if (pthread_key_create(&thread_key, thread_exits) == 0) atomic_store(&thread_key_ready, 1);
   for (size_t i = 0; i < NSIG_HANDLED; ++i) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (resolve_sigaction()(kSignals[i], &sa, &previous[i]) != 0) return -1;
+    if (resolve_sigaction()(kSignals[i], NULL, &previous[i]) != 0) return -1;
+    apply_action((int)i);
   }
   return 0;
 }
@@ -592,30 +817,45 @@ int coroner_crashlog_install(const coroner_crashlog_options* opts) {
 /* --- threads and dlopen ------------------------------------------------------ */
 /* Every thread needs an alternate stack of its own for a stack overflow to
  * be logged: threads created after install get one from this wrapper. */
-struct start {
+/* What a new thread starts with, handed over in a static slot: a malloc
+ * or free on the new thread would give it a malloc arena (64 MiB of
+ * address space) the program without us never makes. With every slot
+ * taken (1,024 threads starting at once), a thread starts as it would
+ * without us, with no alternate stack. */
+#define START_SLOTS 1024
+static struct start {
+  _Atomic int used;
   void* (*routine)(void*);
   void* arg;
-};
+} starts[START_SLOTS];
+
 static void* thread_start(void* p) {
-  struct start s = *(struct start*)p;
-  free(p);
+  struct start* slot = p;
+  void* (*routine)(void*) = slot->routine;
+  void* arg = slot->arg;
+  atomic_store(&slot->used, 0);
   if (atomic_load(&installed)) {
-    alt_stack_for_this_thread();
-    remember_stack();
+    int error;
+    void* alt = alt_stack_for_this_thread(&error);
+    if (alt && atomic_load(&thread_key_ready)) pthread_setspecific(thread_key, alt);
   }
-  return s.routine(s.arg);
+  return routine(arg);
 }
 
 int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*), void* arg) {
   static int (*real)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
   if (!real) real = (int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*))dlsym(RTLD_NEXT, "pthread_create");
   if (!real) return EAGAIN;
-  struct start* s = malloc(sizeof *s);
+  struct start* s = NULL;
+  for (size_t i = 0; i < START_SLOTS && !s; ++i) {
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&starts[i].used, &zero, 1)) s = &starts[i];
+  }
   if (!s) return real(thread, attr, routine, arg);
   s->routine = routine;
   s->arg = arg;
   int rc = real(thread, attr, thread_start, s);
-  if (rc != 0) free(s);
+  if (rc != 0) atomic_store(&s->used, 0);
   return rc;
 }
 
@@ -630,8 +870,9 @@ void* dlopen(const char* file, int mode) {
 
 /* A program that installs its own handler for one of these signals after
  * us (in LD_PRELOAD mode, every program) gets it recorded as the handler we
- * chain to, and ours stays in front: so its crashes are still logged, and
- * its handler still runs. */
+ * chain to, and ours stays in front with the program's mask and flags: so
+ * its handler runs as it asked, and a crash it passes on is still logged.
+ * What it reads back is what it set. */
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   sigaction_fn real = resolve_sigaction();
   if (!real) {
@@ -641,7 +882,10 @@ int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   int slot = index_of(sig);
   if (slot < 0 || !atomic_load(&installed)) return real(sig, act, old);
   if (old) *old = previous[slot];
-  if (act) previous[slot] = *act;
+  if (act) {
+    previous[slot] = *act;
+    apply_action(slot);
+  }
   return 0;
 }
 

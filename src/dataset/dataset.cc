@@ -572,6 +572,8 @@ Expected<size_t> Dataset::ForEachRow(const std::string& sql, const std::function
   if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) return SqlError(db_, "query");
   std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> guard(stmt, sqlite3_finalize);
   if (!stmt) return MakeError(ErrorKind::kMalformed, "query: empty statement");
+  if (reading_only_ && !sqlite3_stmt_readonly(stmt))
+    return MakeError(ErrorKind::kMalformed, "query: only statements that read are allowed");
   if (columns)
     for (int i = 0; i < sqlite3_column_count(stmt); ++i) columns->push_back(sqlite3_column_name(stmt, i));
   size_t seen = 0;
@@ -598,6 +600,41 @@ Expected<QueryResult> Dataset::Query(const std::string& sql) {
       &out.columns);
   if (!seen.ok()) return seen.error();
   return out;
+}
+
+namespace {
+
+// What a user's statement may do: read tables, call functions, recurse,
+// and ask the schema. Everything else (writes, ATTACH, VACUUM, other
+// pragmas, triggers and views being made) is denied at prepare time.
+int ReadOnlyAuthorizer(void*, int action, const char* arg1, const char*, const char*, const char*) {
+  switch (action) {
+    case SQLITE_SELECT:
+    case SQLITE_READ:
+    case SQLITE_FUNCTION:
+    case SQLITE_RECURSIVE:
+      return SQLITE_OK;
+    case SQLITE_PRAGMA: {
+      std::string_view name = arg1 ? arg1 : "";
+      for (std::string_view allowed : {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+                                       "foreign_key_list", "table_list"})
+        if (name == allowed) return SQLITE_OK;
+      return SQLITE_DENY;
+    }
+    default:
+      return SQLITE_DENY;
+  }
+}
+
+}  // namespace
+
+Expected<QueryResult> Dataset::QueryUserStatement(const std::string& sql) {
+  sqlite3_set_authorizer(db_, ReadOnlyAuthorizer, nullptr);
+  reading_only_ = true;
+  auto result = Query(sql);
+  reading_only_ = false;
+  sqlite3_set_authorizer(db_, nullptr, nullptr);
+  return result;
 }
 
 namespace {

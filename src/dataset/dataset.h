@@ -92,6 +92,11 @@ class Dataset {
   Expected<bool> RestoreIndexes();
 
   Expected<QueryResult> Query(const std::string& sql);
+  // A statement a user typed (`coroner query`): reading only. An authorizer
+  // allows selects, reads, functions and the schema pragmas, and the
+  // statement must be read-only to SQLite too, so VACUUM INTO, ATTACH and
+  // the like never write a file.
+  Expected<QueryResult> QueryUserStatement(const std::string& sql);
   // Streams the rows of one statement to `row` without holding them; a
   // callback that returns false stops early. Returns the rows seen; the
   // column names go to `columns` when given.
@@ -102,6 +107,7 @@ class Dataset {
 
  private:
   struct Writer;
+  bool reading_only_ = false;  // ForEachRow refuses statements that write
   explicit Dataset(sqlite3* db);
   // `hot_journal`, when given, is set when a read-only open failed on a
   // rollback journal that only a writer may roll back.

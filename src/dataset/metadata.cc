@@ -311,6 +311,7 @@ Expected<Inventory> Inventory::Parse(const std::string& text) {
         if (header[i] == "valid_to") to = static_cast<int>(i);
       }
       if (host < 0) return MakeError(ErrorKind::kMalformed, "the header has no `host` column");
+      inv.names_ = std::make_shared<const std::vector<std::string>>(header);
       continue;
     }
     if (fields.size() != header.size()) {
@@ -330,7 +331,8 @@ Expected<Inventory> Inventory::Parse(const std::string& text) {
     }
     for (size_t i = 0; i < header.size(); ++i) {
       if (static_cast<int>(i) == host || static_cast<int>(i) == from || static_cast<int>(i) == to) continue;
-      row.columns.emplace_back(header[i], fields[i]);
+      if (fields[i].empty()) continue;  // no value (and 2,000 empty columns cost nothing)
+      row.columns.emplace_back((*inv.names_)[i], std::move(fields[i]));
     }
     inv.rows_.push_back(std::move(row));
   }
@@ -346,7 +348,7 @@ void Inventory::Join(Metadata& md) const {
     if ((row.valid_from || row.valid_to) && !md.time) continue;
     if (row.valid_from && *md.time < *row.valid_from) continue;
     if (row.valid_to && *md.time >= *row.valid_to) continue;
-    for (const auto& [k, v] : row.columns) md.Add(k, v);
+    for (const auto& [k, v] : row.columns) md.Add(std::string(k), v);
     return;
   }
 }

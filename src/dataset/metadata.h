@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,12 +62,15 @@ class Inventory {
   struct Row {
     std::string host;
     std::optional<int64_t> valid_from, valid_to;
-    std::vector<std::pair<std::string, std::string>> columns;  // all but host and the bounds
+    // The row's non-empty cells but host and the bounds: the column's name
+    // (held once by the inventory, not per row) and the value.
+    std::vector<std::pair<std::string_view, std::string>> columns;
   };
   // In file order; epi reads the placements as the population at risk.
   const std::vector<Row>& rows() const { return rows_; }
 
  private:
+  std::shared_ptr<const std::vector<std::string>> names_;  // the header, which rows' column names view
   std::vector<Row> rows_;
 };
 

@@ -29,7 +29,7 @@ Exposure::Exposure(const Inventory& inventory, int64_t begin, int64_t end) {
     int64_t covered = begin;
     for (const Inventory::Row* row : rows) {
       Span s{std::max({row->valid_from.value_or(begin), begin, covered}), std::min(row->valid_to.value_or(end), end)};
-      for (const auto& [k, v] : row->columns) keys_.insert(k);
+      for (const auto& [k, v] : row->columns) keys_.emplace(k);
       if (s.from >= s.to) continue;
       covered = s.to;
       auto id = static_cast<uint32_t>(spans_.size());
@@ -40,7 +40,7 @@ Exposure::Exposure(const Inventory& inventory, int64_t begin, int64_t end) {
       std::unordered_set<std::string> seen = {"host"};
       by_feature_[FeatureKey("host", host)].push_back(id);
       for (const auto& [k, v] : row->columns)
-        if (seen.insert(k).second) by_feature_[FeatureKey(k, v)].push_back(id);
+        if (seen.emplace(k).second) by_feature_[FeatureKey(std::string(k), v)].push_back(id);
     }
   }
 }

@@ -73,17 +73,39 @@ bool NamePid(std::string_view msg, size_t close, HardwareEvent& e) {
   return true;
 }
 
-// " in LIB[BASE+SIZE]" and " likely on CPU C (core K, socket S)".
+// " in LIB[BASE+SIZE]" and " likely on CPU C (core K, socket S)", read
+// from the end: the kernel prints the crashing file's name before its own
+// suffix, and a name may hold any text, "likely on CPU 63 (...)" too. The
+// CPU counts only as the line's very end, in the kernel's exact form.
 void LibraryAndCpu(std::string_view msg, HardwareEvent& e) {
-  if (size_t in = msg.find(" in "); in != std::string_view::npos) {
-    size_t open = msg.find('[', in);
-    if (open != std::string_view::npos && open - in - 4 <= 255) e.library = std::string(msg.substr(in + 4, open - in - 4));
+  while (!msg.empty() && (msg.back() == ' ' || msg.back() == '\r' || msg.back() == '\n')) msg.remove_suffix(1);
+  constexpr std::string_view kLikely = " likely on CPU ";
+  if (size_t at = msg.rfind(kLikely); at != std::string_view::npos) {
+    std::string_view tail = msg.substr(at + kLikely.size());
+    std::string_view cpu = Run(tail, 0, kDigits);
+    std::string_view rest = tail.substr(cpu.size());
+    std::string_view core, socket;
+    if (rest.rfind(" (core ", 0) == 0) {
+      core = Run(rest, 7, kDigits);
+      rest = rest.substr(7 + core.size());
+      if (rest.rfind(", socket ", 0) == 0) {
+        socket = Run(rest, 9, kDigits);
+        rest = rest.substr(9 + socket.size());
+      }
+    }
+    if (rest == ")" && !cpu.empty() && !core.empty() && !socket.empty()) {
+      e.cpu = Int(cpu);
+      e.core = Int(core);
+      e.socket = Int(socket);
+      msg = msg.substr(0, at);
+    }
   }
-  if (size_t at = msg.find("likely on CPU "); at != std::string_view::npos) {
-    e.cpu = Int(Run(msg, at + 14, kDigits));
-    e.core = Int(After(msg.substr(at), "(core ", kDigits));
-    e.socket = Int(After(msg.substr(at), "socket ", kDigits));
-  }
+  // What is left ends in "[BASE+SIZE]" when the kernel named a file.
+  if (msg.empty() || msg.back() != ']') return;
+  size_t open = msg.rfind('[');
+  if (open == std::string_view::npos) return;
+  size_t in = msg.rfind(" in ", open);
+  if (in != std::string_view::npos && open - in - 4 <= 255) e.library = std::string(msg.substr(in + 4, open - in - 4));
 }
 
 // "0000:3b:00" of an Xid line ("Xid (PCI:0000:3b:00)"), "0000:03:00.0" of an amdgpu line.

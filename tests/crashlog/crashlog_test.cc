@@ -220,9 +220,11 @@ TEST(Crashlog, APriorHandlerStillRuns) {
   ASSERT_TRUE(WIFSIGNALED(l.run.status));
   EXPECT_EQ(WTERMSIG(l.run.status), SIGSEGV);
   EXPECT_TRUE(WCOREDUMP(l.run.status));
+  // The program's handler runs first; the line is written once the fault
+  // proves fatal (the handler reset the action and returned).
   ASSERT_EQ(l.lines.size(), 2u);
-  EXPECT_TRUE(ParseCrashLine(l.lines[0]).ok());
-  EXPECT_EQ(l.lines[1], "prior handler ran");
+  EXPECT_EQ(l.lines[0], "prior handler ran");
+  EXPECT_TRUE(ParseCrashLine(l.lines[1]).ok());
 }
 
 TEST(Crashlog, TwoThreadsAtOnceWriteTwoWholeLines) {
@@ -279,6 +281,152 @@ TEST(Crashlog, TheDeepStackIsLaidOutAgain) {
   auto q = Coroner("query --db " + db +
                    " \"SELECT count(*) FROM frames WHERE function = 'deep'\"");
   EXPECT_NE(q.out.find("63"), std::string::npos) << q.out;  // deep(62) .. deep(0)
+}
+
+// --- Do no harm: benign programs behave the same with the library ----------
+struct BenignRun {
+  int status = 0;
+  std::string out, err, dir;
+  std::vector<std::string> lines;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+BenignRun RunBenign(const std::string& mode, bool preload) {
+  BenignRun r;
+  r.dir = Work() + "/benign/" + mode + (preload ? "-with" : "-without");
+  fs::remove_all(r.dir);
+  fs::create_directories(r.dir);
+  std::string log = r.dir + "/crash.log";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(r.dir.c_str()) != 0) _exit(120);
+    struct rlimit unlimited {RLIM_INFINITY, RLIM_INFINITY};
+    setrlimit(RLIMIT_CORE, &unlimited);
+    int null = open("/dev/null", O_RDONLY);
+    int out = open("out", O_WRONLY | O_CREAT | O_TRUNC, 0644), err = open("err", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(null, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (preload) {
+      setenv("LD_PRELOAD", Env("CORONER_CRASHLOG_SO").c_str(), 1);
+      setenv("CORONER_CRASHLOG_FILE", log.c_str(), 1);
+    }
+    alarm(300);  // a hang, not a result
+    std::string prog = Env("CORONER_BENIGN");
+    execl(prog.c_str(), prog.c_str(), mode.c_str(), (char*)nullptr);
+    _exit(121);
+  }
+  waitpid(pid, &r.status, 0);
+  r.out = Slurp(r.dir + "/out");
+  r.err = Slurp(r.dir + "/err");
+  r.lines = Lines(log);
+  return r;
+}
+
+struct BenignCase {
+  const char* mode;
+  int signal;  // the signal that ends it, or 0 for an exit
+  int exit_code;
+  const char* out;  // from benign.c's source
+  size_t lines;     // with the library: 1 for a fatal crash, else 0
+};
+
+const std::vector<BenignCase> kBenign = {
+    {"resethand", SIGSEGV, 0, "handler 1\n", 1},
+    {"masks", 0, 0, "in handler: segv 0 usr1 1 usr2 0\nunreadable\nin handler: segv 1 usr1 0 usr2 1\nunreadable\n", 0},
+    {"ignored", 0, 0, "still running\n", 0},
+    {"blocked", 0, 0, "pending: segv 1 bus 1\n", 0},
+    {"probe", SIGSEGV, 0, "probe 0x1000: unreadable\nprobe 0x1000: unreadable\nprobe 0x1000: unreadable\nprobe stack: readable\n", 1},
+    {"probe_abort", SIGABRT, 0,
+     "probe 0x1000: unreadable\nprobe 0x1000: unreadable\nprobe 0x1000: unreadable\nprobe stack: readable\n", 1},
+    {"sender", SIGSEGV, 0, "waiting for a signal\n", 1},
+    {"altstack", 0, 3, "overflow caught on the alternate stack\n", 0},
+    {"bigframe", 0, 0, "recovered with a big handler frame\n", 0},
+    {"exits", 0, 5, "fatal 11, exiting\n", 0},
+    {"forkexec", 0, 0, "exec child exited 7\ncrashing child: signal 11\n", 1},
+    {"threads", 0, 0, "20000 threads joined\n", 0},
+    {"readback", 0, 0, "same handler 1, flags 0x50000004, usr1 in mask 1\nsignal: first SIG_DFL, then ours back 1\n", 0},
+};
+
+TEST(CrashlogDoesNoHarm, BenignProgramsBehaveAsWithoutTheLibrary) {
+  for (const auto& c : kBenign) {
+    SCOPED_TRACE(c.mode);
+    for (bool preload : {false, true}) {
+      SCOPED_TRACE(preload ? "with the library" : "without it");
+      BenignRun r = RunBenign(c.mode, preload);
+      if (c.signal) {
+        ASSERT_TRUE(WIFSIGNALED(r.status)) << "status " << r.status << " out " << r.out;
+        EXPECT_EQ(WTERMSIG(r.status), c.signal);
+      } else {
+        ASSERT_TRUE(WIFEXITED(r.status)) << "status " << r.status << " out " << r.out;
+        EXPECT_EQ(WEXITSTATUS(r.status), c.exit_code);
+      }
+      EXPECT_EQ(r.out, c.out);
+      ASSERT_EQ(r.lines.size(), preload ? c.lines : 0u);
+      for (const auto& text : r.lines) EXPECT_TRUE(ParseCrashLine(text).ok()) << text;
+    }
+  }
+}
+
+TEST(CrashlogDoesNoHarm, TheLineOfARealCrashAfterRecoveredProbesIsTheCrash) {
+  BenignRun r = RunBenign("probe", true);
+  ASSERT_EQ(r.lines.size(), 1u);
+  auto line = ParseCrashLine(r.lines[0]);
+  ASSERT_TRUE(line.ok());
+  EXPECT_EQ(line->signal, SIGSEGV);
+  EXPECT_EQ(line->fault_address, 0x20u);  // not a probe's 0x1000
+  r = RunBenign("probe_abort", true);
+  ASSERT_EQ(r.lines.size(), 1u);
+  line = ParseCrashLine(r.lines[0]);
+  ASSERT_TRUE(line.ok());
+  EXPECT_EQ(line->signal, SIGABRT);
+  r = RunBenign("resethand", true);
+  ASSERT_EQ(r.lines.size(), 1u);
+  line = ParseCrashLine(r.lines[0]);
+  ASSERT_TRUE(line.ok());
+  EXPECT_EQ(line->fault_address, 0u);
+  EXPECT_EQ(line->code, 1);  // SEGV_MAPERR
+}
+
+TEST(CrashlogDoesNoHarm, ThreadChurnCostsNoMemory) {
+  BenignRun without = RunBenign("threads", false), with = RunBenign("threads", true);
+  auto growth = [](const std::string& err) {
+    long kib = -1;
+    std::sscanf(err.c_str(), "vm_growth_kib %ld", &kib);
+    return kib;
+  };
+  ASSERT_GE(growth(without.err), 0) << without.err;
+  ASSERT_GE(growth(with.err), 0) << with.err;
+  // 20,000 leaked 64 KiB stacks would be 1.25 GiB; allow one thread's worth.
+  EXPECT_LE(growth(with.err), growth(without.err) + 1024) << with.err << " vs " << without.err;
+}
+
+TEST(CrashlogDoesNoHarm, ASignalFromAnotherProcessKeepsItsSender) {
+  for (bool preload : {false, true}) {
+    SCOPED_TRACE(preload ? "with the library" : "without it");
+    BenignRun r = RunBenign("sender", preload);
+    ASSERT_TRUE(WIFSIGNALED(r.status));
+    if (preload) {
+      ASSERT_EQ(r.lines.size(), 1u);
+      auto line = ParseCrashLine(r.lines[0]);
+      ASSERT_TRUE(line.ok());
+      EXPECT_EQ(line->code, 0);  // SI_USER
+    }
+    std::string core = KernelCore(r.dir);
+    if (core.empty()) GTEST_SKIP() << "the kernel writes cores elsewhere here (core_pattern)";
+    auto a = Coroner("analyze --json " + core);
+    ASSERT_EQ(a.status, 0) << a.err;
+    auto j = nlohmann::json::parse(a.out);
+    EXPECT_EQ(j["signal"]["code_name"], "SI_USER") << j["signal"].dump();
+    EXPECT_NE(j["signal"]["sender_pid"], j["process"]["pid"]);
+    EXPECT_EQ(j["diagnosis"]["syndrome"], "external-signal");
+  }
 }
 
 // The line each of these zoo crashers logs with the handler preloaded.
@@ -495,8 +643,8 @@ TEST(Crashlog, ABulkLoadOfLinesGivesTheRowsOfEachLineKilledOrNot) {
 // A real line, for the hostile variants below.
 std::string RealLine() {
   static std::string line = [] {
-    Linked l = RunLinked("prior");
-    return l.lines.empty() ? std::string() : l.lines[0];
+    Linked l = RunLinked("prior");  // the program's own line, then the crash line
+    return l.lines.size() < 2 ? std::string() : l.lines[1];
   }();
   return line;
 }
