@@ -163,8 +163,16 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     std::map<std::string, std::map<std::string, uint64_t>> gpu_errors;  // GPU -> "Xid 79" -> n
   };
   std::map<std::string, Lines> lines;
+  // The CPUs each host has, from its boot lines: a crash line naming a CPU
+  // the host does not have is not the kernel's, and the test weighs the
+  // CPUs the machine has, not the largest number a line claims.
+  std::map<std::string, int> cpu_count;
+  for (const auto& e : events)
+    if (e.kind == "cpu-count" && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
   for (const auto& e : events) {
-    if (IsCrashLine(e) && e.cpu && *e.cpu >= 0 && *e.cpu < 65536) {
+    auto known = cpu_count.find(e.host);
+    if (IsCrashLine(e) && e.cpu && *e.cpu >= 0 && *e.cpu < 65536 &&
+        (known == cpu_count.end() || *e.cpu < known->second)) {
       ++lines[e.host].cpus[*e.cpu];
       ++lines[e.host].crash_lines;
     } else if (IsMachineError(e)) {
@@ -235,7 +243,10 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
         // The host's CPUs, as far as its lines show: at least the highest
         // CPU named, and at least 2. Fewer CPUs than the host has makes the
         // test weaker, never stronger.
-        uint64_t n_cpus = std::max<uint64_t>(2, static_cast<uint64_t>(l.cpus.rbegin()->first) + 1);
+        auto known = cpu_count.find(name);
+        uint64_t n_cpus = known != cpu_count.end()
+                              ? static_cast<uint64_t>(known->second)
+                              : std::max<uint64_t>(2, static_cast<uint64_t>(l.cpus.rbegin()->first) + 1);
         double p = std::min(1.0, BinomialGreater(top->second, l.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
                                      static_cast<double>(n_cpus));
         if (top->second >= 3 && p < 1e-3) {

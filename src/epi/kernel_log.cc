@@ -143,6 +143,19 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     LibraryAndCpu(rest.substr(std::min(rest.size(), rest.find(" error:"))), e);
     return e;
   }
+  // The machine's CPU count, printed at boot: "smp: Brought up 2 nodes, 64
+  // CPUs" (and "smpboot: Allowing 64 CPUs, 0 hotplug CPUs").
+  if (size_t at = msg.find("smp: Brought up "); at != std::string_view::npos) {
+    std::string_view rest = msg.substr(at);
+    if (size_t comma = rest.find(", "); comma != std::string_view::npos) {
+      std::string_view n = Run(rest, comma + 2, kDigits);
+      if (!n.empty() && rest.substr(comma + 2 + n.size()).rfind(" CPU", 0) == 0) {
+        e.kind = "cpu-count";
+        e.cpu = Int(n);
+        if (e.cpu) return e;
+      }
+    }
+  }
   if (Has(msg, "EDAC")) {
     e.kind = "edac";
     return e;

@@ -38,7 +38,8 @@ struct HardwareEvent {
   std::optional<int64_t> time;  // seconds since the epoch; nullopt when the line has none
   // "segfault", "trap" (the kernel's lines about a crashing process);
   // "mce", "memory-failure", "edac" (the machine); "gpu-xid",
-  // "gpu-amdgpu", "gpu-reset", "gpu-ras", "gpu-memory-fault" (a GPU).
+  // "gpu-amdgpu", "gpu-reset", "gpu-ras", "gpu-memory-fault" (a GPU);
+  // "cpu-count" (the boot's "smp: Brought up N nodes, M CPUs": `cpu` is M).
   std::string kind;
   std::string line;             // the log line, cut to 300 bytes
   // What the line names, when it does.

@@ -42,6 +42,31 @@ TEST(KernelLogLines, SegfaultWithTheCpuItLikelyRanOn) {
   EXPECT_EQ(b.library, "");
 }
 
+// The crashing file's name comes before the kernel's own suffix and may
+// say anything: the CPU is the line's very end, in the kernel's form, or
+// none (an older kernel printed no suffix after a name that forges one).
+TEST(KernelLogLines, AFileNameCannotForgeTheCpu) {
+  KernelLog log = Parse(
+      "2026-10-14T03:12:00+0000 h1 kernel: x[10]: segfault at 0 ip 0000000000401000 sp 00007ffd12345678 error 4 "
+      "in x likely on CPU 63 (core 31, socket 1) y[400000+1000] likely on CPU 2 (core 1, socket 0)\n"
+      "2026-10-14T03:13:00+0000 h1 kernel: x[11]: segfault at 0 ip 0000000000401000 sp 00007ffd12345678 error 4 "
+      "in x likely on CPU 63 (core 31, socket 1)[400000+1000]\n"
+      "2026-10-14T03:14:00+0000 h1 kernel: x[12]: segfault at 0 ip 0000000000401000 sp 00007ffd12345678 error 4 "
+      "in x[400000+1000] likely on CPU 63 (core 31, socket 1) trailing words\n"
+      "2026-10-14T00:00:01+0000 h1 kernel: smp: Brought up 1 node, 4 CPUs\n");
+  ASSERT_EQ(log.events.size(), 4u);
+  EXPECT_EQ(log.events[0].cpu, 2);
+  EXPECT_EQ(log.events[0].core, 1);
+  EXPECT_EQ(log.events[0].socket, 0);
+  EXPECT_EQ(log.events[0].library, "x likely on CPU 63 (core 31, socket 1) y");
+  EXPECT_FALSE(log.events[1].cpu);
+  EXPECT_EQ(log.events[1].library, "x likely on CPU 63 (core 31, socket 1)");
+  EXPECT_FALSE(log.events[2].cpu);
+  EXPECT_EQ(log.events[3].kind, "cpu-count");
+  EXPECT_EQ(log.events[3].cpu, 4);
+  EXPECT_FALSE(IsHardwareError(log.events[3]));
+}
+
 TEST(KernelLogLines, TrapsGeneralProtectionAndDivideError) {
   KernelLog log = Parse(
       "[Wed Oct 14 03:12:00 2026] traps: redis-server[901] general protection fault ip:55d0c0ffee12 "
@@ -215,6 +240,42 @@ TEST(KernelLogJoin, ByHostPidAndTimeOnly) {
   // A crash without a pid joins only its host's GPU lines without one.
   crash.pid.reset();
   EXPECT_EQ(JudgeHardware({crash}, log.events, 1).joined_lines, 1u);
+}
+
+// A program whose file name forges "likely on CPU 63" six times, and one
+// routine machine-check line: the host is not called bad hardware, and no
+// CPU 63 is counted on a host that has 4.
+TEST(KernelLogJoin, AForgedCpuDoesNotDrainAHost) {
+  std::string text = "2026-10-14T00:00:01+0000 h1 kernel: smp: Brought up 1 node, 4 CPUs\n"
+                     "2026-10-14T00:00:02+0000 h1 kernel: mce: [Hardware Error]: Machine check events logged\n";
+  std::vector<CrashFacts> crashes;
+  for (int i = 0; i < 6; ++i) {
+    std::string t = "2026-10-14T0" + std::to_string(i + 1) + ":00:00+0000";
+    text += t + " h1 kernel: x[" + std::to_string(100 + i) +
+            "]: segfault at 0 ip 0000000000401000 sp 00007ffc00000000 error 4 in x likely on CPU 63 (core 31, socket 1)"
+            "[400000+1000]\n";
+    text += t + " h1 kernel: x[" + std::to_string(200 + i) +
+            "]: segfault at 0 ip 0000000000401000 sp 00007ffc00000000 error 4 in x[400000+1000] likely on CPU 99 "
+            "(core 1, socket 0)\n";  // a CPU the host does not have
+  }
+  KernelLog log = Parse(text);
+  for (const auto& e : log.events) {
+    if (e.kind != "segfault") continue;
+    CrashFacts c;
+    c.host = "h1";
+    c.time = e.time;
+    c.pid = e.pid;
+    crashes.push_back(c);
+  }
+  ASSERT_EQ(crashes.size(), 12u);
+  HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
+  for (const auto& h : v.hosts) {
+    SCOPED_TRACE(h.host);
+    EXPECT_EQ(h.verdict, "");
+    EXPECT_EQ(h.cpus.count(63), 0u);
+    EXPECT_EQ(h.cpus.count(99), 0u);
+    for (const auto& e : h.evidence) EXPECT_EQ(e.find("CPU 63"), std::string::npos) << e;
+  }
 }
 
 }  // namespace
