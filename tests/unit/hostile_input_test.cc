@@ -465,6 +465,68 @@ TEST(HostileInput, AShardWithATriggerIsNotMerged) {
   ASSERT_TRUE(clean.ok()) << clean.error().message;
 }
 
+// --- Commands that must not write ---------------------------------------------
+
+// `coroner query` reads: VACUUM INTO, ATTACH and writes are refused, and
+// no file appears; reading statements still work.
+TEST(HostileInput, QueryWritesNoFile) {
+  Scratch s("query");
+  auto scan = Coroner("scan " + Core("null_deref-O0") + " --db " + s / "a.db");
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  for (const std::string& sql :
+       {"VACUUM INTO '" + s / "copy.db" + "'", "ATTACH DATABASE '" + s / "copy.db" + "' AS x",
+        std::string("DELETE FROM cores"), std::string("PRAGMA journal_mode = DELETE"),
+        std::string("CREATE TEMP TABLE t AS SELECT 1")}) {
+    SCOPED_TRACE(sql);
+    auto q = Coroner("query --db " + s / "a.db" + " \"" + sql + "\"");
+    EXPECT_NE(q.status, 0) << q.out;
+    EXPECT_FALSE(fs::exists(s / "copy.db"));
+  }
+  auto q = Coroner("query --db " + s / "a.db" + " \"SELECT count(*) AS n FROM cores\"");
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_NE(q.out.find("1"), std::string::npos) << q.out;
+  q = Coroner("query --db " + s / "a.db" + " \"PRAGMA table_info(cores)\"");
+  EXPECT_EQ(q.status, 0) << q.err;
+}
+
+// `coroner demo --out DIR` never replaces what it did not make.
+TEST(HostileInput, DemoLeavesADirectoryItDidNotMakeAlone) {
+  Scratch s("demo");
+  fs::create_directories(s / "fleet/host-1");
+  WriteText(s / "fleet/host-1/core.1", "a real fleet's core");
+  WriteText(s / "dataset.db", "a real dataset");
+  auto r = Coroner("demo --out " + s.str());
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("not a directory an earlier demo made"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadText(s / "fleet/host-1/core.1"), "a real fleet's core");
+  EXPECT_EQ(ReadText(s / "dataset.db"), "a real dataset");
+}
+
+// An inventory of 2,000 long column names and 2,000 rows of empty cells
+// stores each name once: a few MB of text, not a gigabyte of copies.
+TEST(HostileInput, AnInventoryStoresEachColumnNameOnce) {
+  std::string header = "host";
+  for (int i = 0; i < 2000; ++i) header += "," + std::string(1000, 'c') + std::to_string(i);
+  std::string empty_cells(2000, ',');
+  std::string text = header + "\n";
+  for (int r = 0; r < 2000; ++r) text += "h" + std::to_string(r) + empty_cells + "\n";
+  auto inv = Inventory::Parse(text);
+  ASSERT_TRUE(inv.ok()) << inv.error().message;
+  ASSERT_EQ(inv->rows().size(), 2000u);
+  for (const auto& row : inv->rows()) EXPECT_TRUE(row.columns.empty());
+  // A row with values names its columns by the header's own strings.
+  auto two = Inventory::Parse("host,rack,zone\nh1,r7,\nh2,r8,z2\n");
+  ASSERT_TRUE(two.ok());
+  ASSERT_EQ(two->rows()[0].columns.size(), 1u);
+  EXPECT_EQ(two->rows()[0].columns[0].first, "rack");
+  EXPECT_EQ(two->rows()[0].columns[0].second, "r7");
+  ASSERT_EQ(two->rows()[1].columns.size(), 2u);
+  EXPECT_EQ(two->rows()[1].columns[0].first.data(), two->rows()[0].columns[0].first.data());
+  Inventory copy = *two;  // a copy keeps the names alive
+  two = Inventory::Parse("host\n");
+  EXPECT_EQ(copy.rows()[1].columns[1].first, "zone");
+}
+
 // --- Empty notes -------------------------------------------------------------
 
 // An empty PT_NOTE inside the first 64 bytes, read through a file: the
