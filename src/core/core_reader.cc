@@ -98,7 +98,13 @@ class CoreReader {
     std::byte buf[sizeof(Elf64_Ehdr)];
     auto n = c_.source_->ReadUpTo(0, buf);
     if (!n.ok()) return n.error();
-    if (*n == 0) return Fail(ErrorKind::kNotElf, "empty file");
+    if (*n == 0) {
+      // A compressed stream cut before its first block decodes to nothing:
+      // it is a cut core, not an empty file.
+      for (const auto& p : c_.source_->Problems())
+        if (p.kind == SourceProblem::Kind::kCut) return Fail(ErrorKind::kTruncated, "cut before the core's first byte");
+      return Fail(ErrorKind::kNotElf, "empty file");
+    }
     if (*n < SELFMAG || std::memcmp(buf, ELFMAG, SELFMAG) != 0) {
       return Fail(ErrorKind::kNotElf, "not an ELF file (no \\x7fELF magic)");
     }

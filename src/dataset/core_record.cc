@@ -198,6 +198,10 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     if (!core.ok()) {
       r.status = "error";
       r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
+      // A cut core is truncated, whatever it decoded (a stream cut before
+      // its first block decoded nothing).
+      r.truncated = core.error().kind == ErrorKind::kTruncated;
+      for (const auto& p : owned->Problems()) r.truncated = r.truncated || p.kind == SourceProblem::Kind::kCut;
     } else {
       FillFromCore(r, **core, options, symbols);
       // A read that failed (a remote server's error) made this analysis

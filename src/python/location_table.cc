@@ -51,6 +51,19 @@ std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_l
   };
   TableReader r(table);
   int64_t line = first_line;
+  // Deltas from a hostile table can run the line past any real one (and
+  // past int64): once it leaves +-2^40 it is lost for good, and the lookup
+  // finds no line.
+  bool lost = false;
+  auto add = [&](int64_t delta) {
+    constexpr int64_t kFar = int64_t{1} << 40;
+    if (lost || delta > kFar || delta < -kFar) {
+      lost = true;
+      return;
+    }
+    line += delta;
+    if (line > kFar || line < -kFar) lost = true;
+  };
   uint64_t start = 0;
   while (!r.done()) {
     auto head = r.Byte();
@@ -63,13 +76,13 @@ std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_l
     } else if (code == 14) {
       auto delta = r.SignedVarint();  // long form: line delta, end line, columns
       if (!delta) return out_of_table();
-      line += *delta;
+      add(*delta);
     } else if (code == 13) {
       auto delta = r.SignedVarint();  // no column
       if (!delta) return out_of_table();
-      line += *delta;
+      add(*delta);
     } else if (code >= 10) {
-      line += code - 10;  // one-line forms: the delta in the code, two column bytes
+      add(code - 10);  // one-line forms: the delta in the code, two column bytes
     }
     // Short forms (0-9) keep the line; their column bytes, like the rest
     // of the long and one-line forms, are skipped.
@@ -77,7 +90,7 @@ std::optional<int> LineOfInstruction(std::span<const uint8_t> table, int first_l
     // The entry's last bytes may lie past a span that is a prefix.
     if (r.done() && unit >= end) return out_of_table();
     if (unit >= start && unit < end) {
-      if (!has_line || line <= 0 || line > INT32_MAX) return std::nullopt;
+      if (!has_line || lost || line <= 0 || line > INT32_MAX) return std::nullopt;
       return static_cast<int>(line);
     }
     start = end;

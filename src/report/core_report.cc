@@ -354,6 +354,7 @@ Json ErrorToJson(const std::string& path, const Error& error) {
   Json j;
   j["version"] = kAnalyzeJsonVersion;
   j["core"] = Json{{"path", Text(path)}};
+  if (error.kind == ErrorKind::kTruncated) j["core"]["truncated"] = true;  // cut, whatever it decoded
   j["error"] = Json{{"kind", ErrorKindName(error.kind)}, {"message", Text(error.message)}};
   return j;
 }

@@ -426,5 +426,30 @@ TEST(LocationTable, DamagedTablesEndTheLookup) {
   EXPECT_EQ(LineOfInstruction({}, 1, 0), std::nullopt);
 }
 
+// Line deltas near 2^62 each: adding them overflowed int64 (UBSan); the
+// line is lost and the lookup finds none, without undefined behaviour.
+TEST(LocationTable, HugeLineDeltasFindNoLine) {
+  auto varint = [](uint64_t v) {
+    std::vector<uint8_t> out;
+    do {
+      uint8_t b = v & 0x3f;
+      v >>= 6;
+      if (v) b |= 0x40;
+      out.push_back(b);
+    } while (v);
+    return out;
+  };
+  std::vector<uint8_t> t;
+  for (int i = 0; i < 3; ++i) {
+    t.push_back(0x80 | (13 << 3) | 0);  // no-column form, 1 unit
+    auto d = varint((uint64_t{1} << 63) - 2);  // +(2^62 - 1)
+    t.insert(t.end(), d.begin(), d.end());
+  }
+  t.push_back(0x80 | (13 << 3) | 0);
+  auto back = varint(((uint64_t{1} << 62) - 1) << 1 | 1);  // -(2^62 - 1)
+  t.insert(t.end(), back.begin(), back.end());
+  for (uint64_t unit = 0; unit < 4; ++unit) EXPECT_EQ(LineOfInstruction(t, 1, unit), std::nullopt) << unit;
+}
+
 }  // namespace
 }  // namespace coroner::testing

@@ -270,10 +270,11 @@ TEST(HostileInput, CutCompressedCoresSayTheyAreCut) {
     size_t keep;
   };
   for (Case c : {Case{"null_deref-O0.core.zst", 8000}, Case{"many_threads-O0.core.xz", 2000},
-                 Case{"null_deref-O0.core.lz4", 8000}}) {
+                 Case{"null_deref-O0.core.lz4", 8000}, Case{"null_deref-O0.core.lz4", 40},
+                 Case{"null_deref-O0.core.zst", 40}}) {
     std::string whole = ReadText(testing::ZooDir() + "/cores/" + c.core);
     ASSERT_GT(whole.size(), c.keep) << c.core;
-    std::string cut = s / c.core;
+    std::string cut = s / (std::to_string(c.keep) + "-" + c.core);
     WriteText(cut, whole.substr(0, c.keep));
     auto r = Coroner("analyze --json " + cut);
     Json j = Json::parse(r.out);
@@ -281,9 +282,16 @@ TEST(HostileInput, CutCompressedCoresSayTheyAreCut) {
       EXPECT_EQ(j["core"]["truncated"], true) << c.core;
       std::string missing = j["core"]["missing"].dump();
       EXPECT_NE(missing.find("stream cut"), std::string::npos) << c.core << ": " << missing;
-    } else {  // nothing decodable: the error says why
+    } else {  // nothing decodable: the error says why, and the core is still cut
       EXPECT_NE(j["error"]["message"].get<std::string>().find("stream cut"), std::string::npos) << r.out;
+      EXPECT_EQ(j["error"]["kind"], "truncated") << r.out;
+      EXPECT_EQ(j["core"]["truncated"], true) << r.out;
     }
+    // scan: a row that says it is cut, ok or error.
+    std::string db = cut + ".db";
+    ASSERT_EQ(Coroner("scan " + cut + " --db " + db).status, 0);
+    auto rows = Coroner("query --db " + db + " \"SELECT truncated FROM cores\"");
+    EXPECT_NE(rows.out.find("1"), std::string::npos) << c.core << ": " << rows.out;
     // The whole stream is not cut.
     auto w = Coroner("analyze --json " + testing::ZooDir() + "/cores/" + c.core);
     ASSERT_EQ(w.status, 0) << w.err;
