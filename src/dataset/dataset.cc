@@ -634,6 +634,8 @@ Expected<QueryResult> Dataset::QueryUserStatement(const std::string& sql) {
   auto result = Query(sql);
   reading_only_ = false;
   sqlite3_set_authorizer(db_, nullptr, nullptr);
+  if (!result.ok() && result.error().message.find("not authorized") != std::string::npos)
+    return MakeError(ErrorKind::kMalformed, "query: only statements that read are allowed (" + result.error().message + ")");
   return result;
 }
 

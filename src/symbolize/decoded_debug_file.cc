@@ -5,12 +5,15 @@
 #include <gelf.h>
 #include <libdeflate.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -26,6 +29,13 @@ namespace {
 
 // A decoded file beyond this is left to libdw (and to its own limits).
 constexpr uint64_t kMaxImage = 4ull << 30;
+// A compressed section may decode to 256 times its size (real DWARF stays
+// under 100: libc6-dbg's worst is 84, on a 160 KB section), or to 1 MiB
+// whatever its size; more is a decompression bomb, refused before decoding.
+constexpr uint64_t kMaxRatio = 256;
+constexpr uint64_t kRatioFloor = 1ull << 20;
+// A copy larger than this is not cached (it would evict most others).
+constexpr uint64_t kMaxCachedCopy = 1ull << 30;
 // The cache holds this much; the copies used least recently go first.
 constexpr uint64_t kCacheLimit = 2ull << 30;
 // A copy is written only where this much would stay free after it.
@@ -93,6 +103,13 @@ Expected<Layout> Plan(Elf* elf) {
       if (!ch.ok()) return ch.error();
       if (ch->ch_type != ELFCOMPRESS_ZLIB && ch->ch_type != ELFCOMPRESS_ZSTD) {
         return MakeError(ErrorKind::kUnsupported, "debug file: unknown section compression " + std::to_string(ch->ch_type));
+      }
+      uint64_t packed = elf_rawdata(scn, nullptr)->d_size - sizeof(Elf64_Chdr);
+      if (ch->ch_size > kRatioFloor && ch->ch_size / kMaxRatio > packed) {
+        return MakeError(ErrorKind::kMalformed, "debug file: a section of " + std::to_string(packed) +
+                                                    " compressed bytes claims " + std::to_string(ch->ch_size) +
+                                                    " decoded, past the ratio of " + std::to_string(kMaxRatio) +
+                                                    " (a decompression bomb)");
       }
       p.compressed = true;
       p.size = ch->ch_size;
@@ -205,33 +222,86 @@ void* MapMemory(uint64_t size) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-bool WriteAll(int fd, const std::byte* data, uint64_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, data, std::min<uint64_t>(size, 1 << 30));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<uint64_t>(n);
-  }
-  return true;
-}
-
 bool MakeDirs(const std::string& path) {
   for (size_t slash = 1; slash != std::string::npos; slash = path.find('/', slash + 1)) {
     std::string part = path.substr(0, slash);
-    if (!part.empty() && ::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (!part.empty() && ::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return false;
   }
-  return ::mkdir(path.c_str(), 0755) == 0 || errno == EEXIST;
+  return ::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST;
+}
+
+// The cache's debug/ directory, opened without following a link, or -1.
+// Every later step works relative to this descriptor, so a name swapped in
+// the parent changes nothing. Refused (once said on stderr): a directory
+// another user owns or may write, where copies could be planted or links
+// laid for our writes.
+int OpenCacheDir(const std::string& dir) {
+  if (!MakeDirs(dir)) return -1;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  std::string why;
+  struct stat st;
+  if (fd < 0) {
+    why = errno == ELOOP || errno == ENOTDIR ? "it is a symbolic link or not a directory" : std::strerror(errno);
+  } else if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+    why = "another user owns it";
+  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    why = "others may write to it";
+  }
+  if (why.empty()) return fd;
+  if (fd >= 0) ::close(fd);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr, "coroner: not using the debug cache %s: %s (decoded copies stay in memory)\n", dir.c_str(),
+                 why.c_str());
+  return -1;
+}
+
+// The name of the copy of the debug file open as `source_fd`: its build-id
+// and its identity on this machine (device, inode, size, modification and
+// change times). Another file with the same build-id (a program linked with
+// someone else's) gets a copy of its own and never reads this one, and a
+// file changed in place gets a new copy.
+std::string CopyName(const std::string& id, int source_fd) {
+  struct stat st;
+  if (fstat(source_fd, &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the identity's words
+  for (uint64_t v : {uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size), uint64_t(st.st_mtim.tv_sec),
+                     uint64_t(st.st_mtim.tv_nsec), uint64_t(st.st_ctim.tv_sec), uint64_t(st.st_ctim.tv_nsec)})
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  char key[17];
+  std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(h));
+  return id + "-" + key + ".debug";
+}
+
+// A new file in `dir_fd` that no one else can have laid down: O_EXCL and
+// O_NOFOLLOW, a name with random bits, mode 0600. Returns its fd and name.
+int CreateTemp(int dir_fd, const std::string& stem, std::string& name) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r) r = static_cast<uint64_t>(getpid()) * 2654435761u + attempt;
+    char suffix[40];
+    std::snprintf(suffix, sizeof suffix, ".%016llx.tmp", static_cast<unsigned long long>(r));
+    name = "." + stem + suffix;
+    int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
 }
 
 // Keeps the cache under its limit: the copies whose last use (their mtime,
 // renewed on every use) is oldest go first, never `keep`. Writers that died
-// leave temporary files; those older than an hour go too.
-void Evict(const std::string& dir, const std::string& keep) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
+// leave temporary files; those older than an hour go too. Only regular
+// files in the directory itself are looked at or removed.
+void Evict(int dir_fd, const std::string& keep) {
+  int fd = ::dup(dir_fd);
+  DIR* d = fd >= 0 ? fdopendir(fd) : nullptr;
+  if (!d) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  rewinddir(d);
   struct Entry {
-    std::string path;
+    std::string name;
     time_t used;
     uint64_t size;
   };
@@ -241,23 +311,25 @@ void Evict(const std::string& dir, const std::string& keep) {
   for (size_t seen = 0; seen < 100000; ++seen) {  // bounded: a directory someone filled
     dirent* e = readdir(d);
     if (!e) break;
-    std::string name = e->d_name, path = dir + "/" + name;
+    std::string name = e->d_name;
     struct stat st;
-    if (name == "." || name == ".." || lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (name == "." || name == ".." || fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode))
+      continue;
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
-      if (now - st.st_mtime > 3600) ::unlink(path.c_str());
+      if (now - st.st_mtime > 3600) ::unlinkat(dir_fd, name.c_str(), 0);
       continue;
     }
     if (name.size() < 6 || name.compare(name.size() - 6, 6, ".debug") != 0) continue;
-    copies.push_back({path, st.st_mtime, static_cast<uint64_t>(st.st_size)});
+    copies.push_back({name, st.st_mtime, static_cast<uint64_t>(st.st_size)});
     total += static_cast<uint64_t>(st.st_size);
   }
   closedir(d);
   std::sort(copies.begin(), copies.end(), [](const Entry& a, const Entry& b) { return a.used < b.used; });
   for (const auto& c : copies) {
     if (total <= kCacheLimit) break;
-    if (c.path == keep) continue;
-    if (::unlink(c.path.c_str()) == 0) total -= c.size;
+    if (c.name == keep) continue;
+    if (::unlinkat(dir_fd, c.name.c_str(), 0) == 0) total -= c.size;
   }
 }
 
@@ -296,60 +368,81 @@ DecodedDebugFile::~DecodedDebugFile() {
   if (memory_) munmap(memory_, memory_size_);
 }
 
-std::unique_ptr<DecodedDebugFile> DecodedDebugFile::Open(Elf* elf, const std::string& cache_dir) {
+std::unique_ptr<DecodedDebugFile> DecodedDebugFile::Open(Elf* elf, int source_fd, const std::string& cache_dir) {
   if (!elf || !HasCompressedSections(elf)) return nullptr;
   std::unique_ptr<DecodedDebugFile> file(new DecodedDebugFile);
   std::string id = ElfBuildId(elf);
   size_t shnum = 0;
   elf_getshdrnum(elf, &shnum);
-  std::string dir = cache_dir.empty() || id.empty() ? std::string() : cache_dir + "/debug";
-  std::string path = dir.empty() ? std::string() : dir + "/" + id + ".debug";
+  std::string name = cache_dir.empty() || id.empty() || source_fd < 0 ? std::string() : CopyName(id, source_fd);
+  std::string dir = cache_dir + "/debug";
+  int dir_fd = name.empty() ? -1 : OpenCacheDir(dir);
+  struct DirCloser {
+    int fd;
+    ~DirCloser() {
+      if (fd >= 0) ::close(fd);
+    }
+  } dir_closer{dir_fd};
 
-  // A copy made by an earlier run: the same build-id, the same sections.
+  // A copy made by an earlier run from this very file: a regular file of
+  // ours (no link followed), with the build-id and the sections.
   auto open_copy = [&]() -> bool {
-    ElfFile copy = OpenElf(path);
+    int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) return false;
+    Elf* copy = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()
+                    ? elf_begin(fd, ELF_C_READ_MMAP, nullptr)
+                    : nullptr;
     size_t n = 0;
-    if (!copy.elf || elf_getshdrnum(copy.elf, &n) != 0 || n != shnum || ElfBuildId(copy.elf) != id ||
-        HasCompressedSections(copy.elf)) {
-      CloseElf(copy.fd, copy.elf);
+    if (!copy || elf_kind(copy) != ELF_K_ELF || elf_getshdrnum(copy, &n) != 0 || n != shnum ||
+        ElfBuildId(copy) != id || HasCompressedSections(copy)) {
+      CloseElf(fd, copy);
       return false;
     }
-    futimens(copy.fd, nullptr);  // its last use, for eviction (fails harmlessly on a read-only cache)
-    file->fd_ = copy.fd;
-    file->elf_ = copy.elf;
-    file->cache_path_ = path;
+    futimens(fd, nullptr);  // its last use, for eviction (fails harmlessly on a read-only cache)
+    file->fd_ = fd;
+    file->elf_ = copy;
+    file->cache_path_ = dir + "/" + name;
     return true;
   };
-  if (!path.empty() && open_copy()) return file;
+  if (dir_fd >= 0 && open_copy()) return file;
 
   auto layout = Plan(elf);
   if (!layout.ok()) return nullptr;
+
+  // Decoded straight into the new copy, a section at a time, through a
+  // shared mapping of the file (page cache, not this process's memory); the
+  // space is allocated first, so a full disk is an error here and never a
+  // SIGBUS later. Written beside its final name and renamed, so that a
+  // reader never sees half a copy, and two writers leave one whole copy.
+  struct statvfs fs;
+  if (dir_fd >= 0 && layout->size <= kMaxCachedCopy && fstatvfs(dir_fd, &fs) == 0 &&
+      uint64_t{fs.f_bavail} * fs.f_frsize >= layout->size + kKeepFree) {
+    std::string tmp;
+    int fd = CreateTemp(dir_fd, id, tmp);
+    bool written = false;
+    if (fd >= 0 && posix_fallocate(fd, 0, static_cast<off_t>(layout->size)) == 0) {
+      void* map = mmap(nullptr, layout->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (map != MAP_FAILED) {
+        written = Write(elf, *layout, std::span<std::byte>(static_cast<std::byte*>(map), layout->size)).ok();
+        munmap(map, layout->size);
+      }
+    }
+    if (fd >= 0) written = (::close(fd) == 0) && written;
+    if (written && ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) == 0) {
+      Evict(dir_fd, name);
+      if (open_copy()) return file;
+    } else if (fd >= 0) {
+      ::unlinkat(dir_fd, tmp.c_str(), 0);
+    }
+  }
+
   void* memory = MapMemory(layout->size);
   if (!memory) return nullptr;
   std::span<std::byte> image(static_cast<std::byte*>(memory), layout->size);
   if (!Write(elf, *layout, image).ok()) {
     munmap(memory, layout->size);
     return nullptr;
-  }
-
-  // Written beside its final name and renamed, so that a reader never sees
-  // half a copy, and two writers of one build-id leave one whole copy.
-  struct statvfs fs;
-  if (!path.empty() && MakeDirs(dir) && statvfs(dir.c_str(), &fs) == 0 &&
-      uint64_t{fs.f_bavail} * fs.f_frsize >= layout->size + kKeepFree) {
-    std::string tmp = dir + "/." + id + "." + std::to_string(getpid()) + ".tmp";
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    bool written = fd >= 0 && WriteAll(fd, image.data(), image.size());
-    if (fd >= 0) written = (::close(fd) == 0) && written;
-    if (written && ::rename(tmp.c_str(), path.c_str()) == 0) {
-      Evict(dir, path);
-      if (open_copy()) {
-        munmap(memory, layout->size);
-        return file;
-      }
-    } else if (fd >= 0) {
-      ::unlink(tmp.c_str());
-    }
   }
 
   // No cache: the image lives in memory for this run.

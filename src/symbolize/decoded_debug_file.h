@@ -33,11 +33,14 @@ class DecodedDebugFile {
   DecodedDebugFile(const DecodedDebugFile&) = delete;
   DecodedDebugFile& operator=(const DecodedDebugFile&) = delete;
 
-  // A decoded copy of `elf` (an opened debug file): from `cache_dir` when a
-  // copy of this build-id is there, else decoded now (and written there when
-  // cache_dir is not empty). nullptr when `elf` has no compressed section or
-  // they cannot be decoded.
-  static std::unique_ptr<DecodedDebugFile> Open(Elf* elf, const std::string& cache_dir);
+  // A decoded copy of `elf` (an opened debug file, open as `source_fd`):
+  // from `cache_dir` when a copy of this very file is there (its build-id
+  // and its identity: device, inode, size, times), else decoded now (and
+  // written there when cache_dir is not empty and safe: a directory of the
+  // user's that no one else may write, no link followed). nullptr when `elf`
+  // has no compressed section or they cannot be decoded (or would decode
+  // past 256 times their size: a bomb). `source_fd` -1: no cache.
+  static std::unique_ptr<DecodedDebugFile> Open(Elf* elf, int source_fd, const std::string& cache_dir);
 
   // The decoded file, for libdw. Owned by this object.
   Elf* elf() const { return elf_; }

@@ -178,7 +178,7 @@ Dwarf* ModuleImage::GetDwarf() const {
       // libdw would decode every compressed section of the file at open;
       // a decoded copy (cached by build-id) is read instead when one can be
       // made, and libdw reads the original otherwise.
-      decoded_ = DecodedDebugFile::Open(debug_elf_, DefaultCacheDir());
+      decoded_ = DecodedDebugFile::Open(debug_elf_, debug_elf_ == elf_ ? fd_ : debug_fd_, DefaultCacheDir());
       dwarf_ = dwarf_begin_elf(decoded_ ? decoded_->elf() : debug_elf_, DWARF_C_READ, nullptr);
     }
     if (dwarf_ && has_debug_frame_) debug_cfi_ = dwarf_getcfi(dwarf_);

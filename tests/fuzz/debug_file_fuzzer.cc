@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
     // The whole path as the symbolizer takes it, with no cache directory.
-    auto opened = coroner::DecodedDebugFile::Open(elf, "");
+    auto opened = coroner::DecodedDebugFile::Open(elf, -1, "");
     if (opened && coroner::HasCompressedSections(opened->elf())) __builtin_trap();
   }
   elf_end(elf);

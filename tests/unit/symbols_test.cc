@@ -15,6 +15,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "symbolize/decoded_debug_file.h"
 #include "symbolize/module_image.h"
 
 #include "unit/run_coroner.h"
@@ -215,8 +216,11 @@ TEST(Symbols, CompressedDebugSectionsAreDecodedOnceIntoTheCache) {
     Json first = AnalyzeWithCache(cache, args);
     const Json& m = Module(first, Bin("null_deref-stripped"));
     EXPECT_EQ(m["symbols"]["debug_file"], debug);
-    std::string copy = cache + "/debug/" + FileBuildId(debug) + ".debug";
-    EXPECT_EQ(m["symbols"]["debug_cache"], copy);
+    // Named by the build-id and the source file's identity.
+    ASSERT_TRUE(m["symbols"]["debug_cache"].is_string());
+    std::string copy = m["symbols"]["debug_cache"];
+    EXPECT_EQ(copy.rfind(cache + "/debug/" + FileBuildId(debug) + "-", 0), 0u) << copy;
+    EXPECT_EQ(copy.substr(copy.size() - 6), ".debug");
     EXPECT_EQ(first["threads"][0]["frames"][0]["function"], "walk");
     EXPECT_EQ(first["threads"][0]["frames"][0]["line"], 13);
     EXPECT_EQ(FrameLines(first), FrameLines(plain));
@@ -245,6 +249,125 @@ TEST(Symbols, CompressedDebugSectionsAreDecodedOnceIntoTheCache) {
     EXPECT_TRUE(Module(none, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
     EXPECT_EQ(FrameLines(none), FrameLines(plain));
   }
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A debug file with the build-id of null_deref-stripped and another source
+// file's name in its DWARF ("evil_pwned.c"), compressed: what a program
+// linked with someone else's build-id brings.
+std::string LyingDebugDir(const fs::path& dir) {
+  std::string id = FileBuildId(Bin("null_deref-stripped"));
+  std::string rel = ".build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  std::string bytes = ReadAll(testing::ZooDir() + "/debug/" + rel);
+  size_t replaced = 0;
+  for (size_t at = 0; (at = bytes.find("null_deref.c", at)) != std::string::npos; ++replaced) bytes.replace(at, 12, "evil_pwned.c");
+  EXPECT_GT(replaced, 0u);
+  fs::create_directories((dir / "plain" / rel).parent_path());
+  fs::create_directories((dir / rel).parent_path());
+  std::ofstream((dir / "plain" / rel).string(), std::ios::binary) << bytes;
+  std::string cmd = "objcopy --compress-debug-sections=zlib " + (dir / "plain" / rel).string() + " " + (dir / rel).string();
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return (dir / rel).string();
+}
+
+// One hostile debug file must not poison later analyses: a copy is the
+// copy of one source file, and another file of the same build-id gets its
+// own.
+TEST(DebugCache, AnotherFileWithTheSameBuildIdDoesNotPoisonTheCopy) {
+  fs::path root = fs::path(::testing::TempDir()) / "poisoned-cache";
+  fs::remove_all(root);
+  std::string cache = (root / "cache").string(), core = Core("null_deref-stripped");
+  LyingDebugDir(root / "lying");
+  Json evil = AnalyzeWithCache(cache, "--debug-dir " + (root / "lying").string() + " " + core);
+  ASSERT_EQ(evil["threads"][0]["frames"][0]["file"].get<std::string>().find("evil_pwned.c") != std::string::npos, true)
+      << evil["threads"][0]["frames"][0].dump();
+  CompressedDebugDir(root / "real", "zlib");
+  Json plain = Analyze("--debug-dir " + testing::ZooDir() + "/debug " + core);
+  Json real = AnalyzeWithCache(cache, "--debug-dir " + (root / "real").string() + " " + core);
+  EXPECT_EQ(FrameLines(real), FrameLines(plain));
+  EXPECT_NE(Module(real, Bin("null_deref-stripped"))["symbols"]["debug_cache"],
+            Module(evil, Bin("null_deref-stripped"))["symbols"]["debug_cache"]);
+}
+
+// Links laid in the cache are never followed: not a copy's name pointing
+// at a file of the user's, not a debug/ directory that is a link; a
+// directory others may write is not used at all.
+TEST(DebugCache, PlantedLinksAndSharedDirectoriesAreRefused) {
+  fs::path root = fs::path(::testing::TempDir()) / "planted-cache";
+  fs::remove_all(root);
+  std::string core = Core("null_deref-stripped");
+  CompressedDebugDir(root / "debug", "zlib");
+  std::string args = "--debug-dir " + (root / "debug").string() + " " + core;
+  Json plain = Analyze("--debug-dir " + testing::ZooDir() + "/debug " + core);
+  std::string precious = (root / "precious.txt").string();
+  std::ofstream(precious) << "the user's own file\n";
+
+  // A copy's name made a link to the user's file: the next run writes a
+  // new copy in its place and the user's file is untouched.
+  std::string cache = (root / "cache").string();
+  Json first = AnalyzeWithCache(cache, args);
+  std::string copy = Module(first, Bin("null_deref-stripped"))["symbols"]["debug_cache"];
+  fs::remove(copy);
+  fs::create_symlink(precious, copy);
+  Json again = AnalyzeWithCache(cache, args);
+  EXPECT_EQ(FrameLines(again), FrameLines(plain));
+  EXPECT_EQ(ReadAll(precious), "the user's own file\n");
+  EXPECT_FALSE(fs::is_symlink(copy));
+
+  // debug/ a link to another directory: not used, nothing there evicted.
+  std::string linked = (root / "linked-cache").string();
+  fs::create_directories(root / "elsewhere");
+  std::ofstream((root / "elsewhere" / "old.debug").string()) << "someone's file\n";
+  fs::create_directories(linked);
+  fs::create_directory_symlink(root / "elsewhere", linked + "/debug");
+  Json through_link = AnalyzeWithCache(linked, args);
+  EXPECT_TRUE(Module(through_link, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
+  EXPECT_EQ(FrameLines(through_link), FrameLines(plain));
+  EXPECT_EQ(std::distance(fs::directory_iterator(root / "elsewhere"), fs::directory_iterator()), 1);
+
+  // A debug/ directory others may write.
+  std::string shared = (root / "shared-cache").string();
+  fs::create_directories(shared + "/debug");
+  fs::permissions(shared + "/debug", fs::perms::all);
+  Json in_shared = AnalyzeWithCache(shared, args);
+  EXPECT_TRUE(Module(in_shared, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
+  EXPECT_TRUE(fs::is_empty(shared + "/debug"));
+}
+
+// A section of 64 MiB of zeros compresses a thousandfold: refused before
+// anything is decoded, and the analysis goes on without the copy.
+TEST(DebugCache, ADecompressionBombIsRefusedUndecoded) {
+  fs::path root = fs::path(::testing::TempDir()) / "bomb-debug";
+  fs::remove_all(root);
+  std::string id = FileBuildId(Bin("null_deref-stripped"));
+  std::string rel = ".build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  fs::create_directories((root / "debug" / rel).parent_path());
+  std::string zeros = (root / "zeros").string(), bomb = (root / "debug" / rel).string();
+  { std::ofstream z(zeros, std::ios::binary); z << std::string(64u << 20, '\0'); }
+  std::string added = (root / "added.debug").string();
+  std::string cmd = "objcopy --add-section .debug_bomb=" + zeros + " " + testing::ZooDir() + "/debug/" + rel + " " +
+                    added + " && objcopy --compress-debug-sections=zlib " + added + " " + bomb;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  fs::remove(zeros);
+  auto sections = Sections(bomb);
+  ASSERT_TRUE(sections.count(".debug_bomb"));
+  ASSERT_LT(sections[".debug_bomb"].bytes.size(), 1u << 20) << "objcopy did not compress it";
+  elf_version(EV_CURRENT);
+  int fd = ::open(bomb.c_str(), O_RDONLY);
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  auto size = DecodedImageSize(elf);
+  ASSERT_FALSE(size.ok());
+  EXPECT_NE(size.error().message.find("decompression bomb"), std::string::npos) << size.error().message;
+  elf_end(elf);
+  ::close(fd);
+  std::string cache = (root / "cache").string();
+  Json j = AnalyzeWithCache(cache, "--debug-dir " + (root / "debug").string() + " " + Core("null_deref-stripped"));
+  EXPECT_EQ(j["threads"][0]["frames"][0]["function"], "walk");
+  EXPECT_TRUE(Module(j, Bin("null_deref-stripped"))["symbols"]["debug_cache"].is_null());
 }
 
 TEST(Symbols, ACompressedSectionThatDoesNotDecodeLeavesNoCopy) {
