@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/byte_view.h"
@@ -113,8 +114,9 @@ bool MayHoldInterpreter(const MappedModule& m) {
 
 class StateReader {
  public:
-  StateReader(ProcessBytes& mem, const Interpreter& in, const InterpreterLayout& l, std::optional<uint64_t> only_tid)
-      : mem_(mem), in_(in), l_(l), only_tid_(only_tid) {}
+  StateReader(ProcessBytes& mem, const Interpreter& in, const InterpreterLayout& l, std::optional<uint64_t> only_tid,
+              uint64_t* line_table_bytes)
+      : mem_(mem), in_(in), l_(l), only_tid_(only_tid), line_table_bytes_(line_table_bytes) {}
 
   void Read(PythonState& state) {
     auto interp = mem_.Pointer(in_.runtime + l_.runtime_interpreters_head);
@@ -236,18 +238,35 @@ class StateReader {
     // 3.11 and 3.12 point one unit before the code before the first instruction runs.
     if (*instr + 2 == start) return *first;
     if (*instr < start || (*instr - start) / 2 >= static_cast<uint64_t>(*units)) return std::nullopt;
-    if (mem_.Get<uint64_t>(*table + 8) != in_.bytes_type) return std::nullopt;
-    auto size = mem_.Get<int64_t>(*table + 16);
+    // A deep recursion runs one instruction of one code object in thousands
+    // of frames: its line is decoded once.
+    uint64_t unit = (*instr - start) / 2;
+    auto key = std::make_pair(code, unit);
+    if (auto hit = lines_.find(key); hit != lines_.end()) return hit->second;
+    auto line = DecodeLine(*table, *first, unit);
+    if (lines_.size() < kMaxPythonFrames) lines_.emplace(key, line);
+    return line;
+  }
+
+  std::optional<int> DecodeLine(uint64_t table, int first, uint64_t unit) {
+    if (mem_.Get<uint64_t>(table + 8) != in_.bytes_type) return std::nullopt;
+    auto size = mem_.Get<int64_t>(table + 16);
     if (!size || *size <= 0 || *size > static_cast<int64_t>(kMaxLineTable)) return std::nullopt;
     // Read as far as the instruction's entry: a module's table can be long,
-    // and an instruction early in it needs only its start.
+    // and an instruction early in it needs only its start. All the tables
+    // of one core together are decoded for at most kMaxLineTableWork bytes.
     std::vector<uint8_t> bytes;
     for (size_t want = 64;; want *= 4) {
       want = std::min(want, static_cast<size_t>(*size));
+      if (*line_table_bytes_ + want > kMaxLineTableWork) {
+        line_budget_spent_ = true;
+        return std::nullopt;
+      }
+      *line_table_bytes_ += want;
       bytes.resize(want);
-      if (!mem_.Read(*table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
+      if (!mem_.Read(table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
       bool ran_out = false;
-      auto line = LineOfInstruction(bytes, *first, (*instr - start) / 2, &ran_out);
+      auto line = LineOfInstruction(bytes, first, unit, &ran_out);
       if (!ran_out || want == static_cast<size_t>(*size)) return line;
     }
   }
@@ -300,6 +319,14 @@ class StateReader {
   const InterpreterLayout& l_;
   std::optional<uint64_t> only_tid_;
   size_t frames_read_ = 0;
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const { return std::hash<uint64_t>()(p.first * 31 + p.second); }
+  };
+  std::unordered_map<std::pair<uint64_t, uint64_t>, std::optional<int>, PairHash> lines_;  // (code, unit) -> line
+  uint64_t* line_table_bytes_;  // the state's count
+
+ public:
+  bool line_budget_spent_ = false;
 };
 
 }  // namespace
@@ -354,7 +381,11 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memor
     state.error = "CPython " + state.version + ": its frame layout is not known (3.11 and later are read)";
     return state;
   }
-  StateReader(mem, in, *layout, only_tid).Read(state);
+  StateReader reader(mem, in, *layout, only_tid, &state.line_table_bytes);
+  reader.Read(state);
+  if (reader.line_budget_spent_ && state.error.empty())
+    state.error = "the location tables' decoding budget (" + std::to_string(kMaxLineTableWork >> 20) +
+                  " MiB for the core) was spent: later frames have no line";
   if (mem.left_behind() > 0) {
     state.error = std::to_string(mem.left_behind()) +
                   " reads of the interpreter's memory lie behind what the compressed stream's decoder holds and "

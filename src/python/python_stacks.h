@@ -47,6 +47,9 @@ struct PythonState {
   std::vector<PythonThread> threads;
   // Why the threads could not be read (or not all of them); empty when all were.
   std::string error;
+  // Bytes of location tables decoded for the frames' lines (each (code
+  // object, instruction) once; at most kMaxLineTableWork).
+  uint64_t line_table_bytes = 0;
 };
 
 // Limits on what one core may make the reader do.
@@ -56,6 +59,7 @@ constexpr size_t kMaxPythonFramesPerThread = 4096;
 constexpr size_t kMaxPythonFrames = 65536;  // all threads together
 constexpr size_t kMaxPythonString = 1024;   // bytes of a name or a file
 constexpr size_t kMaxLineTable = 1 << 20;
+constexpr uint64_t kMaxLineTableWork = 64ull << 20;  // all the tables decoded for one core
 
 // nullopt when no module of the process defines _PyRuntime (not a CPython
 // process); otherwise what could be read, with the reason for what could not.

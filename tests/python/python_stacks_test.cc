@@ -5,6 +5,7 @@
 // before it crashes (sys._current_frames: qualified names, files, lines),
 // and the thread ids are threading's native ids.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -391,6 +392,61 @@ TEST(PythonInterpreters, EachMinorVersionHasACore) {
     if (!found) missing += std::string(missing.empty() ? "" : ", ") + v;
   }
   if (!missing.empty()) GTEST_SKIP() << "no CPython " << missing << " on this machine: not tested";
+}
+
+// --- A deep recursion at the end of a long location table -------------------
+
+// One function whose location table is some 600 KB (a branch never taken
+// holds 100,000 statements) recurses 4,000 times from its last line and
+// crashes at the bottom. Every frame's line is the source's, and the table
+// is decoded once for the one instruction all the callers share, not once
+// per frame (which took 32 s): the bytes decoded are counted, not timed.
+TEST(PythonStacks, ADeepRecursionDecodesItsLineOnce) {
+  const std::string python = "/usr/bin/python3.11";
+  if (access(python.c_str(), X_OK) != 0) GTEST_SKIP() << python << " is not installed";
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / ("python-deep-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string script = (dir / "deep.py").string(), core = (dir / "deep.core").string();
+  {
+    std::ofstream out(script);
+    out << "#!" << python << "\n"                                   // line 1
+        << "import ctypes, sys\n"                                   // line 2
+        << "sys.setrecursionlimit(10000)\n"                         // line 3
+        << "def deep(n):\n"                                         // line 4
+        << "    if n == 0:\n"                                       // line 5
+        << "        ctypes.string_at(0)\n"                          // line 6: the crash
+        << "    if n < 0:\n";                                       // line 7
+    for (int i = 0; i < 100000; ++i) out << "        x" << i % 7 << " = n + " << i << "\n";  // lines 8..100007
+    out << "    return deep(n - 1) + 1\n"                           // line 100008
+        << "deep(4000)\n";
+  }
+  fs::permissions(script, fs::perms::owner_all);
+  std::string cmd = std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/fixtures/make_core.sh " + script + " " +
+                    core + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto a = AnalyzeCore(core);
+  ASSERT_TRUE(a->analysis.python) << "no Python state";
+  const PythonState& state = *a->analysis.python;
+  EXPECT_EQ(state.error, "");
+  const PythonThread* main = nullptr;
+  for (const auto& t : state.threads)
+    if (t.frames.size() > 4000) main = &t;
+  ASSERT_TRUE(main) << "no thread 4,000 frames deep";
+  size_t deep = 0;
+  for (size_t i = 0; i < main->frames.size(); ++i) {
+    const auto& f = main->frames[i];
+    if (f.function != "deep") continue;
+    EXPECT_EQ(f.line, deep == 0 ? 6 : 100008) << "frame " << i;
+    ++deep;
+  }
+  EXPECT_EQ(deep, 4001u);
+  // The table, read to the shared instruction's entry a few times over
+  // (64, 256, ... bytes) for the callers and once for the crash: about
+  // twice its size, where once a frame was 4,000 times.
+  EXPECT_LT(state.line_table_bytes, 4u << 20) << state.line_table_bytes;
+  fs::remove_all(dir);
 }
 
 // --- The location table, on tables written by hand ---------------------------
