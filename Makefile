@@ -50,14 +50,15 @@ test-asan: zoo
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
 
-# libFuzzer on the ELF/note parser, the decompressors, metadata, epi, the x86
-# decoder, compressed debug files, and the whole analysis of a zoo core (notes and stack fuzzed; its
+# libFuzzer on the ELF/note parser, the decompressors, metadata (inventories
+# among it), epi, the x86 decoder, compressed debug files, CPython's location
+# tables, and the whole analysis of a zoo core (notes and stack fuzzed; its
 # executable's sections fuzzed through --sysroot), for FUZZ_SECONDS each.
 fuzz: zoo
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_FUZZ=ON -DBUILD_TESTING=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer metadata_fuzzer epi_fuzzer disassembler_fuzzer debug_file_fuzzer \
-	  analysis_fuzzer module_fuzzer python_fuzzer
+	  analysis_fuzzer module_fuzzer python_fuzzer location_table_fuzzer
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
 
 demo: deps build zoo
