@@ -30,7 +30,7 @@ void CheckExposure(const coroner::Inventory& inventory) {
     for (const auto& row : inventory.rows()) {
       if (row.host != h) continue;
       for (const auto& [k, v] : row.columns)
-        if (exposure.Days(k, v, begin, end) > total + 1e-6) __builtin_trap();
+        if (exposure.Days(std::string(k), v, begin, end) > total + 1e-6) __builtin_trap();
       if (row.valid_from) (void)exposure.Placed(h, *row.valid_from);
       break;
     }
