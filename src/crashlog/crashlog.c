@@ -746,13 +746,19 @@ static void forget_thread(long tid) {
   }
 }
 
+/* The key's value for a thread that brought its own alternate stack: only
+ * its pending slot is freed at exit. */
+static char no_stack_of_ours;
+
 static void thread_exits(void* alt) {
-  stack_t cur;
-  if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt && !(cur.ss_flags & SS_ONSTACK)) {
-    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-    sigaltstack(&off, NULL);
+  if (alt != &no_stack_of_ours) {
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt && !(cur.ss_flags & SS_ONSTACK)) {
+      stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+      sigaltstack(&off, NULL);
+    }
+    if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != alt) munmap(alt, ALT_STACK_BYTES);
   }
-  if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != alt) munmap(alt, ALT_STACK_BYTES);
   forget_thread(gettid_());
 }
 
@@ -837,7 +843,7 @@ static void* thread_start(void* p) {
   if (atomic_load(&installed)) {
     int error;
     void* alt = alt_stack_for_this_thread(&error);
-    if (alt && atomic_load(&thread_key_ready)) pthread_setspecific(thread_key, alt);
+    if (!error && atomic_load(&thread_key_ready)) pthread_setspecific(thread_key, alt ? alt : &no_stack_of_ours);
   }
   return routine(arg);
 }
