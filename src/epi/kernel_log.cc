@@ -117,6 +117,36 @@ std::string PciAddress(std::string_view msg, std::string_view after) {
   return id.size() >= 7 ? std::string(id) : std::string();
 }
 
+// EDAC's error reports: a count of corrected (CE) or uncorrected (UE)
+// errors, or an error named as one.
+bool IsEdacError(std::string_view msg) {
+  if (Has(msg, " CE ") || Has(msg, " UE ") || Has(msg, "ERROR")) return true;
+  return Has(msg, " error") && !Has(msg, "error reporting");
+}
+
+// The lines amdgpu prints under a page fault: its status register and
+// fields (GCVM_L2_PROTECTION_FAULT_STATUS, Faulty UTCL2 client ID,
+// MORE_FAULTS, WALKER_ERROR, PERMISSION_FAULTS, MAPPING_ERROR, RW), MI300's
+// "cookie node_id N fault from die AID0.XCD1", the address, and the process
+// when the driver prints it apart (" Process ...", amdgpu-dkms's " for
+// process ... )").
+bool IsPageFaultDecode(std::string_view msg) {
+  for (std::string_view field : {"PROTECTION_FAULT_STATUS", "Faulty UTCL2 client ID", "MORE_FAULTS", "WALKER_ERROR",
+                                 "PERMISSION_FAULTS", "MAPPING_ERROR", "cookie node_id", "fault from die",
+                                 "in page starting at address "})
+    if (Has(msg, field)) return true;
+  std::string_view rest = msg.substr(msg.find_last_of(':') == std::string_view::npos ? 0 : msg.find_last_of(':') + 1);
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  return rest.rfind("RW: ", 0) == 0;
+}
+
+// "NAME pid N thread NAME pid M" after "for process " or " Process ".
+void ProcessOfPageFault(std::string_view rest, HardwareEvent& e) {
+  e.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
+  e.pid = Int(After(rest, " pid ", kDigits));
+  if (!e.pid || e.pid == 0) e.pid.reset(), e.comm.clear();  // "for process  pid 0": the kernel did not know
+}
+
 // The event a kernel (or journal) message is, or nullopt. Fields the
 // message does not name stay empty.
 std::optional<HardwareEvent> Classify(std::string_view msg) {
@@ -156,7 +186,11 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
       }
     }
   }
+  // EDAC reports an error with its count and class ("1 CE memory read
+  // error", "UE", "HANDLING MCE MEMORY ERROR"); its other lines are the
+  // driver's start-up ("EDAC MC: Ver: 3.0.0", "Giving out device ...").
   if (Has(msg, "EDAC")) {
+    if (!IsEdacError(msg)) return std::nullopt;
     e.kind = "edac";
     return e;
   }
@@ -165,7 +199,11 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     if (auto pfn = ParseHex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
     return e;
   }
-  if (Has(msg, "mce:") || Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
+  // A machine check is reported as one ("[Hardware Error]: ... Machine
+  // Check", "Machine check events logged"); the mce driver's other lines
+  // are boot and thermal information ("mce: CPU0: Thermal monitoring
+  // enabled (TM1)", "mce: CPU supports 32 MCE banks").
+  if (Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
       Has(msg, "Machine Check")) {
     e.kind = "mce";
     if (size_t at = msg.find("CPU"); at != std::string_view::npos)
@@ -213,26 +251,26 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     if (Has(msg, "page fault (")) {
       e.kind = "gpu-amdgpu";
       e.detail = "page fault";
-      if (size_t p = msg.find("for process "); p != std::string_view::npos) {
-        std::string_view rest = msg.substr(p + 12);
-        e.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
-        e.pid = Int(After(rest, " pid ", kDigits));
-        if (e.pid == 0) e.pid.reset(), e.comm.clear();  // "for process  pid 0": the kernel did not know
-      }
+      if (size_t p = msg.find("for process "); p != std::string_view::npos) ProcessOfPageFault(msg.substr(p + 12), e);
       return e;
     }
+    // A page fault's status lines, met without their fault (a log cut
+    // before it): they describe that fault, not the hardware.
+    if (IsPageFaultDecode(msg)) return std::nullopt;
     if (Has(msg, "GPU reset")) {
       e.kind = "gpu-reset";
       return e;
     }
-    if (Has(msg, "uncorrectable hardware error")) {
+    // RAS: ECC errors the GPU corrected or could not, pages retired for
+    // them, and the CPER records newer drivers write for each.
+    if (Has(msg, "correctable hardware error") || Has(msg, "bad page") || Has(msg, "Bad page") ||
+        Has(msg, "retired page") || Has(msg, "CPER")) {
       e.kind = "gpu-ras";
       return e;
     }
-    if (Has(msg, "fault") || Has(msg, "error") || Has(msg, "ERROR") || Has(msg, "timeout") || Has(msg, "RAS")) {
-      e.kind = "gpu-amdgpu";
-      return e;
-    }
+    // Anything else amdgpu says (start-up, "RAS INFO", ring timeouts of a
+    // hung kernel, the words "fault" or "ERROR" in a status) is no
+    // hardware error on its own.
   }
   return std::nullopt;
 }
@@ -348,20 +386,20 @@ class KernelLogParser {
   // process (" Process NAME pid N thread NAME pid M", on kernels that do
   // not print it on the fault's line) and the address.
   bool FollowsPageFault(std::string_view msg, const std::string& host) {
-    bool process = Has(msg, " Process ") && Has(msg, " pid ") && Has(msg, " thread ");
+    size_t process_at = msg.find(" Process ");
+    if (process_at == std::string_view::npos && !Has(msg, "page fault (")) process_at = msg.find(" for process ");
+    bool process = process_at != std::string_view::npos && Has(msg, " pid ") && Has(msg, " thread ");
     bool page = Has(msg, "in page starting at address ");
-    if (!process && !page) return false;
+    bool decode = Has(msg, "amdgpu") && IsPageFaultDecode(msg);
+    if (!process && !page && !decode) return false;
     auto it = last_page_fault_.find(host);
-    if (it == last_page_fault_.end()) return false;
+    if (it == last_page_fault_.end()) return decode;  // a status line without its fault: no event either
     HardwareEvent& fault = log_.events[it->second];
-    if (std::string gpu = PciAddress(msg, "amdgpu "); !gpu.empty() && gpu != fault.gpu) return false;
+    if (std::string gpu = PciAddress(msg, "amdgpu "); !gpu.empty() && gpu != fault.gpu) return decode;
     if (process && !fault.pid) {
-      std::string_view rest = msg.substr(msg.find(" Process ") + 9);
-      auto pid = Int(After(rest, " pid ", kDigits));
-      if (pid && *pid > 0) {
-        fault.pid = pid;
-        fault.comm = std::string(rest.substr(0, std::min(rest.find(" pid "), size_t{64})));
-      }
+      std::string_view rest = msg.substr(process_at);
+      rest.remove_prefix(rest.find("rocess ") + 7);
+      ProcessOfPageFault(rest, fault);
     }
     if (page && !fault.address) fault.address = ParseHex(After(msg, "in page starting at address ", kHexDigits));
     return true;

@@ -57,10 +57,15 @@ struct HardwareEvent {
 // True for the events that are errors of the machine or its GPUs: machine
 // checks, memory failures, EDAC, RAS, Xid codes NVIDIA documents as the
 // GPU's own faults (ECC, the bus, NVLink, the GSP: 48, 63, 64, 74, 79, 92,
-// 94, 95, ...; an Xid without a code too) and amdgpu errors other than page
-// faults. Not: the kernel's account of a crash (segfault, traps), a GPU
-// page fault or MMU fault (Xid 31, amdgpu page faults, ROCr's memory access
-// fault: the program's bad address far more often than the GPU), a reset.
+// 94, 95, ...; an Xid without a code too) and amdgpu's RAS reports (ECC
+// errors corrected or not, retired bad pages, CPER records). Not: the
+// kernel's account of a crash (segfault, traps), a GPU page fault or MMU
+// fault (Xid 31, amdgpu page faults with the status lines under them, ROCr's
+// memory access fault: the program's bad address far more often than the
+// GPU), a reset, and the drivers' boot and information lines (mce's thermal
+// and bank lines, EDAC's version and devices, amdgpu's start-up and "RAS
+// INFO", a ring timeout): an mce line counts only as a machine check or
+// hardware error, an EDAC line only with an error count (CE, UE) or error.
 bool IsHardwareError(const HardwareEvent& e);
 bool IsHardwareXid(int xid);
 

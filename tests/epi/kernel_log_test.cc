@@ -178,6 +178,93 @@ TEST(KernelLogLines, AmdgpuPageFaultsOnOneLineAndSplit) {
   EXPECT_FALSE(IsHardwareError(r));
 }
 
+// amdgpu prints a page fault over several lines; the status lines under it
+// (WALKER_ERROR, PERMISSION_FAULTS, MI300's die and XCD) describe that fault
+// and point at the process, never at the hardware. Three driver
+// generations: the process on the fault's line, on a " Process" line, and
+// amdgpu-dkms's " for process ... )" line.
+TEST(KernelLogLines, AmdgpuFaultStatusLinesBelongToTheirFault) {
+  KernelLog log = Parse(
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: [gfxhub0] retry page fault (src_id:0 "
+      "ring:0 vmid:8 pasid:32769, for process python3 pid 5120 thread python3 pid 5133)\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu:   in page starting at address "
+      "0x00007f1234560000 from IH client 0x1b (UTCL2)\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00800932\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t Faulty UTCL2 client ID: CPC (0x9)\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t MORE_FAULTS: 0x0\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t WALKER_ERROR: 0x0\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t PERMISSION_FAULTS: 0x3\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t MAPPING_ERROR: 0x0\n"
+      "2026-10-14T03:12:00+0000 mi-01 kernel: amdgpu 0000:03:00.0: amdgpu: \t RW: 0x0\n"
+      // amdgpu-dkms: the process on a line of its own, " for process ... )".
+      "2026-10-14T04:00:00+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:153 "
+      "vmid:9 pasid:32776,\n"
+      "2026-10-14T04:00:00+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu:  for process infer pid 7001 thread infer "
+      "pid 7007)\n"
+      "2026-10-14T04:00:00+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu:   in page starting at address "
+      "0x0000000000002000 from IH client 0x1b (UTCL2)\n"
+      // MI300: the die and XCD of the fault.
+      "2026-10-14T04:00:00+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu: cookie node_id 2 fault from die AID0.XCD1\n"
+      "2026-10-14T04:00:00+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu: \t WALKER_ERROR: 0x0\n"
+      // Status lines whose fault the log does not hold: no event either.
+      "2026-10-14T05:00:00+0000 mi-03 kernel: amdgpu 0000:03:00.0: amdgpu: \t PERMISSION_FAULTS: 0x3\n"
+      "2026-10-14T05:00:00+0000 mi-03 kernel: amdgpu 0000:03:00.0: amdgpu: \t MAPPING_ERROR: 0x1\n");
+  ASSERT_EQ(log.events.size(), 2u);
+  const HardwareEvent& a = log.events[0];
+  EXPECT_EQ(a.kind, "gpu-amdgpu");
+  EXPECT_EQ(a.detail, "page fault");
+  EXPECT_EQ(a.pid, 5120);
+  EXPECT_EQ(a.address, 0x7f1234560000u);
+  const HardwareEvent& b = log.events[1];
+  EXPECT_EQ(b.gpu, "0000:c1:00.0");
+  EXPECT_EQ(b.pid, 7001);
+  EXPECT_EQ(b.comm, "infer");
+  EXPECT_EQ(b.address, 0x2000u);
+  for (const auto& e : log.events) EXPECT_FALSE(IsHardwareError(e)) << e.line;
+}
+
+// What amdgpu reports as the GPU's own errors, and what it only says.
+TEST(KernelLogLines, AmdgpuErrorsByCatalogue) {
+  KernelLog log = Parse(
+      "2026-10-14T04:00:09+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: 1 uncorrectable hardware errors "
+      "detected in umc block\n"
+      "2026-10-14T04:00:10+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: 3 correctable hardware errors detected in "
+      "total in gfx block\n"
+      "2026-10-14T04:00:11+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: 2 bad pages retired after ECC errors\n"
+      "2026-10-14T04:00:12+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: GPU reset begin!\n"
+      // Not errors: start-up, RAS's own start, a hung kernel's ring timeout.
+      "2026-10-14T00:00:01+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: RAS INFO: ras initialized successfully, "
+      "hardware ability[0x7fff] ras_mask[0x7fff]\n"
+      "2026-10-14T00:00:01+0000 mi-01 kernel: amdgpu 0000:83:00.0: amdgpu: SMU is initialized successfully!\n"
+      "2026-10-14T04:10:00+0000 mi-01 kernel: [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, "
+      "signaled seq=2211, emitted seq=2213\n");
+  ASSERT_EQ(log.events.size(), 4u);
+  EXPECT_EQ(log.events[0].kind, "gpu-ras");
+  EXPECT_EQ(log.events[1].kind, "gpu-ras");
+  EXPECT_EQ(log.events[2].kind, "gpu-ras");
+  EXPECT_EQ(log.events[3].kind, "gpu-reset");
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(IsHardwareError(log.events[i])) << log.events[i].line;
+}
+
+// The mce and EDAC drivers print lines at every boot: not machine errors.
+TEST(KernelLogLines, BootLinesAreNotMachineErrors) {
+  KernelLog log = Parse(
+      "2026-10-14T00:00:01+0000 h kernel: mce: CPU0: Thermal monitoring enabled (TM1)\n"
+      "2026-10-14T00:00:01+0000 h kernel: mce: CPU supports 32 MCE banks\n"
+      "2026-10-14T00:00:02+0000 h kernel: EDAC MC: Ver: 3.0.0\n"
+      "2026-10-14T00:00:02+0000 h kernel: EDAC MC0: Giving out device to module skx_edac controller Skylake "
+      "Socket#0 IMC#0: DEV 0000:3a:0a.0 (INTERRUPT)\n"
+      "2026-10-14T00:00:03+0000 h kernel: EDAC skx: ECC is enabled on imc 0\n");
+  EXPECT_EQ(log.events.size(), 0u);
+  // One crash on the host: no machine evidence from its boot.
+  CrashFacts c;
+  c.host = "h";
+  c.time = 1791947520;
+  HardwareVerdicts v = JudgeHardware({c}, log.events, 1);
+  for (const auto& h : v.hosts)
+    for (const auto& e : h.evidence) EXPECT_EQ(e.find("machine error"), std::string::npos) << e;
+}
+
 TEST(KernelLogLines, OrdinaryLinesAreNotEvents) {
   KernelLog log = Parse(
       "2026-10-14T03:12:00+0000 h kernel: eth0: Link is Up - 100Gbps/Full\n"

@@ -247,7 +247,7 @@ TEST(KernelLog, EveryLineForm) {
       "[Wed Oct 14 03:12:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
       "[12345.678901] amdgpu 0000:03:00.0: amdgpu: [gfxhub0] page fault (src_id:0 ring:24 vmid:1)\n"
       "[12346.000000] amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!\n"
-      "2026-10-14T05:12:00.123456+02:00 we-node-09 kernel: mce: CPU0: Core temperature above threshold\r\n";
+      "2026-10-14T05:12:00.123456+02:00 we-node-09 kernel: mce: [Hardware Error]: Machine check events logged\r\n";
   KernelLog log = ParseKernelLog(text, "gpu-1", 2026);
   EXPECT_EQ(log.lines, 7u);
   ASSERT_EQ(log.events.size(), 5u);
@@ -268,10 +268,10 @@ TEST(KernelLog, EveryLineForm) {
 }
 
 TEST(KernelLog, HostileLinesAreBoundedAndNeverCrash) {
-  std::string text = "[\n]\n[ \nOct 99 99:99:99 h kernel: mce: bad date\n9999-99-99T99:99:99+9999 h mce:\n";
-  text += std::string(1 << 20, 'x') + "mce:\n";  // past the 64 KiB line cap: the marker is cut off
+  std::string text = "[\n]\n[ \nOct 99 99:99:99 h kernel: Machine check: bad date\n9999-99-99T99:99:99+9999 h Machine check\n";
+  text += std::string(1 << 20, 'x') + "Machine check\n";  // past the 64 KiB line cap: the marker is cut off
   for (int i = 0; i < 4096; ++i) text += static_cast<char>((i * 7919) & 0xff);
-  text += "\nEDAC tail without a newline";
+  text += "\nEDAC MC0: 1 UE tail without a newline";
   KernelLog log = ParseKernelLog(text, "h", 2026);
   ASSERT_GE(log.events.size(), 3u);
   for (const auto& e : log.events) EXPECT_LE(e.line.size(), 300u);
