@@ -77,6 +77,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
   struct HostFacts {
     uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0;
     std::map<size_t, uint64_t> clusters;
+    std::set<int64_t> days;  // the days (UTC) the crashes came on
   };
   std::map<std::string, HostFacts> hosts;
   std::vector<uint64_t> cluster_size(clusters, 0);
@@ -88,6 +89,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     HostFacts& h = hosts[c.host];
     ++h.crashes;
     ++h.clusters[c.cluster];
+    if (c.time) h.days.insert(*c.time / 86400);
     h.bit_flips += c.bit_flip;
     h.impossible += c.impossible_state;
     if (c.uptime) {
@@ -199,6 +201,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     HostVerdict v;
     v.host = name;
     std::vector<std::string> words;  // the verdict's short form
+    bool record = false;             // the machine's own error records back the verdict
     auto hf = hosts.find(name);
     auto hl = lines.find(name);
     if (hf != hosts.end()) {
@@ -263,6 +266,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
         std::string e = Plural(l.machine, "machine error", "machine errors") + " in the kernel log";
         for (size_t i = 0; i < l.machine_words.size(); ++i) e += (i ? ", " : ": ") + l.machine_words[i];
         v.evidence.push_back(e);
+        record = true;
         v.score += l.machine >= 3 ? 3 : 2;
         if (!l.machine_words.empty()) words.push_back(l.machine_words[0]);
       }
@@ -278,6 +282,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
         std::string e = "GPU " + gpu + " reported its own errors: " + list;
         if (faults) e += "; " + Plural(faults, "gpu-fault crash", "gpu-fault crashes") + " followed them";
         v.evidence.push_back(e);
+        record = true;
         if (n >= 2) {
           v.score += faults >= 2 ? 4 : 2;
           words.push_back("GPU " + gpu + " " + list + (faults ? " before " + Plural(faults, "GPU abort", "GPU aborts") : ""));
@@ -286,7 +291,20 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
     }
     if (v.evidence.empty() || v.score <= 0) continue;
     if (auto vm = vms_of.find(name); vm != vms_of.end()) v.vms.assign(vm->second.begin(), vm->second.end());
-    if (v.score >= kSuspectScore) {
+    // Crashes alone are chance on a host with few of them (a CI VM's three
+    // crashes in its first half hour): without an error record of the
+    // machine's own, a verdict needs the findings' minimum support.
+    bool supported = record;
+    if (!supported && hf != hosts.end()) {
+      const HostFacts& f = hf->second;
+      supported = f.crashes >= kMinVerdictCrashes && f.days.size() >= kMinVerdictDays;
+    }
+    if (v.score >= kSuspectScore && !supported)
+      v.evidence.push_back("no verdict: " + Plural(v.crashes, "crash", "crashes") +
+                           " and no error record of the machine's own; a verdict on crashes alone needs " +
+                           std::to_string(kMinVerdictCrashes) + " on " + std::to_string(kMinVerdictDays) +
+                           " days or more");
+    if (v.score >= kSuspectScore && supported) {
       v.verdict = name;
       if (!v.vms.empty()) {
         v.verdict += " (the machine under ";

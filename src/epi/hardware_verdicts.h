@@ -63,6 +63,11 @@ struct HardwareVerdicts {
 
 // The score at which a host is called suspect hardware.
 constexpr double kSuspectScore = 4;
+// A verdict from crashes alone (no machine check, EDAC, memory failure or
+// GPU error record in the host's log) needs the support epi's findings
+// need: this many crashes, on this many days (UTC) or more.
+constexpr uint64_t kMinVerdictCrashes = 5;
+constexpr size_t kMinVerdictDays = 2;
 
 // Seconds around a crash within which a line of its pid is its line.
 constexpr int64_t kJoinSeconds = 10;

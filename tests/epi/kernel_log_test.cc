@@ -365,5 +365,39 @@ TEST(KernelLogJoin, AForgedCpuDoesNotDrainAHost) {
   }
 }
 
+// A CI VM: three crashes in three clusters within half an hour of boot
+// score 4, but crashes alone on one afternoon are chance: no verdict. The
+// same evidence over 2 days and 6 crashes, or with a machine check in the
+// host's log, is one.
+TEST(HostVerdicts, CrashesAloneNeedMinimumSupport) {
+  auto crashes_on = [](int n, int days) {
+    std::vector<CrashFacts> out;
+    for (int i = 0; i < n; ++i) {
+      CrashFacts c;
+      c.host = "ci-vm-7";
+      c.time = 1791947520 + (i % days) * 86400 + i * 60;
+      c.uptime = 600 + i * 60;
+      c.cluster = static_cast<size_t>(i);
+      out.push_back(c);
+    }
+    return out;
+  };
+  HardwareVerdicts ci = JudgeHardware(crashes_on(3, 1), {}, 3);
+  ASSERT_EQ(ci.hosts.size(), 1u);
+  EXPECT_GE(ci.hosts[0].score, kSuspectScore);
+  EXPECT_EQ(ci.hosts[0].verdict, "");
+  EXPECT_NE(ci.hosts[0].evidence.back().find("no verdict"), std::string::npos) << ci.hosts[0].evidence.back();
+
+  HardwareVerdicts spread = JudgeHardware(crashes_on(6, 2), {}, 6);
+  ASSERT_EQ(spread.hosts.size(), 1u);
+  EXPECT_NE(spread.hosts[0].verdict.find("suspect hardware"), std::string::npos) << spread.hosts[0].verdict;
+
+  KernelLog log = Parse("2026-10-14T03:00:00+0000 ci-vm-7 kernel: mce: [Hardware Error]: CPU 1: Machine Check: 0 "
+                        "Bank 4: b200000000070f0f\n");
+  HardwareVerdicts with_record = JudgeHardware(crashes_on(3, 1), log.events, 3);
+  ASSERT_EQ(with_record.hosts.size(), 1u);
+  EXPECT_NE(with_record.hosts[0].verdict.find("suspect hardware"), std::string::npos) << with_record.hosts[0].verdict;
+}
+
 }  // namespace
 }  // namespace coroner
