@@ -216,11 +216,14 @@ class Diagnoser {
 
   std::optional<uint64_t> RegisterByName(const std::string& name) const {
     if (auto r = RegFromName(name)) return regs_[*r];
-    // 32-bit names from Capstone: eax..., r8d...
+    // 32-bit names (an address-size prefix, 0x67): eax..., r8d..., eip.
     static const std::map<std::string, std::string> k32 = {
-        {"eax", "rax"}, {"ebx", "rbx"}, {"ecx", "rcx"}, {"edx", "rdx"}, {"esi", "rsi"}, {"edi", "rdi"},
-        {"ebp", "rbp"}, {"esp", "rsp"}};
-    if (auto it = k32.find(name); it != k32.end()) return regs_[*RegFromName(it->second)] & 0xffffffff;
+        {"eax", "rax"}, {"ebx", "rbx"}, {"ecx", "rcx"}, {"edx", "rdx"}, {"esi", "rsi"},   {"edi", "rdi"},
+        {"ebp", "rbp"}, {"esp", "rsp"}, {"r8d", "r8"},  {"r9d", "r9"},  {"r10d", "r10"}, {"r11d", "r11"},
+        {"r12d", "r12"}, {"r13d", "r13"}, {"r14d", "r14"}, {"r15d", "r15"}, {"eip", "rip"}};
+    if (auto it = k32.find(name); it != k32.end()) {
+      if (auto r = RegFromName(it->second)) return regs_[*r] & 0xffffffff;
+    }
     return std::nullopt;
   }
 
@@ -503,7 +506,8 @@ class Diagnoser {
     // faulting instruction's operand says where it went.
     bool sent = sig_.code <= 0;
     std::optional<uint64_t> effective;
-    if (op_ && !op_->base.empty() && op_->base != "rip") {
+    bool pc_relative = op_ && (op_->base == "rip" || op_->base == "eip");
+    if (op_ && !op_->base.empty() && !pc_relative) {
       if (auto b = RegisterByName(op_->base)) {
         uint64_t e = *b + static_cast<uint64_t>(op_->displacement);
         if (!op_->index.empty()) {
@@ -516,8 +520,9 @@ class Diagnoser {
     if (!kernel && addr < kNullPages) {
       d_.syndrome = Syndrome::kNullDeref;
       std::string ins = op_ ? "`" + op_->text + "`" : "the instruction at " + Hex(regs_.pc());
-      if (op_ && !op_->base.empty() && op_->base != "rip") {
-        uint64_t b = *RegisterByName(op_->base);
+      auto base = op_ && !op_->base.empty() && !pc_relative ? RegisterByName(op_->base) : std::nullopt;
+      if (base) {
+        uint64_t b = *base;
         if (b < kNullPages) {
           d_.null_register = op_->base;
           d_.evidence.push_back(op_->base + " = " + Hex(b) + (b == 0 ? " (NULL)" : " (a small offset from NULL)") +
@@ -544,7 +549,7 @@ class Diagnoser {
     if (op_ && !op_->base.empty()) {
       if (auto b = RegisterByName(op_->base)) {
         d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
-        if (op_->base != "rip" && op_->base != "rsp") pointers.emplace_back(op_->base, *b);
+        if (op_->base != "rip" && op_->base != "eip" && op_->base != "rsp") pointers.emplace_back(op_->base, *b);
       }
     }
     if (!kernel || effective) pointers.emplace_back("the fault address", a);

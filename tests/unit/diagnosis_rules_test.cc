@@ -52,6 +52,25 @@ TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kNullDeref);
 }
 
+// An address-size prefix (0x67) makes the base a 32-bit register: r8d or
+// eip. Such a base once had no value and was dereferenced anyway (UB).
+TEST(DiagnosisRules, AThirtyTwoBitBaseRegisterIsNamed) {
+  Machine m;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x67, 0x41, 0x8b, 0x00};  // mov (%r8d),%eax
+  m.regs[9] = 0xffffffff00000000;                   // r8: its low half, r8d, is NULL
+  m.fault_address = 0;
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
+  EXPECT_EQ(d.null_register, "r8d");
+  // eip-relative: the base is the program counter, never a NULL register.
+  m.code_bytes[m.rip] = {0x67, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00};  // mov 0x10(%eip),%eax
+  m.fault_address = 0x10;
+  d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
+  EXPECT_EQ(d.null_register, "");
+}
+
 // glibc's EVEX string functions (what an AVX-512 CPU runs for strlen) and
 // `rep movsb` (memcpy's large copies): the faulting instruction is decoded
 // whole, as gdb writes it, and its null register named.
