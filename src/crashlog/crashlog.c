@@ -546,9 +546,9 @@ static int index_of(int sig) {
 
 static void handler(int sig, siginfo_t* si, void* ctx);
 
+static int is_ignored(const struct sigaction* a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN; }
 static int is_program_handler(const struct sigaction* a) {
-  return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL
-                                    : a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+  return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL : a->sa_handler != SIG_DFL && !is_ignored(a);
 }
 
 /* Puts into the kernel the action the program's disposition for kSignals[slot]
@@ -562,7 +562,7 @@ static void apply_action(int slot) {
   struct sigaction k;
   memset(&k, 0, sizeof k);
   sigemptyset(&k.sa_mask);
-  if (!(want->sa_flags & SA_SIGINFO) && want->sa_handler == SIG_IGN) {
+  if (is_ignored(want)) {
     k.sa_handler = SIG_IGN;
   } else if (is_program_handler(want)) {
     k.sa_sigaction = handler;
@@ -693,7 +693,7 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
     token = 0;
     return;
   }
-  if (!nested_in_us && (prev.sa_flags & SA_SIGINFO) == 0 && prev.sa_handler == SIG_IGN && si->si_code <= 0) {
+  if (!nested_in_us && is_ignored(&prev) && si->si_code <= 0) {
     return; /* ignored, and sent: the kernel would have dropped it (only a race with sigaction gets here) */
   }
 
@@ -751,13 +751,13 @@ static void forget_thread(long tid) {
 static char no_stack_of_ours;
 
 static void thread_exits(void* alt) {
-  if (alt != &no_stack_of_ours) {
-    stack_t cur;
-    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == alt && !(cur.ss_flags & SS_ONSTACK)) {
-      stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-      sigaltstack(&off, NULL);
-    }
-    if (sigaltstack(NULL, &cur) != 0 || cur.ss_sp != alt) munmap(alt, ALT_STACK_BYTES);
+  stack_t cur;
+  if (alt != &no_stack_of_ours && sigaltstack(NULL, &cur) == 0) {
+    /* Still the thread's alternate stack (the program may have set another
+     * since): switched off first, and never unmapped while in use. */
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    int in_use = cur.ss_sp == alt && ((cur.ss_flags & SS_ONSTACK) || sigaltstack(&off, NULL) != 0);
+    if (!in_use) munmap(alt, ALT_STACK_BYTES);
   }
   forget_thread(gettid_());
 }
@@ -822,8 +822,8 @@ int coroner_crashlog_install(const coroner_crashlog_options* opts) {
 
 /* --- threads and dlopen ------------------------------------------------------ */
 /* Every thread needs an alternate stack of its own for a stack overflow to
- * be logged: threads created after install get one from this wrapper. */
-/* What a new thread starts with, handed over in a static slot: a malloc
+ * be logged: threads created after install get one from this wrapper.
+ * What a new thread starts with is handed over in a static slot: a malloc
  * or free on the new thread would give it a malloc arena (64 MiB of
  * address space) the program without us never makes. With every slot
  * taken (1,024 threads starting at once), a thread starts as it would

@@ -569,11 +569,15 @@ QueryValue QueryRow::Value(int i) const {
 Expected<size_t> Dataset::ForEachRow(const std::string& sql, const std::function<bool(const QueryRow&)>& row,
                                      std::vector<std::string>* columns) {
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) return SqlError(db_, "query");
+  constexpr const char* kOnlyReading = "query: only statements that read are allowed";
+  if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    if (reading_only_ && sqlite3_errcode(db_) == SQLITE_AUTH)  // the authorizer said no
+      return MakeError(ErrorKind::kMalformed, std::string(kOnlyReading) + " (" + sqlite3_errmsg(db_) + ")");
+    return SqlError(db_, "query");
+  }
   std::unique_ptr<sqlite3_stmt, decltype(&sqlite3_finalize)> guard(stmt, sqlite3_finalize);
   if (!stmt) return MakeError(ErrorKind::kMalformed, "query: empty statement");
-  if (reading_only_ && !sqlite3_stmt_readonly(stmt))
-    return MakeError(ErrorKind::kMalformed, "query: only statements that read are allowed");
+  if (reading_only_ && !sqlite3_stmt_readonly(stmt)) return MakeError(ErrorKind::kMalformed, kOnlyReading);
   if (columns)
     for (int i = 0; i < sqlite3_column_count(stmt); ++i) columns->push_back(sqlite3_column_name(stmt, i));
   size_t seen = 0;
@@ -634,8 +638,6 @@ Expected<QueryResult> Dataset::QueryUserStatement(const std::string& sql) {
   auto result = Query(sql);
   reading_only_ = false;
   sqlite3_set_authorizer(db_, nullptr, nullptr);
-  if (!result.ok() && result.error().message.find("not authorized") != std::string::npos)
-    return MakeError(ErrorKind::kMalformed, "query: only statements that read are allowed (" + result.error().message + ")");
   return result;
 }
 

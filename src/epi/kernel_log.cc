@@ -135,7 +135,8 @@ bool IsPageFaultDecode(std::string_view msg) {
                                  "PERMISSION_FAULTS", "MAPPING_ERROR", "cookie node_id", "fault from die",
                                  "in page starting at address "})
     if (Has(msg, field)) return true;
-  std::string_view rest = msg.substr(msg.find_last_of(':') == std::string_view::npos ? 0 : msg.find_last_of(':') + 1);
+  size_t colon = msg.find_last_of(':');
+  std::string_view rest = msg.substr(colon == std::string_view::npos ? 0 : colon + 1);
   while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
   return rest.rfind("RW: ", 0) == 0;
 }
@@ -174,7 +175,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     return e;
   }
   // The machine's CPU count, printed at boot: "smp: Brought up 2 nodes, 64
-  // CPUs" (and "smpboot: Allowing 64 CPUs, 0 hotplug CPUs").
+  // CPUs".
   if (size_t at = msg.find("smp: Brought up "); at != std::string_view::npos) {
     std::string_view rest = msg.substr(at);
     if (size_t comma = rest.find(", "); comma != std::string_view::npos) {

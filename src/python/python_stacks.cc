@@ -114,9 +114,12 @@ bool MayHoldInterpreter(const MappedModule& m) {
 
 class StateReader {
  public:
-  StateReader(ProcessBytes& mem, const Interpreter& in, const InterpreterLayout& l, std::optional<uint64_t> only_tid,
-              uint64_t* line_table_bytes)
-      : mem_(mem), in_(in), l_(l), only_tid_(only_tid), line_table_bytes_(line_table_bytes) {}
+  StateReader(ProcessBytes& mem, const Interpreter& in, const InterpreterLayout& l, std::optional<uint64_t> only_tid)
+      : mem_(mem), in_(in), l_(l), only_tid_(only_tid) {}
+
+  // Bytes of location tables decoded, and whether their budget ran out.
+  uint64_t line_table_bytes() const { return line_table_bytes_; }
+  bool line_budget_spent() const { return line_budget_spent_; }
 
   void Read(PythonState& state) {
     auto interp = mem_.Pointer(in_.runtime + l_.runtime_interpreters_head);
@@ -258,11 +261,11 @@ class StateReader {
     std::vector<uint8_t> bytes;
     for (size_t want = 64;; want *= 4) {
       want = std::min(want, static_cast<size_t>(*size));
-      if (*line_table_bytes_ + want > kMaxLineTableWork) {
+      if (line_table_bytes_ + want > kMaxLineTableWork) {
         line_budget_spent_ = true;
         return std::nullopt;
       }
-      *line_table_bytes_ += want;
+      line_table_bytes_ += want;
       bytes.resize(want);
       if (!mem_.Read(table + 32, std::as_writable_bytes(std::span(bytes)))) return std::nullopt;
       bool ran_out = false;
@@ -323,9 +326,7 @@ class StateReader {
     size_t operator()(const std::pair<uint64_t, uint64_t>& p) const { return std::hash<uint64_t>()(p.first * 31 + p.second); }
   };
   std::unordered_map<std::pair<uint64_t, uint64_t>, std::optional<int>, PairHash> lines_;  // (code, unit) -> line
-  uint64_t* line_table_bytes_;  // the state's count
-
- public:
+  uint64_t line_table_bytes_ = 0;
   bool line_budget_spent_ = false;
 };
 
@@ -381,9 +382,10 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memor
     state.error = "CPython " + state.version + ": its frame layout is not known (3.11 and later are read)";
     return state;
   }
-  StateReader reader(mem, in, *layout, only_tid, &state.line_table_bytes);
+  StateReader reader(mem, in, *layout, only_tid);
   reader.Read(state);
-  if (reader.line_budget_spent_ && state.error.empty())
+  state.line_table_bytes = reader.line_table_bytes();
+  if (reader.line_budget_spent() && state.error.empty())
     state.error = "the location tables' decoding budget (" + std::to_string(kMaxLineTableWork >> 20) +
                   " MiB for the core) was spent: later frames have no line";
   if (mem.left_behind() > 0) {

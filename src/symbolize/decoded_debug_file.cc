@@ -236,8 +236,12 @@ bool MakeDirs(const std::string& path) {
 // another user owns or may write, where copies could be planted or links
 // laid for our writes.
 int OpenCacheDir(const std::string& dir) {
-  if (!MakeDirs(dir)) return -1;
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(dir.c_str(), kFlags);
+  if (fd < 0 && errno == ENOENT) {  // made once, by the first run that needs it
+    if (!MakeDirs(dir)) return -1;
+    fd = ::open(dir.c_str(), kFlags);
+  }
   std::string why;
   struct stat st;
   if (fd < 0) {
