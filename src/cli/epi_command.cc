@@ -111,15 +111,11 @@ int RunEpiCommand(const EpiCommandOptions& o) {
 }
 
 int RunDemoCommand(const std::string& out_dir, const std::string& name) {
-  if (name != "demo" && name != "gpu" && name != "region" && name != "exposure" && name != "hardware") {
-    std::fprintf(stderr, "coroner: --scenario is demo, gpu, region, exposure or hardware, not %s\n", name.c_str());
+  std::optional<Scenario> scenario = ScenarioNamed(name);
+  if (!scenario) {
+    std::fprintf(stderr, "coroner: --scenario is one of %s, not %s\n", kScenarioNames, name.c_str());
     return 2;
   }
-  Scenario scenario = name == "gpu"        ? GpuScenario()
-                      : name == "hardware" ? HardwareScenario()
-                      : name == "region"   ? RegionScenario()
-                      : name == "exposure" ? ExposureScenario()
-                                           : DemoScenario();
   std::string zoo = ZooCores();
   if (zoo.empty()) {
     std::fprintf(stderr, "coroner: no crash zoo: set CORONER_ZOO to a zoo directory (make zoo builds one)\n");
@@ -142,7 +138,7 @@ int RunDemoCommand(const std::string& out_dir, const std::string& name) {
   fs::create_directories(out_dir, ec);
   if (!WriteText(marker, "made by coroner demo: the demo may replace what is in this directory\n")) return 1;
   fs::remove_all(out_dir + "/fleet", ec);
-  auto fleet = GenerateFleet(scenario, zoo, out_dir + "/fleet");
+  auto fleet = GenerateFleet(*scenario, zoo, out_dir + "/fleet");
   if (!fleet.ok()) {
     std::fprintf(stderr, "coroner: %s\n", fleet.error().message.c_str());
     return 1;
@@ -160,8 +156,8 @@ int RunDemoCommand(const std::string& out_dir, const std::string& name) {
   }
   std::string out = fmt::format(
       "demo fleet \"{}\": {} real cores from {} hosts over {} days, scanned in {:.1f} s ({} ok, {} error)\nplanted:\n",
-      scenario.name, fleet->cores, scenario.hosts, scenario.days, summary->seconds, summary->ok, summary->errors);
-  for (const auto& p : scenario.populations) {
+      scenario->name, fleet->cores, scenario->hosts, scenario->days, summary->seconds, summary->ok, summary->errors);
+  for (const auto& p : scenario->populations) {
     out += fmt::format("  {:3}  {} ({})", fleet->per_population[p.name], p.name, p.core);
     if (!p.cause_attribute.empty()) out += fmt::format(": {} = {}", p.cause_attribute, p.cause_value);
     out += "\n";

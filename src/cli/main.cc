@@ -7,6 +7,7 @@
 #include "cli/epi_command.h"
 #include "cli/scan_command.h"
 #include "cli/sources_command.h"
+#include "demo/demo_fleet.h"
 
 // jemalloc's options, read when it starts (where coroner is built with it):
 // its memory in transparent huge pages. An analysis fills some 10 MB of fresh
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
   std::string demo_out = "coroner-demo", demo_scenario = "demo";
   auto* demo_cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
   demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
-  demo_cmd->add_option("--scenario", demo_scenario, "demo, gpu, region, exposure or hardware");
+  demo_cmd->add_option("--scenario", demo_scenario, std::string("one of ") + coroner::kScenarioNames);
 
   coroner::SourcesCommandOptions sources;
   auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");

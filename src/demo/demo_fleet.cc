@@ -194,6 +194,31 @@ Scenario HardwareScenario() {
   return s;
 }
 
+Scenario AmdScenario() {
+  Scenario s;
+  s.name = "amd";
+  s.seed = 300;
+  s.hosts = 36;
+  s.days = 21;
+  s.regions = {"eastus", "westeurope"};
+  s.skus = {"Standard_ND96isr_MI300X_v5"};
+  s.services = {"inference", "training"};
+  s.initial = {{"kernel", "6.8.0-1017-azure"}, {"release", "rocm-6.1.3"}};
+  s.rollouts = {{"release", "rocm-6.2.4", 9, 1.0, 6}};
+  s.cpus_per_host = 96;
+  s.populations = {
+      {"an inference server's own bad kernels fault on many GPUs", "gpu_runtime_abort-O2", 40, 0, -1, {}, 0, "", "",
+       "amd-app"},
+      {"bad AMD GPU: uncorrectable ECC before the runtime aborts", "gpu_runtime_abort-O2", 9, 3, -1,
+       {{"host", "eus-node-04"}}, 0, "host", "eus-node-04", "amd-ras"},
+      {"a crash that arrives with release rocm-6.2.4 on every host", "call_null-O0", 40, 9, -1,
+       {{"release", "rocm-6.2.4"}}, 0, "release", "rocm-6.2.4", "", true},
+      {"background: null dereferences", "null_deref-O2", 60, 0, -1, {}, 0, "", ""},
+      {"background: failed assertions", "abort_assert-O0", 30, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
 Scenario RegionScenario() {
   Scenario s;
   s.name = "region";
@@ -240,6 +265,14 @@ Scenario ExposureScenario() {
       {"background: division by zero", "divide_by_zero-O0", 60, 0, -1, {}, 0, "", ""},
   };
   return s;
+}
+
+std::optional<Scenario> ScenarioNamed(const std::string& name) {
+  for (Scenario (*make)() : {DemoScenario, GpuScenario, RegionScenario, ExposureScenario, HardwareScenario, AmdScenario}) {
+    Scenario s = make();
+    if (s.name == name) return s;
+  }
+  return std::nullopt;
 }
 
 Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo_cores_dir,
@@ -427,6 +460,50 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
                                             "framebuffer at partition 0, subpartition 0.");
       lines[name].emplace_back(p.t - 1, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(p.pid) +
                                             ", name=" + p.comm + ", GPU has fallen off the bus.");
+    } else if (p.pop->gpu_lines == "amd-app") {
+      // One of the host's 8 GPUs; the form its driver generation prints.
+      std::snprintf(buf, sizeof buf, "kernel: amdgpu 0000:%02x:00.0: amdgpu: ",
+                    static_cast<unsigned>(0x03 + 0x20 * rng.Below(8)));
+      std::string dev = buf;
+      std::string pid = std::to_string(p.pid), thread = std::to_string(p.pid + 7);
+      std::string in_page = dev + "  in page starting at address 0x00007f3c00001000 from IH client 0x1b (UTCL2)";
+      std::vector<std::string> fault;
+      switch ((p.host - hosts.data()) % 4) {
+        case 0:  // the process on the fault's line
+          fault = {dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for process " + p.comm +
+                       " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+                   in_page};
+          break;
+        case 1:  // older kernels: a line of its own
+          fault = {dev + "[gfxhub] page fault (src_id:0 ring:24 vmid:3 pasid:32771)",
+                   dev + " Process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread, in_page};
+          break;
+        case 2:  // amdgpu-dkms: " for process ... )" on a line of its own
+          fault = {dev + "[gfxhub] page fault (src_id:0 ring:153 vmid:9 pasid:32776,",
+                   dev + " for process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+                   in_page};
+          break;
+        default:  // MI300: the die and XCD
+          fault = {dev + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32770, for process " + p.comm +
+                       " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+                   in_page, dev + "cookie node_id 2 fault from die AID0.XCD1"};
+      }
+      for (const char* status : {"GCVM_L2_PROTECTION_FAULT_STATUS:0x00800932", "\t Faulty UTCL2 client ID: CPC (0x9)",
+                                 "\t MORE_FAULTS: 0x0", "\t WALKER_ERROR: 0x0", "\t PERMISSION_FAULTS: 0x3",
+                                 "\t MAPPING_ERROR: 0x0", "\t RW: 0x0"})
+        fault.push_back(dev + status);
+      for (const auto& line : fault) lines[name].emplace_back(p.t - 1, line);
+      lines[name].emplace_back(p.t - 1, p.comm + "[" + pid + "]: Memory access fault by GPU node-" +
+                                            std::to_string(2 + rng.Below(8)) +
+                                            " (Agent handle: 0x55d1c3a4e0b0) on address 0x7f3c00001000. Reason: Page "
+                                            "not present or supervisor privilege.");
+    } else if (p.pop->gpu_lines == "amd-ras") {
+      const std::string dev = "kernel: amdgpu 0000:c1:00.0: amdgpu: ";
+      lines[name].emplace_back(p.t - 3, dev + "1 uncorrectable hardware errors detected in umc block");
+      lines[name].emplace_back(p.t - 1, dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for "
+                                              "process " + p.comm + " pid " + std::to_string(p.pid) + " thread " +
+                                              p.comm + " pid " + std::to_string(p.pid) + ")");
+      lines[name].emplace_back(p.t + 2, dev + "GPU reset begin!");
     } else if (p.pop->gpu_lines == "xid-app") {
       std::snprintf(buf, sizeof buf,
                     "kernel: NVRM: Xid (PCI:0000:%02x:00): 31, pid=%d, name=%s, Ch 00000008, intr 10000000. MMU Fault: "
@@ -454,6 +531,17 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     fs::create_directories(out_dir + "/kernel-logs", ec);
     for (const Host& h : hosts) {
       auto& mine = lines[h.name];
+      // What the drivers print at every boot: never evidence.
+      for (const auto& place : h.placements) {
+        if (place.from < begin || place.from >= end) continue;
+        if (s.cpus_per_host > 0)
+          mine.emplace_back(place.from, "kernel: smp: Brought up 2 nodes, " + std::to_string(s.cpus_per_host) + " CPUs");
+        mine.emplace_back(place.from, "kernel: mce: CPU0: Thermal monitoring enabled (TM1)");
+        mine.emplace_back(place.from, "kernel: mce: CPU supports 32 MCE banks");
+        mine.emplace_back(place.from, "kernel: EDAC MC: Ver: 3.0.0");
+        mine.emplace_back(place.from + 1, "kernel: amdgpu 0000:03:00.0: amdgpu: RAS INFO: ras initialized "
+                                          "successfully, hardware ability[0x7fff] ras_mask[0x7fff]");
+      }
       for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))
         mine.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
       std::stable_sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

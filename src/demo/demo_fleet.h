@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,14 @@ struct PlantedPopulation {
   // GPU lines in the kernel log before each crash: "xid-hardware" (Xid 79
   // and 48 of the host's GPU 0000:3b:00, the device failing), "xid-app"
   // (Xid 31, an MMU fault, on one of the host's 8 GPUs: the program's bad
-  // address); empty for none.
+  // address), "amd-app" (an amdgpu page fault with its status lines on one
+  // of the host's 8 GPUs, in the four forms the driver generations print,
+  // and ROCr's memory access fault), "amd-ras" (amdgpu's uncorrectable ECC
+  // report of GPU 0000:c1:00.0, then its page fault and reset); empty for none.
   std::string gpu_lines;
+  // The cause is named as the change the cluster began with (a release
+  // reaching every host), not as a finding within its window.
+  bool onset_cause = false;
 };
 
 struct Scenario {
@@ -91,6 +98,16 @@ Scenario ExposureScenario();
 // and go, whose Xid 79/48 lines precede the runtime's aborts on every VM
 // placed there; an application's GPU bug on GPUs everywhere; noise.
 Scenario HardwareScenario();
+// AMD GPUs and a release: an inference server's own bad kernels fault on
+// GPUs of many hosts (the application); one host's GPU reports uncorrectable
+// ECC errors before its aborts (the GPU); a crash that arrives with a
+// release on the day it reaches every host; boot lines of mce, EDAC and
+// amdgpu at every boot.
+Scenario AmdScenario();
+
+// The scenarios by name, for `coroner demo --scenario`.
+inline constexpr const char* kScenarioNames = "demo, gpu, region, exposure, hardware, amd";
+std::optional<Scenario> ScenarioNamed(const std::string& name);
 
 struct GeneratedFleet {
   std::string cores_dir;                 // cores with sidecars

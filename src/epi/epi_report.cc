@@ -134,6 +134,7 @@ std::string EpiToText(const EpiResult& r) {
                          Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
+      if (c->began_with) out += "      " + ValidUtf8(DescribeChangeOnset(*c->began_with)) + "\n";
       // The findings that stand on their own; those the strongest explains
       // are counted after them.
       size_t listed = 0, explained = 0;
@@ -197,6 +198,19 @@ std::string EpiToJson(const EpiResult& r) {
       for (const auto& [h, d] : c.host_days_per_host) per_host[ValidUtf8(h)] = d;
       exposure = {{"hosts", c.hosts_at_risk}, {"host_days", c.host_days}, {"per_host", per_host}};
     }
+    json began_with = nullptr;
+    if (const auto& o = c.began_with)
+      began_with = {{"attribute", ValidUtf8(o->attribute)},
+                    {"value", ValidUtf8(o->value)},
+                    {"crashes_before", o->crashes_before},
+                    {"host_days_before", o->host_days_before},
+                    {"crashes_after", o->crashes_after},
+                    {"host_days_after", o->host_days_after},
+                    {"p_value", o->p_value},
+                    {"p_adjusted", o->p_adjusted},
+                    {"lag_host_days", o->lag_host_days},
+                    {"p_lag", o->p_lag},
+                    {"reading", ValidUtf8(DescribeChangeOnset(*o))}};
     clusters.push_back({{"id", c.id},
                         {"syndrome", ValidUtf8(c.syndrome)},
                         {"signature", ValidUtf8(c.signature)},
@@ -206,6 +220,7 @@ std::string EpiToJson(const EpiResult& r) {
                         {"first_seen", day(c.first_seen)},
                         {"last_seen", day(c.last_seen)},
                         {"onset", day(c.onset)},
+                        {"began_with", began_with},
                         {"daily", daily},
                         {"findings", findings},
                         {"hosts", hosts},
@@ -270,6 +285,7 @@ std::string EpiToMarkdown(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset " + c->onset;
       if (!c->example.empty()) out += ". Example: " + MarkdownCode(c->example);
       out += ".\n\n";
+      if (c->began_with) out += "**" + md(DescribeChangeOnset(*c->began_with)) + "**\n\n";
       if (c->findings.empty()) {
         out += "No attribute value is over-represented (adjusted p < 0.05).\n";
         continue;
@@ -538,6 +554,7 @@ std::string EpiToHtml(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset <b>" + c->onset + "</b>";
       if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
       out += ".</p>\n";
+      if (c->began_with) out += "<p class=\"flag\">" + HtmlEscape(DescribeChangeOnset(*c->began_with)) + "</p>\n";
       for (const auto& f : c->findings)
         if (!f.flag.empty() && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
           out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";

@@ -106,11 +106,55 @@ struct Crash {
   std::optional<int64_t> time, uptime;
   uint32_t cluster = 0;
   uint32_t host = UINT32_MAX;  // feature id of host=..., for the heatmap and hardware events
+  uint32_t machine = UINT32_MAX;  // feature id of machine=... (or physical_host=...), when a sidecar names it
   std::optional<int> pid;
   bool bit_flip = false, impossible_state = false;  // the core's derived attributes
 };
 
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
+
+// For each cluster, the values of the calendar's attributes (release,
+// kernel, ...) that nearly all of its placed crashes carry, tested as the
+// change the cluster began with (epi/change_onset.h). Bonferroni over every
+// such test; the strongest that passes both questions is the cluster's.
+void FindChangeOnsets(const Exposure& exposure, const Features& features, const std::vector<Crash>& crashes,
+                      const std::vector<uint32_t>& offsets, const std::vector<uint32_t>& flat,
+                      const std::vector<uint8_t>& placed, const std::vector<std::vector<uint32_t>>& members,
+                      const std::vector<size_t>& order, const std::vector<uint8_t>& windowed,
+                      const std::vector<uint8_t>& rated, int64_t begin, int64_t end, const EpiOptions& options,
+                      EpiResult& result) {
+  std::vector<std::pair<size_t, ChangeOnset>> tested;  // cluster rank, test
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    const auto& m = members[order[rank]];
+    if (m.size() < options.min_cluster_for_tests) continue;
+    uint64_t n_placed = 0;
+    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
+    for (uint32_t i : m) {
+      if (!placed[i]) continue;
+      ++n_placed;
+      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
+        if (!windowed[flat[j]] || !rated[flat[j]]) continue;
+        auto [it, added] = carried.try_emplace(flat[j], 0, *crashes[i].time);
+        ++it->second.first;
+        it->second.second = std::min(it->second.second, *crashes[i].time);
+      }
+    }
+    for (const auto& [f, seen] : carried) {
+      if (seen.first * 10 < n_placed * 9) continue;
+      auto o = TestChangeOnset(exposure, features.keys[features.features[f].first], features.features[f].second,
+                               begin, end, n_placed - seen.first, seen.first, seen.second);
+      if (o) tested.emplace_back(rank, std::move(*o));
+    }
+  }
+  for (auto& [rank, o] : tested) {
+    o.p_adjusted = std::min(1.0, o.p_value * static_cast<double>(tested.size()));
+    if (o.p_adjusted > options.report_p_adjusted || o.p_lag < kMinOnsetLag) continue;
+    auto& best = result.clusters[rank].began_with;
+    if (!best || o.p_adjusted < best->p_adjusted ||
+        (o.p_adjusted == best->p_adjusted && o.attribute + o.value < best->attribute + best->value))
+      best = o;
+  }
+}
 
 }  // namespace
 
@@ -263,6 +307,7 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
                                   if (Untested(key)) return true;
                                   uint32_t f = features.Feature(features.Key(key), r.Text(2));
                                   if (features.features[f].first == k_host) crashes[at].host = f;
+                                  if (key == "machine" || key == "physical_host") crashes[at].machine = f;
                                   attrs[at].push_back(f);
                                   return true;
                                 });
@@ -637,6 +682,10 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     }
   }
 
+  if (exposure) FindChangeOnsets(*exposure, features, crashes, offsets, flat, placed, members, order,
+                                 windowed_feature, rated_feature, min_day * kDay, (max_day + 1) * kDay, options,
+                                 result);
+
   for (auto& cl : result.clusters) {
     // Plain-English readings, strongest first; the uptime reading goes on
     // the tightest bound the whole cluster is under.
@@ -663,8 +712,10 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       } else if (f.attribute == hw && f.value == "yes" && hardware_support) {
         f.flag = Percent(f.share) + " of this cluster on hosts with hardware errors in the " +
                  std::to_string(options.hardware_window_days) + " days before — suspect hardware";
+        f.suspect_hardware = true;
       } else if (MachineKey(f.attribute) && f.share >= 0.5 && hardware_support) {
         f.flag = Percent(f.share) + " of this cluster on one " + f.attribute + " — suspect hardware";
+        f.suspect_hardware = true;
       } else if (f.share >= 0.999) {
         f.flag = "only on " + f.attribute + " " + f.value;
       } else if (f.share >= 0.5 && f.lift >= 1.5) {
@@ -696,9 +747,16 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       f.bit_flip = c.bit_flip;
       f.impossible_state = c.impossible_state;
       f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
+      if (c.machine != UINT32_MAX) f.machine = features.features[c.machine].second;
       facts.push_back(std::move(f));
     }
-    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters, options.inventory);
+    VerdictOptions verdict;
+    verdict.inventory = options.inventory;
+    verdict.hardware_window_days = options.hardware_window_days;
+    for (size_t rank = 0; rank < n_clusters; ++rank)
+      for (const auto& f : result.clusters[rank].findings)
+        if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, f.flag, f.p_adjusted, f.in_cluster});
+    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters, verdict);
     result.hosts = std::move(hw.hosts);
     result.joined_lines = hw.joined_lines;
     for (size_t rank = 0; rank < n_clusters; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);

@@ -16,11 +16,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dataset/dataset.h"
 #include "dataset/metadata.h"
+#include "epi/change_onset.h"
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
@@ -59,6 +61,7 @@ struct Finding {
   double p_rate = 1;
   std::string window_from, window_to;  // days the test was restricted to, when it was
   std::string flag;            // a plain-English reading, when there is one
+  bool suspect_hardware = false;  // the flag calls the hosts it names suspect hardware
   // The cluster's strongest finding, when it accounts for this one: tested
   // again within and outside that finding's value (Cochran-Mantel-Haenszel,
   // one-sided), this one is no longer significant. Empty when not explained.
@@ -73,6 +76,9 @@ struct Cluster {
   uint64_t count = 0;
   double share = 0;
   std::string first_seen, last_seen, onset;  // days "YYYY-MM-DD"; empty without times
+  // With an inventory: the change (release, kernel, driver, image) whose
+  // arrival on the hosts the cluster began with, when one did.
+  std::optional<ChangeOnset> began_with;
   std::map<std::string, uint64_t> daily;     // days with crashes only
   std::vector<Finding> findings;             // by p_adjusted, smallest first
   std::vector<uint64_t> uptime_histogram;    // over UptimeBucketNames(); cores with an uptime

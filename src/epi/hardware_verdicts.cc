@@ -11,6 +11,11 @@
 namespace coroner {
 namespace {
 
+constexpr int64_t kDaySeconds = 86400;
+// A GPU error may precede the runtime's abort by longer than the kernel's
+// own line precedes a crash.
+constexpr int64_t kGpuJoinSeconds = 60;
+
 bool IsGpuLine(const HardwareEvent& e) { return e.kind.rfind("gpu-", 0) == 0; }
 bool IsCrashLine(const HardwareEvent& e) { return e.kind == "segfault" || e.kind == "trap"; }
 bool IsMachineError(const HardwareEvent& e) {
@@ -19,46 +24,54 @@ bool IsMachineError(const HardwareEvent& e) {
 bool IsGpuHardwareError(const HardwareEvent& e) {
   return (e.kind == "gpu-xid" && e.xid && IsHardwareXid(*e.xid)) || e.kind == "gpu-ras";
 }
+// Attributes that name a physical machine rather than the host (VM) itself.
+bool NamesMachine(const std::string& attribute) {
+  return attribute == "machine" || attribute == "physical_host" || attribute == "hypervisor";
+}
 
 std::string Plural(uint64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-}  // namespace
+// Which physical machine a host ran on at a time: the inventory's `machine`
+// column, else the machine the crash's own sidecar names; empty when
+// neither says.
+class Placements {
+ public:
+  explicit Placements(const Inventory* inventory) {
+    if (!inventory) return;
+    for (const auto& row : inventory->rows())
+      for (const auto& [k, v] : row.columns)
+        if (k == "machine" && !v.empty()) spans_[row.host].push_back({row.valid_from, row.valid_to, v});
+  }
+  std::string MachineOf(const std::string& host, std::optional<int64_t> t, const std::string& fallback = "") const {
+    auto it = spans_.find(host);
+    if (it != spans_.end() && t)
+      for (const auto& s : it->second)
+        if ((!s.from || *s.from <= *t) && (!s.to || *t < *s.to)) return s.machine;
+    return fallback;
+  }
 
-HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
-                               size_t clusters, const Inventory* inventory) {
-  HardwareVerdicts out;
-  out.clusters.resize(clusters);
-
-  // Each host's placements on physical machines, from the inventory.
-  struct Placement {
+ private:
+  struct Span {
     std::optional<int64_t> from, to;
     std::string machine;
   };
-  std::unordered_map<std::string, std::vector<Placement>> placements;
-  if (inventory)
-    for (const auto& row : inventory->rows())
-      for (const auto& [k, v] : row.columns)
-        if (k == "machine" && !v.empty()) placements[row.host].push_back({row.valid_from, row.valid_to, v});
-  // Who owns a GPU a line of `host` at `t` names: the machine under the VM
-  // when the inventory says, else the host.
-  std::map<std::string, std::set<std::string>> vms_of;  // machine -> hosts its GPU errors came from
-  std::set<std::string> machines;
-  auto owner = [&](const std::string& host, std::optional<int64_t> t) -> std::string {
-    auto it = placements.find(host);
-    if (it == placements.end() || !t) return host;
-    for (const auto& p : it->second)
-      if ((!p.from || *p.from <= *t) && (!p.to || *t < *p.to)) {
-        machines.insert(p.machine);
-        return p.machine;
-      }
-    return host;
-  };
-  std::map<std::string, uint64_t> gpu_faults_on;  // "OWNER\tGPU" -> gpu-fault crashes joined to it
+  std::unordered_map<std::string, std::vector<Span>> spans_;
+};
 
-  // Lines with a pid and a time, per host and pid; GPU lines without a pid
-  // (older NVIDIA drivers) per host.
+// A crash's own kernel lines: the CPU its segfault or trap line names, the
+// GPUs its GPU lines name.
+struct CrashLines {
+  std::optional<int> cpu;
+  std::set<std::string> gpus;
+};
+
+// Joins each line with a pid to the crash of its host and pid within
+// kJoinSeconds (a GPU line from kGpuJoinSeconds before); a GPU line without
+// a pid (older NVIDIA drivers) to its host's crash within kJoinSeconds.
+std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+                                  uint64_t& joined_lines) {
   std::unordered_map<std::string, std::vector<const HardwareEvent*>> by_pid, gpu_by_host;
   for (const auto& e : events) {
     if (!e.time || !(IsCrashLine(e) || IsGpuLine(e))) continue;
@@ -69,84 +82,129 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
   auto by_time = [](const HardwareEvent* a, const HardwareEvent* b) { return *a->time < *b->time; };
   for (auto& [k, v] : by_pid) std::sort(v.begin(), v.end(), by_time);
   for (auto& [k, v] : gpu_by_host) std::sort(v.begin(), v.end(), by_time);
-  auto window = [&](const std::vector<const HardwareEvent*>& v, int64_t from) {
-    return std::lower_bound(v.begin(), v.end(), from, [](const HardwareEvent* e, int64_t t) { return *e->time < t; });
+  auto from = [](const std::vector<const HardwareEvent*>& v, int64_t t) {
+    return std::lower_bound(v.begin(), v.end(), t, [](const HardwareEvent* e, int64_t x) { return *e->time < x; });
   };
-
-  // Per host: its crashes, their clusters and the cores' own evidence.
-  struct HostFacts {
-    uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0;
-    std::map<size_t, uint64_t> clusters;
-    std::set<int64_t> days;  // the days (UTC) the crashes came on
-  };
-  std::map<std::string, HostFacts> hosts;
-  std::vector<uint64_t> cluster_size(clusters, 0);
-  for (const auto& c : crashes)
-    if (c.cluster < clusters) ++cluster_size[c.cluster];
+  std::vector<CrashLines> out(crashes.size());
   std::set<const HardwareEvent*> joined;
-  for (const auto& c : crashes) {
-    if (c.host.empty() || c.cluster >= clusters) continue;
-    HostFacts& h = hosts[c.host];
-    ++h.crashes;
-    ++h.clusters[c.cluster];
-    if (c.time) h.days.insert(*c.time / 86400);
-    h.bit_flips += c.bit_flip;
-    h.impossible += c.impossible_state;
-    if (c.uptime) {
-      ++h.with_uptime;
-      h.fresh += *c.uptime < 3600;
-    }
-    if (!c.time) continue;
-    // The crash's own lines: same host and pid, within kJoinSeconds (a GPU
-    // error may precede the runtime's abort by longer: 60 s).
-    std::set<std::string> gpus;
-    std::optional<int> cpu;
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    const CrashFacts& c = crashes[i];
+    if (c.host.empty() || !c.time) continue;
     auto take = [&](const HardwareEvent* e, int64_t before) {
       int64_t dt = *e->time - *c.time;
       if (dt < -before || dt > kJoinSeconds) return;
       joined.insert(e);
-      if (IsCrashLine(*e) && e->cpu && !cpu) cpu = e->cpu;
-      if (IsGpuLine(*e) && !e->gpu.empty()) gpus.insert(e->gpu);
+      if (IsCrashLine(*e) && e->cpu && !out[i].cpu) out[i].cpu = e->cpu;
+      if (IsGpuLine(*e) && !e->gpu.empty()) out[i].gpus.insert(e->gpu);
     };
     if (c.pid)
       if (auto it = by_pid.find(c.host + '\t' + std::to_string(*c.pid)); it != by_pid.end())
-        for (auto e = window(it->second, *c.time - 60); e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
-          take(*e, IsGpuLine(**e) ? 60 : kJoinSeconds);
+        for (auto e = from(it->second, *c.time - kGpuJoinSeconds);
+             e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
+          take(*e, IsGpuLine(**e) ? kGpuJoinSeconds : kJoinSeconds);
     if (auto it = gpu_by_host.find(c.host); it != gpu_by_host.end())
-      for (auto e = window(it->second, *c.time - kJoinSeconds);
+      for (auto e = from(it->second, *c.time - kJoinSeconds);
            e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
         take(*e, kJoinSeconds);
-    GpuEvents& g = out.clusters[c.cluster];
-    if (cpu) ++g.cpus[c.host + " CPU " + std::to_string(*cpu)];
-    if (!gpus.empty()) {
-      ++g.cores;
-      std::string own = owner(c.host, c.time);
-      for (const auto& gpu : gpus) {
-        ++g.gpus[own + " " + gpu];
-        if (c.gpu_fault) ++gpu_faults_on[own + '\t' + gpu];
-      }
+  }
+  joined_lines = joined.size();
+  // ROCr names a GPU by its KFD node ("node-2"), amdgpu by its PCI address:
+  // one device, named twice. The PCI address is kept when both are there.
+  for (auto& l : out)
+    if (std::any_of(l.gpus.begin(), l.gpus.end(), [](const std::string& g) { return g.rfind("node-", 0) != 0; }))
+      std::erase_if(l.gpus, [](const std::string& g) { return g.rfind("node-", 0) == 0; });
+  return out;
+}
+
+// Who a GPU belongs to: the machine under the VM when two or more VMs'
+// lines name that GPU of the machine (a device passed through to whichever
+// VM runs there), else the host (its lines followed the VM from machine to
+// machine, or the host is bare metal).
+class GpuOwners {
+ public:
+  GpuOwners(const Placements& placements, const std::vector<CrashFacts>& crashes,
+            const std::vector<CrashLines>& lines, const std::vector<HardwareEvent>& events)
+      : placements_(placements) {
+    for (size_t i = 0; i < crashes.size(); ++i)
+      for (const auto& gpu : lines[i].gpus)
+        if (std::string m = MachineOf(crashes[i]); !m.empty()) vms_[m + '\t' + gpu].insert(crashes[i].host);
+    for (const auto& e : events)
+      if (IsGpuLine(e) && !e.gpu.empty())
+        if (std::string m = placements.MachineOf(e.host, e.time); !m.empty() && m != e.host)
+          vms_[m + '\t' + e.gpu].insert(e.host);
+  }
+  // The owner of `gpu` as a line of `host` at `t` names it, and whether
+  // that is a machine.
+  std::pair<std::string, bool> Owner(const std::string& host, std::optional<int64_t> t, const std::string& gpu,
+                                     const std::string& sidecar_machine = "") const {
+    std::string m = placements_.MachineOf(host, t, sidecar_machine);
+    if (m.empty() || m == host) return {host, false};
+    auto it = vms_.find(m + '\t' + gpu);
+    return it != vms_.end() && it->second.size() >= 2 ? std::pair{m, true} : std::pair{host, false};
+  }
+  std::pair<std::string, bool> Owner(const CrashFacts& c, const std::string& gpu) const {
+    return Owner(c.host, c.time, gpu, c.machine);
+  }
+
+ private:
+  std::string MachineOf(const CrashFacts& c) const {
+    std::string m = placements_.MachineOf(c.host, c.time, c.machine);
+    return m == c.host ? "" : m;
+  }
+  const Placements& placements_;
+  std::unordered_map<std::string, std::set<std::string>> vms_;  // "MACHINE\tGPU" -> VMs whose lines name it
+};
+
+// A cluster's reading that names one GPU as the cause.
+struct GpuSuspect {
+  size_t cluster;
+  std::string owner, gpu;
+  bool machine;
+  uint64_t crashes, cores;
+};
+
+// Each cluster's GPUs: one device again and again (the device), or many
+// devices (the application).
+std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, const std::vector<CrashLines>& lines,
+                                        const GpuOwners& owners, std::vector<GpuEvents>& clusters) {
+  std::set<std::string> machines;  // owners that are machines, for the wording
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    const CrashFacts& c = crashes[i];
+    if (c.cluster >= clusters.size()) continue;
+    GpuEvents& g = clusters[c.cluster];
+    if (lines[i].cpu) ++g.cpus[c.host + " CPU " + std::to_string(*lines[i].cpu)];
+    if (lines[i].gpus.empty()) continue;
+    ++g.cores;
+    for (const auto& gpu : lines[i].gpus) {
+      auto [owner, machine] = owners.Owner(c, gpu);
+      if (machine) machines.insert(owner);
+      ++g.gpus[owner + " " + gpu];
     }
   }
-  out.joined_lines = joined.size();
-
-  // A cluster's GPUs: one device again and again, or many devices.
-  for (auto& g : out.clusters) {
+  std::vector<GpuSuspect> suspects;
+  for (size_t k = 0; k < clusters.size(); ++k) {
+    GpuEvents& g = clusters[k];
     if (g.cores < 3) continue;
     auto top = std::max_element(g.gpus.begin(), g.gpus.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });
     uint64_t second = 0;
-    std::set<std::string> on_hosts;
+    std::set<std::string> places_seen;
     size_t on_machines = 0;
     for (const auto& [gpu, n] : g.gpus) {
       if (gpu != top->first) second = std::max(second, n);
-      on_machines += on_hosts.insert(gpu.substr(0, gpu.find(' '))).second && machines.count(gpu.substr(0, gpu.find(' ')));
+      std::string owner = gpu.substr(0, gpu.find(' '));
+      on_machines += places_seen.insert(owner).second && machines.count(owner);
     }
-    std::string places = on_machines == on_hosts.size() ? Plural(on_hosts.size(), "machine", "machines")
-                         : on_machines == 0             ? Plural(on_hosts.size(), "host", "hosts")
-                                                        : Plural(on_hosts.size(), "host or machine", "hosts and machines");
+    size_t n_places = places_seen.size();
+    std::string places = on_machines == n_places ? Plural(n_places, "machine", "machines")
+                         : on_machines == 0      ? Plural(n_places, "host", "hosts")
+                                                 : Plural(n_places, "host or machine", "hosts and machines");
     if (top->second >= 3 && top->second * 2 >= g.cores) {
       g.reading = std::to_string(top->second) + " of " + std::to_string(g.cores) + " on GPU " + top->first +
                   ": same GPU repeatedly — suspect the GPU";
+      size_t space = top->first.find(' ');
+      std::string owner = top->first.substr(0, space);
+      suspects.push_back({k, owner, top->first.substr(space + 1), machines.count(owner) > 0, top->second, g.cores});
     } else if (g.gpus.size() >= 3) {
       g.reading = std::to_string(g.cores) + " crashes on " + Plural(g.gpus.size(), "GPU", "different GPUs") +
                   " of " + places + " — the application, not a GPU";
@@ -154,173 +212,325 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
         g.reading += "; but GPU " + top->first + " alone has " + std::to_string(top->second) + ": look at it";
     }
   }
+  return suspects;
+}
 
-  // The hosts' own lines: CPUs of the segfault and trap lines, machine
-  // errors, the GPUs' hardware errors.
-  std::map<std::string, HostVerdict> verdicts;
-  struct Lines {
-    std::map<int, uint64_t> cpus;
-    uint64_t crash_lines = 0, machine = 0;
-    std::vector<std::string> machine_words;
-    std::map<std::string, std::map<std::string, uint64_t>> gpu_errors;  // GPU -> "Xid 79" -> n
-  };
-  std::map<std::string, Lines> lines;
+// What one subject, a host or a physical machine, shows.
+struct Subject {
+  bool machine = false;
+  uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0;
+  std::map<size_t, uint64_t> clusters;
+  std::set<int64_t> days;                 // the days (UTC) the crashes came on
+  // A machine's VMs whose crashes carry evidence (impossible states, bit
+  // flips), and those whose logs carry each GPU's errors.
+  std::set<std::string> crash_vms;
+  std::map<std::string, std::set<std::string>> gpu_vms;
+  std::map<int, uint64_t> cpus;           // the kernel's crash lines per CPU (a host's own log only)
+  uint64_t crash_lines = 0;
+  uint64_t machine_errors = 0;
+  std::vector<std::string> machine_words;
+  std::map<std::string, std::map<std::string, uint64_t>> gpu_errors;  // GPU -> "Xid 79" -> lines
+  std::map<std::string, uint64_t> gpu_crashes;                        // GPU -> crashes joined to its lines
+  // Cluster readings that point here: (evidence, short form).
+  std::vector<std::pair<std::string, std::string>> readings;
+  bool reading_support = false;           // a finding's own support (>= 5 crashes on >= 2 days) backs one
+};
+
+std::set<std::string> VmsOf(const Subject& s) {
+  std::set<std::string> vms = s.crash_vms;
+  for (const auto& [gpu, v] : s.gpu_vms) vms.insert(v.begin(), v.end());
+  return vms;
+}
+
+void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
+  ++s.crashes;
+  ++s.clusters[c.cluster];
+  if (c.time) s.days.insert(*c.time / kDaySeconds);
+  s.bit_flips += c.bit_flip;
+  s.impossible += c.impossible_state;
+  if (c.uptime) {
+    ++s.with_uptime;
+    s.fresh += *c.uptime < 3600;
+  }
+  for (const auto& gpu : lines.gpus) ++s.gpu_crashes[gpu];
+  if (s.machine && (c.bit_flip || c.impossible_state)) s.crash_vms.insert(c.host);
+}
+
+void AddGpuError(Subject& s, const HardwareEvent& e) {
+  std::string what = e.kind == "gpu-ras" ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
+  ++s.gpu_errors[e.gpu][what];
+  if (s.machine) s.gpu_vms[e.gpu].insert(e.host);
+}
+
+// The host's own log: the CPUs of its crash lines and its machine errors.
+void AddHostLine(Subject& s, const HardwareEvent& e, std::optional<int> cpus) {
+  if (IsCrashLine(e) && e.cpu && *e.cpu >= 0 && *e.cpu < 65536 && (!cpus || *e.cpu < *cpus)) {
+    ++s.cpus[*e.cpu];
+    ++s.crash_lines;
+  } else if (IsMachineError(e)) {
+    ++s.machine_errors;
+    if (s.machine_words.size() < 3) {
+      std::string w = e.kind == "mce" ? "MCE" : e.kind == "edac" ? "EDAC error" : "memory failure";
+      if (e.kind == "mce" && e.bank) w += " bank " + std::to_string(*e.bank);
+      if (e.kind == "mce" && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
+      if (e.time) w += " on " + FormatIso8601(*e.time).substr(0, 10);
+      s.machine_words.push_back(w);
+    }
+  }
+}
+
+// The score, evidence and verdict of one subject. `cluster_size` gives each
+// cluster's crashes; `cpus` the CPUs the host's boot lines say it has.
+HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<uint64_t>& cluster_size,
+                  std::optional<int> cpus) {
+  HostVerdict v;
+  v.host = name;
+  v.machine = s.machine;
+  std::set<std::string> vms = VmsOf(s);
+  v.vms.assign(vms.begin(), vms.end());
+  v.crashes = s.crashes;
+  v.cpus = s.cpus;
+  std::vector<std::string> words;  // the verdict's short form
+  bool record = false;             // the machine's own error records back the verdict
+  // Clusters this subject holds most of: unrelated crashes that (mostly)
+  // happen nowhere else. Clusters of one core count too: a bad CPU crashes
+  // anywhere in the code.
+  uint64_t own = 0;
+  for (const auto& [cl, n] : s.clusters) own += cl < cluster_size.size() && n * 2 >= cluster_size[cl];
+  if (s.clusters.size() >= 2 && own >= 1) {
+    std::string e = Plural(s.crashes, "crash", "crashes") + " in " + Plural(s.clusters.size(), "cluster", "clusters") +
+                    ", " + std::to_string(own) + " of them (mostly) on this " + (s.machine ? "machine" : "host") +
+                    " alone";
+    v.evidence.push_back(e);
+    if (own >= 3) v.score += 3, words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
+    else if (own == 2) v.score += 1;
+  }
+  if (s.impossible) {
+    v.evidence.push_back(Plural(s.impossible, "impossible register state", "impossible register states") +
+                         " (rsp off the ABI's alignment, a return address one slot away)");
+    v.score += static_cast<double>(std::min<uint64_t>(s.impossible, 3));
+    words.push_back(Plural(s.impossible, "impossible state", "impossible states"));
+  }
+  if (s.bit_flips) {
+    v.evidence.push_back(Plural(s.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
+    v.score += static_cast<double>(std::min<uint64_t>(s.bit_flips, 3));
+    words.push_back(Plural(s.bit_flips, "possible bit flip", "possible bit flips"));
+  }
+  if (s.with_uptime >= 3 && s.fresh * 10 >= s.with_uptime * 8) {
+    v.evidence.push_back(std::to_string(s.fresh) + " of " + std::to_string(s.with_uptime) +
+                         " crashes within an hour of boot: freshly started VMs");
+    v.score += 1;
+  }
+  if (s.crash_lines >= 3) {
+    auto top = std::max_element(s.cpus.begin(), s.cpus.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    // The host's CPUs: its boot lines' count, else at least the highest CPU
+    // named and at least 2. Fewer CPUs than the host has makes the test
+    // weaker, never stronger.
+    uint64_t n_cpus = cpus ? static_cast<uint64_t>(*cpus)
+                           : std::max<uint64_t>(2, static_cast<uint64_t>(s.cpus.rbegin()->first) + 1);
+    double p = std::min(1.0, BinomialGreater(top->second, s.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
+                                 static_cast<double>(n_cpus));
+    if (top->second >= 3 && p < 1e-3) {
+      char e[200];
+      std::snprintf(e, sizeof e,
+                    "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu "
+                    "CPUs)",
+                    static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(s.crash_lines),
+                    top->first, p, static_cast<unsigned long long>(n_cpus));
+      v.evidence.push_back(e);
+      v.score += 3;
+      words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
+    }
+  }
+  if (s.machine_errors) {
+    std::string e = Plural(s.machine_errors, "machine error", "machine errors") + " in the kernel log";
+    for (size_t i = 0; i < s.machine_words.size(); ++i) e += (i ? ", " : ": ") + s.machine_words[i];
+    v.evidence.push_back(e);
+    record = true;
+    v.score += s.machine_errors >= 3 ? 3 : 2;
+    if (!s.machine_words.empty()) words.push_back(s.machine_words[0]);
+  }
+  for (const auto& [gpu, kinds] : s.gpu_errors) {
+    uint64_t n = 0;
+    std::string list;
+    for (const auto& [what, k] : kinds) {
+      n += k;
+      list += (list.empty() ? "" : ", ") + what + " ×" + std::to_string(k);
+    }
+    auto joined = s.gpu_crashes.find(gpu);
+    uint64_t followed = joined != s.gpu_crashes.end() ? joined->second : 0;
+    std::string e = "GPU " + gpu + " reported its own errors: " + list;
+    if (followed) e += "; " + Plural(followed, "crash", "crashes") + " followed them";
+    v.evidence.push_back(e);
+    record = true;
+    if (n >= 2) {
+      v.score += followed >= 2 ? 4 : 2;
+      words.push_back("GPU " + gpu + " " + list + (followed ? " before " + Plural(followed, "crash", "crashes") : ""));
+    }
+  }
+  // What the clusters say of this subject weighs as much as a verdict's
+  // worth of its own evidence (once, however many say it): a cluster and a
+  // host never disagree.
+  for (const auto& [e, w] : s.readings) {
+    v.evidence.push_back(e);
+    words.push_back(w);
+  }
+  if (!s.readings.empty()) v.score += kSuspectScore;
+  if (v.evidence.empty() || v.score <= 0) return v;
+  // Crashes alone are chance on a host with few of them (a CI VM's three
+  // crashes in its first half hour): without an error record of the
+  // machine's own, or a finding that has its own support, a verdict needs
+  // the findings' minimum support.
+  bool supported = record || s.reading_support ||
+                   (s.crashes >= kMinVerdictCrashes && s.days.size() >= kMinVerdictDays);
+  if (v.score >= kSuspectScore && !supported)
+    v.evidence.push_back("no verdict: " + Plural(v.crashes, "crash", "crashes") +
+                         " and no error record of the machine's own; a verdict on crashes alone needs " +
+                         std::to_string(kMinVerdictCrashes) + " on " + std::to_string(kMinVerdictDays) +
+                         " days or more");
+  if (v.score >= kSuspectScore && supported) {
+    v.verdict = name;
+    if (!v.vms.empty()) v.verdict += " (" + Plural(v.vms.size(), "VM", "VMs") + ")";
+    v.verdict += ": ";
+    for (size_t i = 0; i < words.size(); ++i) v.verdict += (i ? ", " : "") + words[i];
+    v.verdict += " — suspect hardware; drain it";
+  }
+  return v;
+}
+
+}  // namespace
+
+HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+                               size_t clusters, const VerdictOptions& options) {
+  HardwareVerdicts out;
+  out.clusters.resize(clusters);
+  Placements placements(options.inventory);
+  std::vector<CrashLines> lines = JoinLines(crashes, events, out.joined_lines);
+  GpuOwners owners(placements, crashes, lines, events);
+  std::vector<GpuSuspect> gpu_suspects = ReadClusterGpus(crashes, lines, owners, out.clusters);
+
+  std::vector<uint64_t> cluster_size(clusters, 0);
+  for (const auto& c : crashes)
+    if (c.cluster < clusters) ++cluster_size[c.cluster];
   // The CPUs each host has, from its boot lines: a crash line naming a CPU
-  // the host does not have is not the kernel's, and the test weighs the
-  // CPUs the machine has, not the largest number a line claims.
+  // the host does not have is not the kernel's.
   std::map<std::string, int> cpu_count;
   for (const auto& e : events)
     if (e.kind == "cpu-count" && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
+  auto cpus_of = [&](const std::string& host) -> std::optional<int> {
+    auto it = cpu_count.find(host);
+    return it == cpu_count.end() ? std::nullopt : std::optional<int>(it->second);
+  };
+  // Each host's hardware error times, for the hw_errors findings.
+  std::unordered_map<std::string, std::vector<int64_t>> error_times;
+  for (const auto& e : events)
+    if (IsHardwareError(e) && e.time) error_times[e.host].push_back(*e.time);
+  for (auto& [h, t] : error_times) std::sort(t.begin(), t.end());
+
+  // The cluster readings that point at one subject, by name.
+  std::map<std::string, Subject> machine_readings, host_readings;
+  for (const auto& f : options.findings) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%.1e", f.p_adjusted);
+    std::string where = "cluster c" + std::to_string(f.cluster + 1);
+    if (f.attribute.rfind("hw_errors_", 0) == 0) {
+      // Each host with hardware errors before two or more of the cluster's
+      // crashes on it.
+      std::map<std::string, uint64_t> after_errors;
+      int64_t window = static_cast<int64_t>(options.hardware_window_days) * kDaySeconds;
+      for (const auto& c : crashes) {
+        if (c.cluster != f.cluster || !c.time) continue;
+        auto it = error_times.find(c.host);
+        if (it == error_times.end()) continue;
+        auto lo = std::lower_bound(it->second.begin(), it->second.end(), *c.time - window);
+        after_errors[c.host] += lo != it->second.end() && *lo <= *c.time;
+      }
+      for (const auto& [host, n] : after_errors) {
+        if (n < 2) continue;
+        Subject& s = host_readings[host];
+        s.readings.push_back({where + ": " + std::to_string(n) + " of its crashes came within " +
+                                  std::to_string(options.hardware_window_days) +
+                                  " days after this host's hardware errors (" + f.flag + ", adjusted p " + p + ")",
+                              std::to_string(n) + " crashes of " + where + " after its hardware errors"});
+        s.reading_support = true;
+      }
+    } else {
+      Subject& s = NamesMachine(f.attribute) ? machine_readings[f.value] : host_readings[f.value];
+      s.readings.push_back({where + ": " + f.flag + " (adjusted p " + p + ")",
+                            std::to_string(f.count) + " of " + std::to_string(cluster_size[f.cluster]) +
+                                " crashes of " + where + " here"});
+      s.reading_support = true;
+    }
+  }
+  for (const auto& g : gpu_suspects) {
+    Subject& s = g.machine ? machine_readings[g.owner] : host_readings[g.owner];
+    s.readings.push_back({"cluster c" + std::to_string(g.cluster + 1) + ": " + std::to_string(g.crashes) + " of its " +
+                              std::to_string(g.cores) + " crashes with GPU lines on GPU " + g.gpu +
+                              ": same GPU repeatedly",
+                          "GPU " + g.gpu + " under " + std::to_string(g.crashes) + " crashes of cluster c" +
+                              std::to_string(g.cluster + 1)});
+  }
+
+  // Stage 1: physical machines, from what their VMs share. A machine is
+  // judged when two or more of its VMs show evidence there, or a cluster
+  // names it; evidence of one VM alone stays that VM's (it followed the VM
+  // from machine to machine, or it is the VM's own).
+  std::map<std::string, Subject> machines = std::move(machine_readings);
+  for (auto& [name, s] : machines) s.machine = true;
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    const CrashFacts& c = crashes[i];
+    if (c.host.empty() || c.cluster >= clusters) continue;
+    std::string m = placements.MachineOf(c.host, c.time, c.machine);
+    if (m.empty() || m == c.host) continue;
+    Subject& s = machines[m];
+    s.machine = true;
+    AddCrash(s, c, lines[i]);
+  }
   for (const auto& e : events) {
-    auto known = cpu_count.find(e.host);
-    if (IsCrashLine(e) && e.cpu && *e.cpu >= 0 && *e.cpu < 65536 &&
-        (known == cpu_count.end() || *e.cpu < known->second)) {
-      ++lines[e.host].cpus[*e.cpu];
-      ++lines[e.host].crash_lines;
-    } else if (IsMachineError(e)) {
-      Lines& l = lines[e.host];
-      ++l.machine;
-      if (l.machine_words.size() < 3) {
-        std::string w = e.kind == "mce" ? "MCE" : e.kind == "edac" ? "EDAC error" : "memory failure";
-        if (e.kind == "mce" && e.bank) w += " bank " + std::to_string(*e.bank);
-        if (e.kind == "mce" && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
-        if (e.time) w += " on " + FormatIso8601(*e.time).substr(0, 10);
-        l.machine_words.push_back(w);
-      }
-    } else if (IsGpuHardwareError(e) && !e.gpu.empty()) {
-      std::string what = e.kind == "gpu-ras" ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
-      std::string own = owner(e.host, e.time);
-      if (own != e.host) vms_of[own].insert(e.host);
-      ++lines[own].gpu_errors[e.gpu][what];
+    if (!IsGpuHardwareError(e) || e.gpu.empty()) continue;
+    auto [m, machine] = owners.Owner(e.host, e.time, e.gpu);
+    if (!machine) continue;
+    Subject& s = machines[m];
+    s.machine = true;
+    AddGpuError(s, e);
+  }
+  std::set<std::string> absorbing;  // machines with a verdict: their VMs' evidence there is theirs
+  // Only a machine with a verdict has a row: without one, its VMs' rows
+  // show the same evidence.
+  for (const auto& [name, s] : machines) {
+    if (VmsOf(s).size() < 2 && s.readings.empty()) continue;
+    HostVerdict v = Judge(name, s, cluster_size, std::nullopt);
+    if (v.verdict.empty()) continue;
+    absorbing.insert(name);
+    out.hosts.push_back(std::move(v));
+  }
+
+  // Stage 2: hosts, without what an absorbing machine's verdict took.
+  std::map<std::string, Subject> hosts = std::move(host_readings);
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    const CrashFacts& c = crashes[i];
+    if (c.host.empty() || c.cluster >= clusters) continue;
+    if (absorbing.count(placements.MachineOf(c.host, c.time, c.machine))) continue;
+    AddCrash(hosts[c.host], c, lines[i]);
+  }
+  for (const auto& e : events) {
+    if (IsGpuHardwareError(e) && !e.gpu.empty()) {
+      auto [m, machine] = owners.Owner(e.host, e.time, e.gpu);
+      if (!machine || !absorbing.count(m)) AddGpuError(hosts[e.host], e);
+    } else if (IsCrashLine(e) || IsMachineError(e)) {
+      AddHostLine(hosts[e.host], e, cpus_of(e.host));
     }
   }
-  std::set<std::string> names;
-  for (const auto& [h, f] : hosts) names.insert(h);
-  for (const auto& [h, l] : lines) names.insert(h);
-  for (const std::string& name : names) {
-    HostVerdict v;
-    v.host = name;
-    std::vector<std::string> words;  // the verdict's short form
-    bool record = false;             // the machine's own error records back the verdict
-    auto hf = hosts.find(name);
-    auto hl = lines.find(name);
-    if (hf != hosts.end()) {
-      const HostFacts& f = hf->second;
-      v.crashes = f.crashes;
-      // Clusters this host holds most of: unrelated crashes that (mostly)
-      // happen nowhere else. Clusters of one core count too: a bad CPU
-      // crashes anywhere in the code.
-      uint64_t own = 0;
-      for (const auto& [cl, n] : f.clusters) own += n * 2 >= cluster_size[cl];
-      if (f.clusters.size() >= 2 && own >= 1) {
-        std::string e = Plural(f.crashes, "crash", "crashes") + " in " +
-                        Plural(f.clusters.size(), "cluster", "clusters") + ", " + std::to_string(own) +
-                        " of them (mostly) on this host alone";
-        v.evidence.push_back(e);
-        if (own >= 3) v.score += 3, words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
-        else if (own == 2) v.score += 1;
-      }
-      if (f.impossible) {
-        v.evidence.push_back(Plural(f.impossible, "impossible register state", "impossible register states") +
-                             " (rsp off the ABI's alignment, a return address one slot away)");
-        v.score += static_cast<double>(std::min<uint64_t>(f.impossible, 3));
-        words.push_back(Plural(f.impossible, "impossible state", "impossible states"));
-      }
-      if (f.bit_flips) {
-        v.evidence.push_back(Plural(f.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
-        v.score += static_cast<double>(std::min<uint64_t>(f.bit_flips, 3));
-        words.push_back(Plural(f.bit_flips, "possible bit flip", "possible bit flips"));
-      }
-      if (f.with_uptime >= 3 && f.fresh * 10 >= f.with_uptime * 8) {
-        v.evidence.push_back(std::to_string(f.fresh) + " of " + std::to_string(f.with_uptime) +
-                             " crashes within an hour of boot: freshly started VMs");
-        v.score += 1;
-      }
-    }
-    if (hl != lines.end()) {
-      const Lines& l = hl->second;
-      v.cpus = l.cpus;
-      if (l.crash_lines >= 3) {
-        auto top = std::max_element(l.cpus.begin(), l.cpus.end(),
-                                    [](const auto& a, const auto& b) { return a.second < b.second; });
-        // The host's CPUs, as far as its lines show: at least the highest
-        // CPU named, and at least 2. Fewer CPUs than the host has makes the
-        // test weaker, never stronger.
-        auto known = cpu_count.find(name);
-        uint64_t n_cpus = known != cpu_count.end()
-                              ? static_cast<uint64_t>(known->second)
-                              : std::max<uint64_t>(2, static_cast<uint64_t>(l.cpus.rbegin()->first) + 1);
-        double p = std::min(1.0, BinomialGreater(top->second, l.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
-                                     static_cast<double>(n_cpus));
-        if (top->second >= 3 && p < 1e-3) {
-          char e[200];
-          std::snprintf(e, sizeof e, "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu CPUs)",
-                        static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(l.crash_lines),
-                        top->first, p, static_cast<unsigned long long>(n_cpus));
-          v.evidence.push_back(e);
-          v.score += 3;
-          words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
-        }
-      }
-      if (l.machine) {
-        std::string e = Plural(l.machine, "machine error", "machine errors") + " in the kernel log";
-        for (size_t i = 0; i < l.machine_words.size(); ++i) e += (i ? ", " : ": ") + l.machine_words[i];
-        v.evidence.push_back(e);
-        record = true;
-        v.score += l.machine >= 3 ? 3 : 2;
-        if (!l.machine_words.empty()) words.push_back(l.machine_words[0]);
-      }
-      for (const auto& [gpu, kinds] : l.gpu_errors) {
-        uint64_t n = 0;
-        std::string list;
-        for (const auto& [what, k] : kinds) {
-          n += k;
-          list += (list.empty() ? "" : ", ") + what + " ×" + std::to_string(k);
-        }
-        auto joined_faults = gpu_faults_on.find(name + '\t' + gpu);
-        uint64_t faults = joined_faults != gpu_faults_on.end() ? joined_faults->second : 0;
-        std::string e = "GPU " + gpu + " reported its own errors: " + list;
-        if (faults) e += "; " + Plural(faults, "gpu-fault crash", "gpu-fault crashes") + " followed them";
-        v.evidence.push_back(e);
-        record = true;
-        if (n >= 2) {
-          v.score += faults >= 2 ? 4 : 2;
-          words.push_back("GPU " + gpu + " " + list + (faults ? " before " + Plural(faults, "GPU abort", "GPU aborts") : ""));
-        }
-      }
-    }
+  for (const auto& [name, s] : hosts) {
+    HostVerdict v = Judge(name, s, cluster_size, cpus_of(name));
     if (v.evidence.empty() || v.score <= 0) continue;
-    if (auto vm = vms_of.find(name); vm != vms_of.end()) v.vms.assign(vm->second.begin(), vm->second.end());
-    // Crashes alone are chance on a host with few of them (a CI VM's three
-    // crashes in its first half hour): without an error record of the
-    // machine's own, a verdict needs the findings' minimum support.
-    bool supported = record;
-    if (!supported && hf != hosts.end()) {
-      const HostFacts& f = hf->second;
-      supported = f.crashes >= kMinVerdictCrashes && f.days.size() >= kMinVerdictDays;
-    }
-    if (v.score >= kSuspectScore && !supported)
-      v.evidence.push_back("no verdict: " + Plural(v.crashes, "crash", "crashes") +
-                           " and no error record of the machine's own; a verdict on crashes alone needs " +
-                           std::to_string(kMinVerdictCrashes) + " on " + std::to_string(kMinVerdictDays) +
-                           " days or more");
-    if (v.score >= kSuspectScore && supported) {
-      v.verdict = name;
-      if (!v.vms.empty()) {
-        v.verdict += " (the machine under ";
-        for (size_t i = 0; i < v.vms.size(); ++i)
-          v.verdict += (i == 0 ? "" : i + 1 == v.vms.size() ? " and " : ", ") + v.vms[i];
-        v.verdict += ")";
-      }
-      v.verdict += ": ";
-      for (size_t i = 0; i < words.size(); ++i) v.verdict += (i ? ", " : "") + words[i];
-      v.verdict += " — suspect hardware; drain it";
-    }
-    verdicts.emplace(name, std::move(v));
+    out.hosts.push_back(std::move(v));
   }
-  for (auto& [name, v] : verdicts) out.hosts.push_back(std::move(v));
-  std::stable_sort(out.hosts.begin(), out.hosts.end(),
-                   [](const HostVerdict& a, const HostVerdict& b) { return a.score > b.score; });
+  std::stable_sort(out.hosts.begin(), out.hosts.end(), [](const HostVerdict& a, const HostVerdict& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.host < b.host;
+  });
   return out;
 }
 

@@ -32,14 +32,37 @@ struct CrashFacts {
   bool bit_flip = false;             // the core's possible_bit_flips attribute
   bool impossible_state = false;     // the core's impossible_state attribute
   bool gpu_fault = false;            // syndrome gpu-fault
+  std::string machine;               // the physical machine its sidecar names (used when the inventory does not)
+};
+
+// A cluster's finding that points at machines, flagged "suspect hardware":
+// one host or machine (attribute `host`, `machine`, ...), or the hosts whose
+// hardware errors preceded its crashes (`hw_errors_7d` = "yes"). A verdict
+// takes it as evidence, so that the cluster and the hosts never disagree.
+struct SuspectFinding {
+  size_t cluster = 0;   // rank
+  std::string attribute, value, flag;
+  double p_adjusted = 1;
+  uint64_t count = 0;   // the cluster's crashes with the value
+};
+
+struct VerdictOptions {
+  // Each host's physical machine over time (its `machine` column), may be
+  // null: a GPU is then the machine's, whichever VM used it, and evidence
+  // that several VMs of one machine share is the machine's.
+  const Inventory* inventory = nullptr;
+  int hardware_window_days = 7;        // as EpiOptions: the `hw_errors_Nd` findings' window
+  std::vector<SuspectFinding> findings;
 };
 
 struct HostVerdict {
-  // A host, or a physical machine (the inventory's `machine` column) when
-  // the evidence is of a device that stays with the machine while VMs come
-  // and go on it: a GPU passed through to whichever VM runs there.
+  // A host, or a physical machine (the inventory's `machine` column, or a
+  // sidecar's) when the evidence is shared by several VMs placed on it: a
+  // GPU passed through to whichever VM runs there, register corruption in
+  // every VM it hosts. Its VMs then have no rows of their own for it.
   std::string host;
-  std::vector<std::string> vms;       // for a machine: the hosts its evidence came from
+  bool machine = false;
+  std::vector<std::string> vms;       // for a machine: the VMs its evidence came from
   double score = 0;
   std::string verdict;                // plain English, when the score reaches kSuspectScore; else empty
   std::vector<std::string> evidence;  // each piece, in words
@@ -72,9 +95,11 @@ constexpr size_t kMinVerdictDays = 2;
 // Seconds around a crash within which a line of its pid is its line.
 constexpr int64_t kJoinSeconds = 10;
 
-// `inventory` (may be null) gives each host's physical machine over time
-// (its `machine` column): a GPU is then the machine's, whichever VM used it.
+// The verdicts, in stages: each crash's own kernel lines are joined to it;
+// each cluster's GPUs are read; the evidence of each physical machine that
+// two or more of its VMs share is judged first; then each host's, without
+// what a machine's verdict took.
 HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
-                               size_t clusters, const Inventory* inventory = nullptr);
+                               size_t clusters, const VerdictOptions& options = {});
 
 }  // namespace coroner

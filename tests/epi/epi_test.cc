@@ -488,7 +488,7 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
   std::string gpu_evidence = machine["evidence"].dump();
   EXPECT_NE(gpu_evidence.find("GPU 0000:3b:00 reported its own errors: Xid 48 ×" + std::to_string(bad_gpu) +
                               ", Xid 79 ×" + std::to_string(bad_gpu) + "; " + std::to_string(bad_gpu) +
-                              " gpu-fault crashes followed them"),
+                              " crashes followed them"),
             std::string::npos)
       << gpu_evidence;
 
