@@ -240,6 +240,7 @@ std::string EpiToJson(const EpiResult& r) {
     json vms = json::array();
     for (const auto& vm : h.vms) vms.push_back(ValidUtf8(vm));
     hosts.push_back({{"host", ValidUtf8(h.host)},
+                     {"machine", h.machine},
                      {"vms", vms},
                      {"score", h.score},
                      {"verdict", h.verdict.empty() ? json(nullptr) : json(ValidUtf8(h.verdict))},
@@ -487,7 +488,10 @@ std::string HostsTable(const EpiResult& r) {
     std::string evidence;
     for (const auto& e : h.evidence) evidence += "<li>" + HtmlEscape(e) + "</li>";
     out += fmt::format("<tr><td>{}</td><td class=\"n\">{:g}</td><td class=\"n\">{}</td><td{}>{}</td><td><ul>{}</ul></td></tr>\n",
-                       HtmlEscape(h.host), h.score, h.crashes, h.verdict.empty() ? "" : " class=\"flag\"",
+                       HtmlEscape(h.host) + (h.machine ? fmt::format(" <span class=\"muted\">(machine, {} VM{})</span>",
+                                                                    h.vms.size(), h.vms.size() == 1 ? "" : "s")
+                                                        : std::string()),
+                       h.score, h.crashes, h.verdict.empty() ? "" : " class=\"flag\"",
                        HtmlEscape(h.verdict), evidence);
   }
   return out + "</tbody></table>\n";

@@ -114,6 +114,31 @@ double InventoryDays(const std::string& csv_path, const std::string& column, con
 
 bool StrictBackground(const Scenario& scenario) { return scenario.name == "exposure" || scenario.name == "region"; }
 
+// A population whose cause is the change it began with: named so, with
+// the host-days recomputed from the inventory; no crash before the value
+// reached a host, all of them after.
+void CheckBeganWith(const Scanned& s, const json& cluster, const PlantedPopulation& p) {
+  const json& report = s.report;
+  const json& began = cluster["began_with"];
+  ASSERT_FALSE(began.is_null()) << cluster.dump();
+  EXPECT_EQ(began["attribute"], p.cause_attribute);
+  EXPECT_EQ(began["value"], p.cause_value);
+  EXPECT_EQ(began["crashes_before"], 0);
+  EXPECT_EQ(began["crashes_after"], p.count);
+  double all = InventoryDays(s.fleet.inventory, "", "", report["first_day"], report["last_day"]);
+  double with = InventoryDays(s.fleet.inventory, p.cause_attribute, p.cause_value, report["first_day"],
+                              report["last_day"]);
+  EXPECT_NEAR(began["host_days_after"].get<double>(), with, 1e-6);
+  EXPECT_NEAR(began["host_days_before"].get<double>(), all - with, 1e-6);
+  // Every crash on the value, which has this share of the host-days.
+  EXPECT_NEAR(began["p_value"].get<double>(), std::pow(with / all, static_cast<double>(p.count)), 1e-12);
+  EXPECT_GE(began["p_lag"].get<double>(), 0.01);
+  char words[160];
+  std::snprintf(words, sizeof words, "began with %s %s (0 crashes in %.0f host-days before, %zu after)",
+                p.cause_attribute.c_str(), p.cause_value.c_str(), all - with, p.count);
+  EXPECT_EQ(began["reading"], words);
+}
+
 void CheckPlantedCauses(const Scenario& scenario) {
   const Scanned& s = Scan(scenario);
   const json& report = s.report;
@@ -183,7 +208,9 @@ void CheckPlantedCauses(const Scenario& scenario) {
     if (!(*cluster)["findings"].empty()) {
       EXPECT_TRUE((*cluster)["findings"][0]["explained_by"].is_null());
     }
-    if (!p.cause_attribute.empty()) {
+    if (p.onset_cause) {
+      CheckBeganWith(s, *cluster, p);
+    } else if (!p.cause_attribute.empty()) {
       ASSERT_FALSE((*cluster)["findings"].empty());
       const json& top = (*cluster)["findings"][0];
       EXPECT_EQ(top["attribute"], p.cause_attribute);
@@ -209,6 +236,47 @@ void CheckPlantedCauses(const Scenario& scenario) {
       }
     }
   }
+}
+
+const json& ClusterOf(const json& report, const std::string& signature) {
+  for (const auto& c : report["clusters"])
+    if (c["signature"] == signature) return c;
+  static const json none;
+  ADD_FAILURE() << "no cluster " << signature;
+  return none;
+}
+
+// Who the report calls suspect hardware, in each of its places, agrees:
+// every finding flagged so and every "suspect the GPU" reading names a
+// host or machine with a verdict in hosts[]. Returns the verdicts' hosts.
+std::set<std::string> CheckVerdictsAgree(const json& report) {
+  std::set<std::string> verdicts;
+  for (const auto& h : report["hosts"])
+    if (!h["verdict"].is_null()) verdicts.insert(h["host"].get<std::string>());
+  for (const auto& c : report["clusters"]) {
+    for (const auto& f : c["findings"]) {
+      if (!f["flag"].is_string() || f["flag"].get<std::string>().find("suspect hardware") == std::string::npos)
+        continue;
+      if (f["attribute"].get<std::string>().rfind("hw_errors_", 0) == 0) continue;  // hosts with errors: below
+      EXPECT_EQ(verdicts.count(f["value"].get<std::string>()), 1u) << c["id"] << " " << f.dump();
+    }
+    if (c["gpu_events"].is_object() && c["gpu_events"]["reading"].is_string()) {
+      std::string reading = c["gpu_events"]["reading"];
+      size_t on = reading.find(" on GPU ");
+      if (reading.find("suspect the GPU") != std::string::npos && on != std::string::npos) {
+        std::string owner = reading.substr(on + 8, reading.find(' ', on + 8) - on - 8);
+        EXPECT_EQ(verdicts.count(owner), 1u) << reading;
+      }
+    }
+  }
+  return verdicts;
+}
+
+// The words of hardware in a cluster's findings and GPU reading.
+bool SaysHardware(const json& cluster) {
+  std::string words = cluster["findings"].dump() + cluster["gpu_events"].dump();
+  return words.find("suspect hardware") != std::string::npos || words.find("suspect the GPU") != std::string::npos ||
+         words.find("hw_errors") != std::string::npos;
 }
 
 TEST(Epi, DemoFleetFindsTheBadMachineTheReleaseAndTheKernel) {
@@ -239,16 +307,51 @@ TEST(Epi, DemoFleetFindsTheBadMachineTheReleaseAndTheKernel) {
     }
     EXPECT_GT(implied, 0u);
   }
+  // The release's and the kernel's clusters began with them.
+  const Scanned& s = Scan(DemoScenario());
+  auto signatures = Signatures(s);
+  for (const auto& p : DemoScenario().populations) {
+    if (p.cause_attribute != "release" && p.cause_attribute != "kernel") continue;
+    const json& began = ClusterOf(r, signatures.at(p.name))["began_with"];
+    ASSERT_FALSE(began.is_null()) << p.name;
+    EXPECT_EQ(began["attribute"], p.cause_attribute);
+    EXPECT_EQ(began["value"], p.cause_value);
+    EXPECT_EQ(began["crashes_before"], 0);
+  }
+  // The bad machine is one row, a machine with a verdict over the VMs its
+  // crashes came from (the fleet's own record); none of them has a row of
+  // its own for those crashes, and no other host has a verdict.
+  std::set<std::string> vms;
+  for (const auto& [path, pop] : s.fleet.population_of)
+    if (pop == DemoScenario().populations[0].name) vms.insert(fs::path(path).parent_path().filename().string());
+  EXPECT_GE(vms.size(), 2u);
+  EXPECT_EQ(CheckVerdictsAgree(r), std::set<std::string>{"phys-we-03"});
+  for (const auto& h : r["hosts"]) {
+    if (h["host"] == "phys-we-03") {
+      EXPECT_TRUE(h["machine"].get<bool>());
+      EXPECT_EQ(h["vms"], json(std::vector<std::string>(vms.begin(), vms.end())));
+      EXPECT_NE(h["evidence"].dump().find("40 impossible register states"), std::string::npos) << h.dump();
+      EXPECT_EQ(h["verdict"].get<std::string>().rfind("phys-we-03 (" + std::to_string(vms.size()) + " VMs): ", 0), 0u)
+          << h.dump();
+    } else {
+      EXPECT_EQ(vms.count(h["host"]), 0u) << h.dump();
+    }
+  }
 }
 
-TEST(Epi, GpuFleetFindsTheXidHostsAndTheSku) { CheckPlantedCauses(GpuScenario()); }
-
-const json& ClusterOf(const json& report, const std::string& signature) {
-  for (const auto& c : report["clusters"])
-    if (c["signature"] == signature) return c;
-  static const json none;
-  ADD_FAILURE() << "no cluster " << signature;
-  return none;
+// The hosts whose GPUs report Xid 79 are those the illegal instructions
+// crash on: the cluster's finding and the hosts' verdicts say so together.
+TEST(Epi, GpuFleetFindsTheXidHostsAndTheSku) {
+  CheckPlantedCauses(GpuScenario());
+  const Scanned& s = Scan(GpuScenario());
+  std::set<std::string> xid_hosts;
+  for (const auto& path : s.fleet.kernel_logs) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (line.find("NVRM: Xid (") != std::string::npos) xid_hosts.insert(fs::path(path).stem().string());
+  }
+  EXPECT_EQ(xid_hosts.size(), static_cast<size_t>(GpuScenario().gpu_error_hosts));
+  EXPECT_EQ(CheckVerdictsAgree(s.report), xid_hosts);
 }
 
 // Release r518 reached every host on day 8; the wild jumps began on day 12
@@ -261,7 +364,11 @@ TEST(Epi, RegionFleetFindsTheRegionAndTheService) {
   for (const json* r : {&s.report, &s.cases}) {
     const json& c = ClusterOf(*r, signatures.at(RegionScenario().populations[0].name));
     for (const auto& f : c["findings"]) EXPECT_NE(f["attribute"], "release") << f.dump();
+    // Nor did the wild jumps begin with it: four days of the whole fleet on
+    // r518 passed without one, at a rate that gives one every few hours.
+    EXPECT_TRUE(c["began_with"].is_null()) << c["began_with"].dump();
   }
+  for (const auto& c : s.report["clusters"]) EXPECT_TRUE(c["began_with"].is_null()) << c.dump();
 }
 
 // One region has three times the hosts; another population lives only in
@@ -429,6 +536,7 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
   for (const auto& h : r["hosts"])
     if (!h["verdict"].is_null()) verdicts[h["host"]] = &h;
   ASSERT_EQ(verdicts.size(), 2u) << r["hosts"].dump();
+  EXPECT_EQ(CheckVerdictsAgree(r), (std::set<std::string>{"we-node-03", "phys-eus-03"}));
   ASSERT_TRUE(verdicts.count("we-node-03"));
   ASSERT_TRUE(verdicts.count("phys-eus-03"));
 
@@ -521,6 +629,78 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
   // bit_flip.c's pointer and the fault address both are one bit from the object.
   EXPECT_EQ(q->rows[0][1].integer, static_cast<int64_t>(s.fleet.per_population.at("bad host: flipped pointers")));
   EXPECT_EQ(q->rows[0][2].integer, static_cast<int64_t>(bad_gpu + app));
+}
+
+// AMD GPUs and a release (the amd scenario): the application's page faults
+// on GPUs of many hosts, in every form the driver generations print, with
+// their status lines, are the application's (no hardware word, no verdict);
+// the GPU whose uncorrectable ECC errors precede its aborts is named with
+// its host; the boot lines of mce, EDAC and amdgpu are no evidence; the
+// crash that came with a release on the day it reached every host is named
+// as the change it began with.
+TEST(Epi, AmdFleetNamesTheBadGpuNotTheApplicationAndTheRelease) {
+  Scenario scenario = AmdScenario();
+  const Scanned& s = Scan(scenario);
+  const json& r = s.report;
+  auto signatures = Signatures(s);
+  const std::string app = scenario.populations[0].name, bad = scenario.populations[1].name;
+  ASSERT_EQ(signatures.at(app), signatures.at(bad));  // one syndrome and signature: the GPU runtime's abort
+  uint64_t n_bad = s.fleet.per_population.at(bad), n_app = s.fleet.per_population.at(app);
+
+  // The logs hold every driver form, the boot lines, and per crash the
+  // lines that begin an event: the kernel's own (segfault, traps), the page
+  // fault, ROCr's memory access fault, the ECC report and the reset. Each
+  // of those is joined to its core; the status lines make no event.
+  uint64_t events = 0, boots = 0;
+  std::set<std::string> forms;
+  for (const auto& path : s.fleet.kernel_logs) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      for (const char* form : {"amdgpu:  Process ", "amdgpu:  for process ", "fault from die AID0.XCD1",
+                               "vmid:8 pasid:32769, for process ", "WALKER_ERROR: 0x0"})
+        if (line.find(form) != std::string::npos) forms.insert(form);
+      boots += line.find("mce: CPU0: Thermal monitoring enabled") != std::string::npos;
+      for (const char* begins : {"]: segfault at ", " traps: ", "page fault (", "Memory access fault by GPU",
+                                 "uncorrectable hardware errors", "GPU reset begin"})
+        events += line.find(begins) != std::string::npos;
+    }
+  }
+  EXPECT_EQ(forms.size(), 5u);
+  EXPECT_GT(boots, 0u);
+  EXPECT_EQ(r["joined_lines"], events);
+
+  // One verdict: the bad GPU's host, naming the GPU; the boot lines are in
+  // no host's evidence.
+  EXPECT_EQ(CheckVerdictsAgree(r), std::set<std::string>{"eus-node-04"});
+  for (const auto& h : r["hosts"]) {
+    EXPECT_EQ(h["evidence"].dump().find("machine error"), std::string::npos) << h.dump();
+    if (h["host"] != "eus-node-04") continue;
+    EXPECT_FALSE(h["machine"].get<bool>());
+    std::string verdict = h["verdict"];
+    EXPECT_NE(verdict.find("GPU 0000:c1:00.0 RAS uncorrectable ×" + std::to_string(n_bad)), std::string::npos)
+        << verdict;
+  }
+  // The GPU cluster: the application on many GPUs, and the one GPU.
+  const json& gpu = ClusterOf(r, signatures.at(app));
+  EXPECT_EQ(gpu["count"], n_app + n_bad);
+  EXPECT_EQ(gpu["gpu_events"]["cores"], n_app + n_bad);
+  std::string reading = gpu["gpu_events"]["reading"];
+  EXPECT_NE(reading.find("the application, not a GPU"), std::string::npos) << reading;
+  EXPECT_NE(reading.find("but GPU eus-node-04 0000:c1:00.0 alone has " + std::to_string(n_bad)), std::string::npos)
+      << reading;
+  for (const auto& f : gpu["findings"]) EXPECT_NE(f["attribute"], "hw_errors_7d") << f.dump();
+  // No software population says hardware.
+  for (const auto& c : r["clusters"])
+    if (c["signature"] != signatures.at(app)) {
+      EXPECT_FALSE(SaysHardware(c)) << c.dump();
+    }
+  EXPECT_FALSE(SaysHardware(gpu)) << gpu.dump();
+
+  // The release: named as the change the cluster began with.
+  const PlantedPopulation& release = scenario.populations[2];
+  ASSERT_TRUE(release.onset_cause);
+  CheckBeganWith(s, ClusterOf(r, signatures.at(release.name)), release);
+  EXPECT_TRUE(ClusterOf(s.cases, signatures.at(release.name))["began_with"].is_null());  // no inventory, no host-days
 }
 
 // Per core: the impossible state of the misaligned-stack rules, the GPU
