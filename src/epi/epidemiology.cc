@@ -579,10 +579,18 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   result.tests = family.size();
   result.untestable = tests.size() - family.size();
 
-  // Benjamini-Hochberg over the family, then the findings worth reporting.
+  // Benjamini-Hochberg over the family, gated per attribute of each
+  // cluster (FamilyBenjaminiHochberg), then the findings worth reporting.
   std::vector<double> p(family.size());
-  for (size_t i = 0; i < family.size(); ++i) p[i] = tests[family[i]].p;
-  std::vector<double> family_adjusted = BenjaminiHochberg(p);
+  std::vector<size_t> attribute_of(family.size());
+  std::map<std::pair<size_t, uint32_t>, size_t> attribute_ids;
+  for (size_t i = 0; i < family.size(); ++i) {
+    const Test& t = tests[family[i]];
+    p[i] = t.p;
+    auto key = std::make_pair(t.cluster, features.features[t.feature].first);
+    attribute_of[i] = attribute_ids.try_emplace(key, attribute_ids.size()).first->second;
+  }
+  std::vector<double> family_adjusted = FamilyBenjaminiHochberg(p, attribute_of, alpha);
   std::vector<double> adjusted(tests.size(), 1.0);
   for (size_t i = 0; i < family.size(); ++i) adjusted[family[i]] = family_adjusted[i];
   for (size_t i = 0; i < tests.size(); ++i) {

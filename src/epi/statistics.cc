@@ -121,6 +121,37 @@ std::vector<double> BenjaminiHochberg(const std::vector<double>& p) {
   return out;
 }
 
+std::vector<double> FamilyBenjaminiHochberg(const std::vector<double>& p, const std::vector<size_t>& family,
+                                            double alpha) {
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (family[i] >= members.size()) members.resize(family[i] + 1);
+    members[family[i]].push_back(i);
+  }
+  std::erase_if(members, [](const std::vector<size_t>& m) { return m.empty(); });
+  std::vector<double> simes(members.size());
+  for (size_t g = 0; g < members.size(); ++g) {
+    std::vector<double> ps;
+    for (size_t i : members[g]) ps.push_back(p[i]);
+    std::sort(ps.begin(), ps.end());
+    double m = static_cast<double>(ps.size()), best = 1.0;
+    for (size_t j = 0; j < ps.size(); ++j) best = std::min(best, ps[j] * m / static_cast<double>(j + 1));
+    simes[g] = best;
+  }
+  std::vector<double> selected = BenjaminiHochberg(simes);
+  size_t r = static_cast<size_t>(std::count_if(selected.begin(), selected.end(), [&](double q) { return q <= alpha; }));
+  double scale = r ? static_cast<double>(members.size()) / static_cast<double>(r) : 1.0;
+  std::vector<double> out(p.size(), 1.0);
+  for (size_t g = 0; g < members.size(); ++g) {
+    std::vector<double> ps;
+    for (size_t i : members[g]) ps.push_back(p[i]);
+    std::vector<double> within = BenjaminiHochberg(ps);
+    for (size_t k = 0; k < members[g].size(); ++k)
+      out[members[g][k]] = std::max(selected[g], std::min(1.0, within[k] * scale));
+  }
+  return out;
+}
+
 std::optional<Onset> FindOnset(const std::vector<uint64_t>& daily, double min_log_likelihood) {
   size_t n = daily.size();
   if (n < 2) return std::nullopt;

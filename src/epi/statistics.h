@@ -40,6 +40,20 @@ double BinomialGreater(uint64_t successes, uint64_t trials, double q);
 // Benjamini-Hochberg adjusted p-values, in the order given.
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
 
+// Two-level control for families of tests (Benjamini & Bogomolov, 2014):
+// each family (epi's: one attribute of one cluster) is first tested as a
+// whole with Simes' combination of its p-values, min over j of m p_(j) / j;
+// Benjamini-Hochberg over the families at `alpha` selects R of the G; within
+// a selected family, Benjamini-Hochberg at alpha R / G. The adjusted p of a
+// test is the larger of its family's adjusted Simes p and its own
+// within-family adjusted p times G / R, so that it is at most alpha exactly
+// when both levels keep it. One host of sixty that a background cluster
+// happens to fall on four times is no longer a finding: the attribute
+// `host` as a whole is not over-represented. `family[i]` numbers test i's
+// family.
+std::vector<double> FamilyBenjaminiHochberg(const std::vector<double>& p, const std::vector<size_t>& family,
+                                            double alpha);
+
 struct Onset {
   size_t day = 0;              // index into the daily counts
   double rate_before = 0;      // crashes per day before it

@@ -215,6 +215,25 @@ TEST(BenjaminiHochberg, WorkedExample) {
   EXPECT_DOUBLE_EQ(BenjaminiHochberg({0.9, 0.8})[0], 0.9);
 }
 
+// Three families: A {0.001, 0.02}, B {0.004}, C {0.3, 0.5, 0.04}. Simes:
+// A min(2 x 0.001 / 1, 2 x 0.02 / 2) = 0.002, B 0.004, C min(3 x 0.04, 3 x
+// 0.3 / 2, 3 x 0.5 / 3) = 0.12. BH over the families: 0.006, 0.006, 0.12;
+// at 0.05 it selects R = 2 of G = 3, so within-family BH is scaled by 1.5:
+// A 0.002 -> 0.003 (its family's 0.006 is larger), 0.02 -> 0.03; B 0.004 ->
+// 0.006; C (not selected) 0.12 -> 0.18, 0.45 -> 0.675, 0.5 -> 0.75.
+TEST(FamilyBenjaminiHochberg, WorkedExample) {
+  auto q = FamilyBenjaminiHochberg({0.001, 0.3, 0.004, 0.02, 0.5, 0.04}, {0, 2, 1, 0, 2, 2}, 0.05);
+  std::vector<double> want = {0.006, 0.675, 0.006, 0.03, 0.75, 0.18};
+  ASSERT_EQ(q.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(q[i], want[i], 1e-12) << i;
+  // One family is plain Benjamini-Hochberg (selected, G / R = 1).
+  auto one = FamilyBenjaminiHochberg({0.01, 0.04, 0.03, 0.005}, {0, 0, 0, 0}, 0.05);
+  auto plain = BenjaminiHochberg({0.01, 0.04, 0.03, 0.005});
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(one[i], plain[i], 1e-15) << i;
+  // No family selected: nothing is at most alpha.
+  for (double x : FamilyBenjaminiHochberg({0.2, 0.3}, {0, 1}, 0.05)) EXPECT_GT(x, 0.05);
+}
+
 TEST(Onset, FromZeroFromABaselineAndNone) {
   std::vector<uint64_t> from_zero(20, 0);
   for (size_t d = 10; d < 20; ++d) from_zero[d] = 3;
