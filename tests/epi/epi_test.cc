@@ -456,8 +456,7 @@ TEST(Epi, ReportsEscapeWhatCoresAndMetadataSay) {
   ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
   auto r = Coroner("epi --db " + db + " --html " + dir + "/r.html --md " + dir + "/r.md");
   ASSERT_EQ(r.status, 0) << r.err;
-  std::ifstream in(dir + "/r.html");
-  std::string html((std::istreambuf_iterator<char>(in)), {});
+  std::string html = ReadAll(dir + "/r.html");
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
   EXPECT_EQ(html.find("<b>bold"), std::string::npos);
@@ -466,8 +465,7 @@ TEST(Epi, ReportsEscapeWhatCoresAndMetadataSay) {
   EXPECT_EQ(scripts, 1u);  // the report's own
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
-  std::ifstream md_in(dir + "/r.md");
-  std::string md((std::istreambuf_iterator<char>(md_in)), {});
+  std::string md = ReadAll(dir + "/r.md");
   EXPECT_EQ(md.find("<script>"), std::string::npos);
   EXPECT_EQ(md.find("h|`"), std::string::npos);  // the pipe would split a table cell
 }
@@ -701,6 +699,24 @@ TEST(Epi, AmdFleetNamesTheBadGpuNotTheApplicationAndTheRelease) {
     }
   EXPECT_FALSE(SaysHardware(gpu)) << gpu.dump();
 
+  // The text, Markdown and HTML reports call the same host suspect, and no
+  // other: every line that says "suspect" is its verdict.
+  std::string logs, dir = fs::path(s.db).parent_path().string();
+  for (const auto& l : s.fleet.kernel_logs) logs += " --kernel-log " + l;
+  auto text = Coroner("epi --db " + s.db + " --inventory " + s.fleet.inventory + logs + " --md " + dir + "/r.md --html " +
+                      dir + "/r.html");
+  ASSERT_EQ(text.status, 0) << text.err;
+  for (const std::string& report : {text.out, ReadAll(dir + "/r.md"), ReadAll(dir + "/r.html")}) {
+    size_t suspects = 0;
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("suspect") == std::string::npos) continue;
+      ++suspects;
+      EXPECT_NE(line.find("eus-node-04: GPU 0000:c1:00.0 RAS uncorrectable"), std::string::npos) << line;
+    }
+    EXPECT_GE(suspects, 1u);
+  }
+
   // The release: named as the change the cluster began with.
   const PlantedPopulation& release = scenario.populations[2];
   ASSERT_TRUE(release.onset_cause);
@@ -768,6 +784,44 @@ TEST(Epi, SuspectHardwareNeedsFiveCoresOverTwoDays) {
     EXPECT_EQ(top["flag"], cores == 3 ? "only on host bad-host" : "100% of this cluster on one host — suspect hardware")
         << top.dump();
   }
+}
+
+// A CI VM: three crashes in three clusters no other host has, within half
+// an hour of its boot. It scores (unrelated clusters, fresh boot), but three
+// crashes of one afternoon without an error record of the machine are
+// chance: its row says "no verdict", and no report says "suspect".
+TEST(Epi, ACiVmsThreeFreshCrashesAreNoVerdict) {
+  std::string dir = Work() + "/ci-vm";
+  fs::create_directories(dir);
+  auto add = [&](const std::string& variant, int i, const std::string& host, const std::string& boot,
+                 const std::string& time) {
+    std::string core = dir + "/" + variant + "-" + std::to_string(i) + ".core";
+    fs::create_hard_link(ZooDir() + "/cores/" + variant + ".core", core);
+    std::ofstream(core + ".json") << json{{"host", host}, {"boot_time", boot}, {"time", time}}.dump();
+  };
+  int minute = 5;
+  for (const char* variant : {"bus_error-O0", "divide_by_zero-O0", "illegal_instruction-O0"})
+    add(variant, 0, "ci-vm-7", "2026-10-03T14:00:00Z", "2026-10-03T14:" + std::to_string(minute += 8) + ":00Z");
+  for (int i = 0; i < 40; ++i)
+    add("abort_assert-O0", i, "host-" + std::to_string(i % 10), "2026-09-20T00:00:00Z",
+        "2026-10-0" + std::to_string(1 + i % 5) + "T11:00:00Z");
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
+  auto r = Coroner("epi --db " + db + " --json --md " + dir + "/r.md --html " + dir + "/r.html");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto e = json::parse(r.out);
+  ASSERT_EQ(e["hosts"].size(), 1u) << e["hosts"].dump();
+  const json& ci = e["hosts"][0];
+  EXPECT_EQ(ci["host"], "ci-vm-7");
+  EXPECT_GE(ci["score"].get<double>(), 4) << ci.dump();
+  EXPECT_TRUE(ci["verdict"].is_null());
+  std::string evidence = ci["evidence"].dump();
+  EXPECT_NE(evidence.find("3 crashes in 3 clusters, 3 of them (mostly) on this host alone"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("3 of 3 crashes within an hour of boot"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("no verdict: 3 crashes and no error record"), std::string::npos) << evidence;
+  std::string text = Coroner("epi --db " + db).out;
+  for (const std::string& report : {text, ReadAll(dir + "/r.md"), ReadAll(dir + "/r.html")})
+    EXPECT_EQ(report.find("suspect"), std::string::npos);
 }
 
 class Cleanup : public ::testing::Environment {

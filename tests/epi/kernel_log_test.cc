@@ -5,6 +5,7 @@
 // VM fault handler): every field each line names is read, and nothing else.
 #include <gtest/gtest.h>
 
+#include "dataset/timestamps.h"
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 
@@ -397,6 +398,73 @@ TEST(HostVerdicts, CrashesAloneNeedMinimumSupport) {
   HardwareVerdicts with_record = JudgeHardware(crashes_on(3, 1), log.events, 3);
   ASSERT_EQ(with_record.hosts.size(), 1u);
   EXPECT_NE(with_record.hosts[0].verdict.find("suspect hardware"), std::string::npos) << with_record.hosts[0].verdict;
+}
+
+// A GPU's own errors before a host's aborts: Xid 79 60 s before each of 13
+// runtime aborts (syndrome abort, not gpu-fault), over three days, on a host
+// without an inventory. The cluster says "same GPU repeatedly" and the host
+// has the verdict naming the GPU (it once had score 2 and none).
+TEST(HostVerdicts, AGpuFallenOffTheBusBeforeItsAbortsIsNamedWithItsHost) {
+  std::string text;
+  std::vector<CrashFacts> crashes;
+  const int64_t start = 1791947520;  // 2026-10-14T03:12:00Z
+  for (int i = 0; i < 13; ++i) {
+    int64_t t = start + (i % 3) * 86400 + i * 600;
+    std::string pid = std::to_string(4000 + i);
+    text += FormatIso8601(t - 30).substr(0, 19) + "+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + pid +
+            ", name=python3, GPU has fallen off the bus.\n";
+    CrashFacts c;
+    c.host = "gpu-07";
+    c.time = t;
+    c.pid = 4000 + i;
+    crashes.push_back(c);
+  }
+  // Another host's crashes of the same cluster, without GPU lines.
+  for (int i = 0; i < 5; ++i) {
+    CrashFacts c;
+    c.host = "gpu-0" + std::to_string(i);
+    c.time = start + i * 3600;
+    crashes.push_back(c);
+  }
+  KernelLog log = Parse(text);
+  ASSERT_EQ(log.events.size(), 13u);
+  HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
+  EXPECT_EQ(v.joined_lines, 13u);
+  EXPECT_EQ(v.clusters[0].reading, "13 of 13 on GPU gpu-07 0000:3b:00: same GPU repeatedly — suspect the GPU");
+  ASSERT_FALSE(v.hosts.empty());
+  EXPECT_EQ(v.hosts[0].host, "gpu-07");
+  EXPECT_EQ(v.hosts[0].verdict.rfind("gpu-07: GPU 0000:3b:00 Xid 79 ×13 before 13 crashes", 0), 0u) << v.hosts[0].verdict;
+  for (size_t i = 1; i < v.hosts.size(); ++i) EXPECT_EQ(v.hosts[i].verdict, "") << v.hosts[i].host;
+}
+
+// An AMD GPU whose page faults (no error of its own: the catalogue says a
+// page fault is the program's) precede 9 ROCr aborts over 3 days, while
+// the application's other crashes fault elsewhere: one GPU again and again
+// is the cluster's reading, and its host's verdict.
+TEST(HostVerdicts, OneAmdGpuAgainAndAgainIsItsHostsVerdict) {
+  std::string text;
+  std::vector<CrashFacts> crashes;
+  const int64_t start = 1791947520;
+  for (int i = 0; i < 9; ++i) {
+    int64_t t = start + (i % 3) * 86400 + i * 900;
+    std::string pid = std::to_string(7000 + i);
+    text += FormatIso8601(t - 1).substr(0, 19) + "+0000 mi-02 kernel: amdgpu 0000:c1:00.0: amdgpu: [gfxhub0] retry "
+            "page fault (src_id:0 ring:0 vmid:8 pasid:32769, for process infer pid " + pid + " thread infer pid " +
+            pid + ")\n";
+    CrashFacts c;
+    c.host = "mi-02";
+    c.time = t;
+    c.pid = 7000 + i;
+    crashes.push_back(c);
+  }
+  KernelLog log = Parse(text);
+  ASSERT_EQ(log.events.size(), 9u);
+  for (const auto& e : log.events) EXPECT_FALSE(IsHardwareError(e));
+  HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
+  EXPECT_EQ(v.clusters[0].reading, "9 of 9 on GPU mi-02 0000:c1:00.0: same GPU repeatedly — suspect the GPU");
+  ASSERT_EQ(v.hosts.size(), 1u);
+  EXPECT_NE(v.hosts[0].verdict.find("GPU 0000:c1:00.0 under 9 crashes of cluster c1"), std::string::npos)
+      << v.hosts[0].verdict;
 }
 
 }  // namespace

@@ -38,4 +38,9 @@ bool MakeReadOnlyInPrivateNamespace(const std::vector<std::string>& dirs) {
   return true;
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace coroner::testing

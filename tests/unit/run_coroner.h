@@ -14,6 +14,9 @@ struct CommandResult {
 // `args` is appended to the binary's path as shell words.
 CommandResult Coroner(const std::string& args);
 
+// A file's bytes; empty when it cannot be read.
+std::string ReadAll(const std::string& path);
+
 // For a forked child: enters a private mount namespace in which each of
 // `dirs` is read-only, a view nothing outside the child shares. False where
 // no mount namespace can be made here.

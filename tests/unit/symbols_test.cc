@@ -251,18 +251,13 @@ TEST(Symbols, CompressedDebugSectionsAreDecodedOnceIntoTheCache) {
   }
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // A debug file with the build-id of null_deref-stripped and another source
 // file's name in its DWARF ("evil_pwned.c"), compressed: what a program
 // linked with someone else's build-id brings.
 std::string LyingDebugDir(const fs::path& dir) {
   std::string id = FileBuildId(Bin("null_deref-stripped"));
   std::string rel = ".build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
-  std::string bytes = ReadAll(testing::ZooDir() + "/debug/" + rel);
+  std::string bytes = testing::ReadAll(testing::ZooDir() + "/debug/" + rel);
   size_t replaced = 0;
   for (size_t at = 0; (at = bytes.find("null_deref.c", at)) != std::string::npos; ++replaced) bytes.replace(at, 12, "evil_pwned.c");
   EXPECT_GT(replaced, 0u);
@@ -315,7 +310,7 @@ TEST(DebugCache, PlantedLinksAndSharedDirectoriesAreRefused) {
   fs::create_symlink(precious, copy);
   Json again = AnalyzeWithCache(cache, args);
   EXPECT_EQ(FrameLines(again), FrameLines(plain));
-  EXPECT_EQ(ReadAll(precious), "the user's own file\n");
+  EXPECT_EQ(testing::ReadAll(precious), "the user's own file\n");
   EXPECT_FALSE(fs::is_symlink(copy));
 
   // debug/ a link to another directory: not used, nothing there evicted.
