@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <unordered_map>
 
@@ -113,126 +114,108 @@ struct Crash {
 
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
 
-// For each cluster, the values of the calendar's attributes (release,
-// kernel, ...) that nearly all of its placed crashes carry, tested as the
-// change the cluster began with (epi/change_onset.h). Bonferroni over every
-// such test; the strongest that passes both questions is the cluster's.
-void FindChangeOnsets(const Exposure& exposure, const Features& features, const std::vector<Crash>& crashes,
-                      const std::vector<uint32_t>& offsets, const std::vector<uint32_t>& flat,
-                      const std::vector<uint8_t>& placed, const std::vector<std::vector<uint32_t>>& members,
-                      const std::vector<size_t>& order, const std::vector<uint8_t>& windowed,
-                      const std::vector<uint8_t>& rated, int64_t begin, int64_t end, const EpiOptions& options,
-                      EpiResult& result) {
-  std::vector<std::pair<size_t, ChangeOnset>> tested;  // cluster rank, test
-  for (size_t rank = 0; rank < order.size(); ++rank) {
-    const auto& m = members[order[rank]];
-    if (m.size() < options.min_cluster_for_tests) continue;
-    uint64_t n_placed = 0;
-    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
-    for (uint32_t i : m) {
-      if (!placed[i]) continue;
-      ++n_placed;
-      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
-        if (!windowed[flat[j]] || !rated[flat[j]]) continue;
-        auto [it, added] = carried.try_emplace(flat[j], 0, *crashes[i].time);
-        ++it->second.first;
-        it->second.second = std::min(it->second.second, *crashes[i].time);
-      }
-    }
-    for (const auto& [f, seen] : carried) {
-      if (seen.first * 10 < n_placed * 9) continue;
-      auto o = TestChangeOnset(exposure, features.keys[features.features[f].first], features.features[f].second,
-                               begin, end, n_placed - seen.first, seen.first, seen.second);
-      if (o) tested.emplace_back(rank, std::move(*o));
-    }
-  }
-  for (auto& [rank, o] : tested) {
-    o.p_adjusted = std::min(1.0, o.p_value * static_cast<double>(tested.size()));
-    if (o.p_adjusted > options.report_p_adjusted || o.p_lag < kMinOnsetLag) continue;
-    auto& best = result.clusters[rank].began_with;
-    if (!best || o.p_adjusted < best->p_adjusted ||
-        (o.p_adjusted == best->p_adjusted && o.attribute + o.value < best->attribute + best->value))
-      best = o;
-  }
+// A feature's id when it exists.
+std::optional<uint32_t> FindFeature(const Features& features, const std::string& key, const std::string& value) {
+  auto k = features.key_ids.find(key);
+  if (k == features.key_ids.end()) return std::nullopt;
+  std::string id = std::to_string(k->second);
+  id += '\0';
+  id += value;
+  auto f = features.feature_ids.find(id);
+  return f == features.feature_ids.end() ? std::nullopt : std::optional<uint32_t>(f->second);
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------
+// Stage 1, load: the population's cores, their cluster keys and features.
 
-const std::vector<std::string>& UptimeBucketNames() {
-  static const std::vector<std::string> kNames = {"<1h", "1h-6h", "6h-1d", "1d-2d", "2d-7d", ">=7d"};
-  return kNames;
-}
+struct Population {
+  Features features;
+  std::vector<Crash> crashes;           // in core id order
+  std::vector<uint32_t> offsets, flat;  // crash i's features: flat[offsets[i] .. offsets[i + 1])
+  std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
+  uint32_t k_exe = 0, k_build = 0;
 
-Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options) {
-  EpiResult result;
+  std::pair<const uint32_t*, const uint32_t*> FeaturesOf(size_t i) const {
+    return {flat.data() + offsets[i], flat.data() + offsets[i + 1]};
+  }
+};
+
+// The SQL condition of the population (status ok, not a log line's twin,
+// --where, no exclusion rule) and the expression of a core's label.
+struct PopulationQuery {
+  std::string unlinked, population, label;
+};
+
+PopulationQuery MakePopulationQuery(const EpiOptions& options) {
+  PopulationQuery q;
   // A log line linked to the core of the same crash is that core's event.
-  const std::string unlinked =
-      "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
-  std::string population = "status = 'ok' AND " + unlinked + " AND " + Condition(options.where);
-  std::string label = "NULL";
+  q.unlinked = "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
+  q.population = "status = 'ok' AND " + q.unlinked + " AND " + Condition(options.where);
+  q.label = "NULL";
   for (const auto& rule : options.rules.rules) {
     std::string cond = Condition(rule.where);
     if (rule.kind == Rule::Kind::kExclude) {
-      population += " AND NOT ifnull(" + cond + ", 0)";
+      q.population += " AND NOT ifnull(" + cond + ", 0)";
     } else {
       std::string quoted = "'";
       for (char c : rule.name) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-      label = label == "NULL" ? "CASE" : label.substr(0, label.size() - 4);
-      label += " WHEN " + cond + " THEN " + quoted + "' END";
+      q.label = q.label == "NULL" ? "CASE" : q.label.substr(0, q.label.size() - 4);
+      q.label += " WHEN " + cond + " THEN " + quoted + "' END";
     }
   }
-  {
-    auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status = 'error' AND " + Condition(options.where) +
-                           "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + unlinked + " AND " +
-                           Condition(options.where) + ")");
-    if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
-    result.errors = static_cast<uint64_t>(q->rows[0][0].integer);
-    result.excluded = static_cast<uint64_t>(q->rows[0][1].integer);
-  }
+  return q;
+}
 
-  // Signatures made again with the rules' extra skip-list, from the frames
-  // of each crashing thread (in the order the unwinder found them).
+// Signatures made again with the rules' extra skip-list, from the frames of
+// each crashing thread (in the order the unwinder found them); empty
+// without one.
+Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, const std::string& population,
+                                                          const Rules& rules) {
   std::unordered_map<int64_t, std::string> resigned;
-  if (!options.rules.skip.empty() || !options.rules.skip_prefixes.empty()) {
-    SkipList skip = SkipList::Default();
-    skip.exact.insert(skip.exact.end(), options.rules.skip.begin(), options.rules.skip.end());
-    skip.prefixes.insert(skip.prefixes.end(), options.rules.skip_prefixes.begin(), options.rules.skip_prefixes.end());
-    int64_t current = -1;
-    std::string syndrome;
-    std::vector<SignatureFrame> frames;
-    auto flush = [&]() {
-      if (current >= 0) resigned[current] = MakeSignature(syndrome, frames, skip);
-      frames.clear();
-    };
-    auto f = dataset.ForEachRow(
-        "SELECT f.core, c.syndrome, f.function, f.module, f.trust FROM frames f JOIN threads t ON t.core = f.core AND "
-        "t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN (SELECT id FROM cores "
-        "WHERE " + population + ") ORDER BY f.core, f.\"index\"",
-        [&](const QueryRow& r) {
-          if (r.Integer(0) != current) {
-            flush();
-            current = r.Integer(0);
-            syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
-          }
-          frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan", r.Text(4) == "python"});
-          return true;
-        });
-    if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);
-    flush();
-  }
+  if (rules.skip.empty() && rules.skip_prefixes.empty()) return resigned;
+  SkipList skip = SkipList::Default();
+  skip.exact.insert(skip.exact.end(), rules.skip.begin(), rules.skip.end());
+  skip.prefixes.insert(skip.prefixes.end(), rules.skip_prefixes.begin(), rules.skip_prefixes.end());
+  int64_t current = -1;
+  std::string syndrome;
+  std::vector<SignatureFrame> frames;
+  auto flush = [&]() {
+    if (current >= 0) resigned[current] = MakeSignature(syndrome, frames, skip);
+    frames.clear();
+  };
+  auto f = dataset.ForEachRow(
+      "SELECT f.core, c.syndrome, f.function, f.module, f.trust FROM frames f JOIN threads t ON t.core = f.core AND "
+      "t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN (SELECT id FROM cores "
+      "WHERE " + population + ") ORDER BY f.core, f.\"index\"",
+      [&](const QueryRow& r) {
+        if (r.Integer(0) != current) {
+          flush();
+          current = r.Integer(0);
+          syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
+        }
+        frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan", r.Text(4) == "python"});
+        return true;
+      });
+  if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);
+  flush();
+  return resigned;
+}
 
-  // The cores and their cluster keys.
-  Features features;
-  std::vector<Crash> crashes;
-  std::vector<std::vector<uint32_t>> derived;  // per crash, features from the core row
-  std::vector<std::string> cluster_keys, cluster_syndromes;
+// The cores: each one's cluster key (its label, its signature made again,
+// or its signature) and the features its row gives (uptime and CPU-time
+// buckets, build-id, executable), into `derived`.
+Expected<bool> ReadCores(Dataset& dataset, const PopulationQuery& query,
+                         const std::unordered_map<int64_t, std::string>& resigned, Population& pop,
+                         std::vector<std::vector<uint32_t>>& derived) {
+  Features& features = pop.features;
   std::unordered_map<std::string, uint32_t> cluster_ids;
   std::vector<std::unordered_map<std::string, uint64_t>> syndrome_votes;
   uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
-  uint32_t k_build = features.Key("build_id"), k_exe = features.Key("exe");
+  pop.k_build = features.Key("build_id");
+  pop.k_exe = features.Key("exe");
   auto rows = dataset.ForEachRow(
-      "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + label +
-          ", pid FROM cores WHERE " + population + " ORDER BY id",
+      "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + query.label +
+          ", pid FROM cores WHERE " + query.population + " ORDER BY id",
       [&](const QueryRow& r) {
         Crash c;
         c.id = r.Integer(0);
@@ -245,9 +228,9 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
                           : again != resigned.end() ? again->second
                           : !r.IsNull(5)            ? std::string(r.Text(5))
                                                     : syndrome;
-        auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(cluster_keys.size()));
+        auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
         if (added) {
-          cluster_keys.push_back(key);
+          pop.cluster_keys.push_back(key);
           syndrome_votes.emplace_back();
         }
         c.cluster = it->second;
@@ -264,96 +247,144 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
             if (cpu < static_cast<double>(t.seconds)) own.push_back(features.Feature(k_cpu, t.name));
           if (cpu >= 3600) own.push_back(features.Feature(k_cpu, ">=1h"));
         }
-        if (!r.IsNull(7)) own.push_back(features.Feature(k_build, r.Text(7)));
-        if (!r.IsNull(6)) own.push_back(features.Feature(k_exe, r.Text(6)));
-        crashes.push_back(c);
+        if (!r.IsNull(7)) own.push_back(features.Feature(pop.k_build, r.Text(7)));
+        if (!r.IsNull(6)) own.push_back(features.Feature(pop.k_exe, r.Text(6)));
+        pop.crashes.push_back(c);
         derived.push_back(std::move(own));
         return true;
       });
   if (!rows.ok()) return MakeError(rows.error().kind, "reading cores: " + rows.error().message);
-  result.cores = crashes.size();
-  result.excluded -= std::min<uint64_t>(result.excluded, result.cores);
-  if (crashes.empty()) return result;
-  cluster_syndromes.resize(cluster_keys.size());
-  for (size_t i = 0; i < cluster_keys.size(); ++i) {
+  // A cluster's syndrome is the one most of its cores have.
+  pop.cluster_syndromes.resize(pop.cluster_keys.size());
+  for (size_t i = 0; i < pop.cluster_keys.size(); ++i) {
     uint64_t best = 0;
     for (const auto& [s, n] : syndrome_votes[i])
-      if (n > best || (n == best && s < cluster_syndromes[i])) best = n, cluster_syndromes[i] = s;
+      if (n > best || (n == best && s < pop.cluster_syndromes[i])) best = n, pop.cluster_syndromes[i] = s;
   }
+  return true;
+}
 
-  // Attributes, merged into the crashes by id (both are in id order).
-  std::vector<uint32_t> offsets(crashes.size() + 1, 0);
-  std::vector<uint32_t> flat;
-  flat.reserve(crashes.size() * 8);
+// The attributes, merged into the crashes by id (both are in id order),
+// with the row's own features and `hw_errors_Nd` from the kernel logs.
+Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
+                              const std::vector<std::vector<uint32_t>>& derived, Population& pop) {
+  Features& features = pop.features;
+  std::vector<Crash>& crashes = pop.crashes;
   uint32_t k_host = features.Key("host");
-  {
-    size_t at = 0;
-    std::vector<std::vector<uint32_t>> attrs(crashes.size());
-    auto a = dataset.ForEachRow("SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core",
-                                [&](const QueryRow& r) {
-                                  int64_t core = r.Integer(0);
-                                  while (at < crashes.size() && crashes[at].id < core) ++at;
-                                  if (at == crashes.size()) return false;
-                                  if (crashes[at].id != core) return true;
-                                  std::string key(r.Text(1));
-                                  if (key == "possible_bit_flips") crashes[at].bit_flip = true;
-                                  // systemd-coredump's pid (its xattr or file name) is the
-                                  // kernel's, as the kernel log prints it; the core's own
-                                  // pid is the one inside the process's pid namespace.
-                                  if (key == "pid")
-                                    if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
-                                      crashes[at].pid = static_cast<int>(*pid);
-                                  if (key == "impossible_state") crashes[at].impossible_state = true;
-                                  if (Untested(key)) return true;
-                                  uint32_t f = features.Feature(features.Key(key), r.Text(2));
-                                  if (features.features[f].first == k_host) crashes[at].host = f;
-                                  if (key == "machine" || key == "physical_host") crashes[at].machine = f;
-                                  attrs[at].push_back(f);
-                                  return true;
-                                });
-    if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
-    // Hardware events: per host, sorted times (an unknown time counts for
-    // every crash on the host).
-    std::unordered_map<std::string, std::vector<int64_t>> events;
-    std::unordered_map<std::string, bool> untimed;
-    for (const auto& e : options.hardware) {
-      if (!IsHardwareError(e)) continue;
-      if (e.time) events[e.host].push_back(*e.time);
-      else untimed[e.host] = true;
-    }
-    for (auto& [h, t] : events) std::sort(t.begin(), t.end());
-    uint32_t k_hw = features.Key("hw_errors_" + std::to_string(options.hardware_window_days) + "d");
-    int64_t window = options.hardware_window_days * kDay;
-    for (size_t i = 0; i < crashes.size(); ++i) {
-      flat.insert(flat.end(), derived[i].begin(), derived[i].end());
-      // One value per core per attribute: a sidecar or systemd-coredump's
-      // xattrs may name `exe` or `build_id` too, which the core's row gives
-      // already (and the core's own value wins).
-      for (uint32_t f : attrs[i]) {
-        uint32_t key = features.features[f].first;
-        bool from_core = (key == k_exe || key == k_build) &&
-                         std::any_of(derived[i].begin(), derived[i].end(),
-                                     [&](uint32_t d) { return features.features[d].first == key; });
-        if (!from_core) flat.push_back(f);
-      }
-      if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
-        const std::string& host = features.features[crashes[i].host].second;
-        bool hit = untimed.count(host) > 0;
-        auto it = events.find(host);
-        if (!hit && it != events.end() && crashes[i].time) {
-          auto lo = std::lower_bound(it->second.begin(), it->second.end(), *crashes[i].time - window);
-          hit = lo != it->second.end() && *lo <= *crashes[i].time;
-        }
-        // Only "yes" is tested: "no" would be the same test, mirrored.
-        if (hit) flat.push_back(features.Feature(k_hw, "yes"));
-      }
-      offsets[i + 1] = static_cast<uint32_t>(flat.size());
-    }
+  size_t at = 0;
+  std::vector<std::vector<uint32_t>> attrs(crashes.size());
+  auto a = dataset.ForEachRow("SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core",
+                              [&](const QueryRow& r) {
+                                int64_t core = r.Integer(0);
+                                while (at < crashes.size() && crashes[at].id < core) ++at;
+                                if (at == crashes.size()) return false;
+                                if (crashes[at].id != core) return true;
+                                std::string key(r.Text(1));
+                                if (key == "possible_bit_flips") crashes[at].bit_flip = true;
+                                // systemd-coredump's pid (its xattr or file name) is the
+                                // kernel's, as the kernel log prints it; the core's own
+                                // pid is the one inside the process's pid namespace.
+                                if (key == "pid")
+                                  if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
+                                    crashes[at].pid = static_cast<int>(*pid);
+                                if (key == "impossible_state") crashes[at].impossible_state = true;
+                                if (Untested(key)) return true;
+                                uint32_t f = features.Feature(features.Key(key), r.Text(2));
+                                if (features.features[f].first == k_host) crashes[at].host = f;
+                                if (key == "machine" || key == "physical_host") crashes[at].machine = f;
+                                attrs[at].push_back(f);
+                                return true;
+                              });
+  if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
+  // Hardware events: per host, sorted times (an unknown time counts for
+  // every crash on the host).
+  std::unordered_map<std::string, std::vector<int64_t>> events;
+  std::unordered_map<std::string, bool> untimed;
+  for (const auto& e : options.hardware) {
+    if (!IsHardwareError(e)) continue;
+    if (e.time) events[e.host].push_back(*e.time);
+    else untimed[e.host] = true;
   }
-  derived.clear();
-  derived.shrink_to_fit();
+  for (auto& [h, t] : events) std::sort(t.begin(), t.end());
+  uint32_t k_hw = features.Key("hw_errors_" + std::to_string(options.hardware_window_days) + "d");
+  int64_t window = options.hardware_window_days * kDay;
+  pop.offsets.assign(crashes.size() + 1, 0);
+  pop.flat.reserve(crashes.size() * 8);
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    pop.flat.insert(pop.flat.end(), derived[i].begin(), derived[i].end());
+    // One value per core per attribute: a sidecar or systemd-coredump's
+    // xattrs may name `exe` or `build_id` too, which the core's row gives
+    // already (and the core's own value wins).
+    for (uint32_t f : attrs[i]) {
+      uint32_t key = features.features[f].first;
+      bool from_core = (key == pop.k_exe || key == pop.k_build) &&
+                       std::any_of(derived[i].begin(), derived[i].end(),
+                                   [&](uint32_t d) { return features.features[d].first == key; });
+      if (!from_core) pop.flat.push_back(f);
+    }
+    if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
+      const std::string& host = features.features[crashes[i].host].second;
+      bool hit = untimed.count(host) > 0;
+      auto it = events.find(host);
+      if (!hit && it != events.end() && crashes[i].time) {
+        auto lo = std::lower_bound(it->second.begin(), it->second.end(), *crashes[i].time - window);
+        hit = lo != it->second.end() && *lo <= *crashes[i].time;
+      }
+      // Only "yes" is tested: "no" would be the same test, mirrored.
+      if (hit) pop.flat.push_back(features.Feature(k_hw, "yes"));
+    }
+    pop.offsets[i + 1] = static_cast<uint32_t>(pop.flat.size());
+  }
+  return true;
+}
 
-  // Time range.
+Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {
+  PopulationQuery query = MakePopulationQuery(options);
+  auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status = 'error' AND " + Condition(options.where) +
+                         "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + query.unlinked + " AND " +
+                         Condition(options.where) + ")");
+  if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
+  result.errors = static_cast<uint64_t>(q->rows[0][0].integer);
+  uint64_t selected = static_cast<uint64_t>(q->rows[0][1].integer);
+  auto resigned = Resign(dataset, query.population, options.rules);
+  if (!resigned.ok()) return resigned.error();
+  Population pop;
+  std::vector<std::vector<uint32_t>> derived;  // per crash, features from the core row
+  if (auto r = ReadCores(dataset, query, *resigned, pop, derived); !r.ok()) return r.error();
+  result.cores = pop.crashes.size();
+  result.excluded = selected - std::min<uint64_t>(selected, result.cores);
+  if (auto r = ReadAttributes(dataset, options, derived, pop); !r.ok()) return r.error();
+  return pop;
+}
+
+// ---------------------------------------------------------------------------
+// Stage 2, the calendar: the days the dataset covers, the population at risk
+// on them, and when each value appeared.
+
+struct Calendar {
+  bool timed = false;
+  int64_t min_day = 0, max_day = -1;
+  size_t days = 0;
+  std::optional<Exposure> exposure;
+  std::vector<uint8_t> placed;                   // per crash: in a placement of its host (inventory)
+  std::vector<uint8_t> rated, windowed;          // per feature: tested per host-day; within the window
+  std::vector<int64_t> all_days;                 // crash days, sorted
+  std::unordered_map<uint32_t, std::vector<int64_t>> days_with;  // windowed feature -> its crash days, sorted
+  std::vector<uint64_t> total;                   // per feature: crashes with it
+  std::vector<int64_t> first_time;               // per feature: its first crash's time
+
+  int64_t Begin() const { return min_day * kDay; }
+  int64_t End() const { return (max_day + 1) * kDay; }
+  // Crashes of a sorted list of days within [first, last].
+  static uint64_t InWindow(const std::vector<int64_t>& sorted, int64_t first, int64_t last) {
+    return static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), last) -
+                                 std::lower_bound(sorted.begin(), sorted.end(), first));
+  }
+};
+
+Calendar MakeCalendar(const Population& pop, const EpiOptions& options, EpiResult& result) {
+  Calendar cal;
+  const auto& crashes = pop.crashes;
   int64_t min_day = INT64_MAX, max_day = INT64_MIN;
   for (const auto& c : crashes) {
     if (!c.time) {
@@ -364,203 +395,242 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     min_day = std::min(min_day, d);
     max_day = std::max(max_day, d);
   }
-  bool timed = min_day <= max_day;
+  cal.timed = min_day <= max_day;
   // A dataset spanning more than ten years has a bad clock somewhere; the
   // daily series is capped rather than sized by it.
-  if (timed && max_day - min_day > 3660) {
+  if (cal.timed && max_day - min_day > 3660) {
     result.warnings.push_back("crash times span more than ten years; days before " + Day(max_day - 3660) +
                               " are left out of the daily counts");
     min_day = max_day - 3660;
   }
-  if (timed) result.first_day = Day(min_day), result.last_day = Day(max_day);
-  size_t days = timed ? static_cast<size_t>(max_day - min_day + 1) : 0;
-
+  if (cal.timed) {
+    result.first_day = Day(min_day), result.last_day = Day(max_day);
+    cal.min_day = min_day, cal.max_day = max_day;
+    cal.days = static_cast<size_t>(max_day - min_day + 1);
+  }
   // The population at risk: host-days from the inventory over the days the
   // dataset covers, and which crashes fall in a placement of their host.
-  std::optional<Exposure> exposure;
-  std::vector<uint8_t> placed(crashes.size(), 0);
-  if (options.inventory && timed) {
-    exposure.emplace(*options.inventory, min_day * kDay, (max_day + 1) * kDay);
+  const auto& features = pop.features;
+  cal.placed.assign(crashes.size(), 0);
+  if (options.inventory && cal.timed) {
+    cal.exposure.emplace(*options.inventory, cal.Begin(), cal.End());
     for (size_t i = 0; i < crashes.size(); ++i)
       if (crashes[i].time && crashes[i].host != UINT32_MAX)
-        placed[i] = exposure->Placed(features.features[crashes[i].host].second, *crashes[i].time);
+        cal.placed[i] = cal.exposure->Placed(features.features[crashes[i].host].second, *crashes[i].time);
   }
-  std::vector<uint8_t> rated_feature(features.features.size(), 0), windowed_feature(features.features.size(), 0);
-  for (size_t f = 0; f < features.features.size(); ++f) {
+  size_t n_features = features.features.size();
+  cal.rated.assign(n_features, 0);
+  cal.windowed.assign(n_features, 0);
+  for (size_t f = 0; f < n_features; ++f) {
     const std::string& key = features.keys[features.features[f].first];
-    rated_feature[f] = exposure && exposure->Describes(key);
-    windowed_feature[f] = WindowKey(key);
+    cal.rated[f] = cal.exposure && cal.exposure->Describes(key);
+    cal.windowed[f] = WindowKey(key);
   }
   // Crash days, all and per windowed value, sorted: crashes in a window by
-  // two binary searches.
-  std::vector<int64_t> all_days;
-  std::unordered_map<uint32_t, std::vector<int64_t>> days_with;
+  // two binary searches. Feature totals and when each value first appeared.
+  cal.total.assign(n_features, 0);
+  cal.first_time.assign(n_features, INT64_MAX);
   for (size_t i = 0; i < crashes.size(); ++i) {
-    if (!crashes[i].time) continue;
-    int64_t d = std::max(DayOf(*crashes[i].time), min_day);
-    all_days.push_back(d);
-    for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
-      if (windowed_feature[flat[j]]) days_with[flat[j]].push_back(d);
-  }
-  std::sort(all_days.begin(), all_days.end());
-  for (auto& [f, d] : days_with) std::sort(d.begin(), d.end());
-  auto in_window = [](const std::vector<int64_t>& sorted, int64_t first, int64_t last) {
-    return static_cast<uint64_t>(std::upper_bound(sorted.begin(), sorted.end(), last) -
-                                 std::lower_bound(sorted.begin(), sorted.end(), first));
-  };
-  std::map<std::pair<int64_t, int64_t>, double> window_days;  // total host-days per window, computed once
-
-  // Feature totals over the population, and when each value first appeared.
-  std::vector<uint64_t> total(features.features.size(), 0);
-  std::vector<int64_t> first_time(features.features.size(), INT64_MAX);
-  for (size_t i = 0; i < crashes.size(); ++i)
-    for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
-      ++total[flat[j]];
-      if (crashes[i].time) first_time[flat[j]] = std::min(first_time[flat[j]], *crashes[i].time);
+    auto [from, to] = pop.FeaturesOf(i);
+    for (const uint32_t* f = from; f != to; ++f) {
+      ++cal.total[*f];
+      if (crashes[i].time) cal.first_time[*f] = std::min(cal.first_time[*f], *crashes[i].time);
     }
+    if (!crashes[i].time) continue;
+    int64_t d = std::max(DayOf(*crashes[i].time), cal.min_day);
+    cal.all_days.push_back(d);
+    for (const uint32_t* f = from; f != to; ++f)
+      if (cal.windowed[*f]) cal.days_with[*f].push_back(d);
+  }
+  std::sort(cal.all_days.begin(), cal.all_days.end());
+  for (auto& [f, d] : cal.days_with) std::sort(d.begin(), d.end());
+  return cal;
+}
 
-  // Crashes by cluster.
-  size_t n_clusters = cluster_keys.size();
-  std::vector<std::vector<uint32_t>> members(n_clusters);
-  for (size_t i = 0; i < crashes.size(); ++i) members[crashes[i].cluster].push_back(static_cast<uint32_t>(i));
-  std::vector<size_t> order(n_clusters);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (members[a].size() != members[b].size()) return members[a].size() > members[b].size();
-    return cluster_keys[a] < cluster_keys[b];
-  });
+// ---------------------------------------------------------------------------
+// Stage 3, clusters: crashes by cluster, largest first, each with its days,
+// onset, hosts, uptimes and population at risk.
 
-  struct Test {
-    size_t cluster;
-    uint32_t feature;
-    uint64_t both;
-    double p;        // the one the family adjusts: p_rate when rated, else fisher
-    double fisher;
-    double min_p;    // the smallest p this test could give (Tarone)
-    uint64_t n = 0, with = 0, all = 0;  // Fisher's table: cluster, value, population
-    int64_t window_first = INT64_MIN, window_last = INT64_MIN;  // days, when restricted
-    bool rated = false;
-    double host_days = 0, rate = 0, rate_without = 0, p_rate = 1;
+struct Clusters {
+  std::vector<std::vector<uint32_t>> members;  // by cluster key id: crash indices
+  std::vector<size_t> order;                   // rank -> cluster key id
+  struct Span {
+    int64_t first = INT64_MAX, last = INT64_MIN;  // days with crashes; first > last when untimed
+    int64_t onset = INT64_MIN;
+    uint64_t timed = 0, placed = 0;               // crashes with a time, in a placement
+    bool active() const { return first <= last; }
   };
-  std::vector<Test> tests;
-  std::vector<uint64_t> counter_all;  // per test: every core of the cluster with the value
-  std::vector<uint64_t> counter(features.features.size(), 0);
-  std::vector<uint64_t> timed_counter(features.features.size(), 0), placed_counter(features.features.size(), 0);
-  std::vector<uint32_t> touched;
-  std::vector<int64_t> onset_day(n_clusters, INT64_MIN);
-  for (size_t rank = 0; rank < n_clusters; ++rank) {
-    size_t k = order[rank];
-    const auto& m = members[k];
+  std::vector<Span> spans;                     // by rank
+
+  const std::vector<uint32_t>& Of(size_t rank) const { return members[order[rank]]; }
+};
+
+Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptions& options, EpiResult& result) {
+  Clusters out;
+  const auto& crashes = pop.crashes;
+  size_t n = pop.cluster_keys.size();
+  out.members.resize(n);
+  for (size_t i = 0; i < crashes.size(); ++i) out.members[crashes[i].cluster].push_back(static_cast<uint32_t>(i));
+  out.order.resize(n);
+  std::iota(out.order.begin(), out.order.end(), 0);
+  std::sort(out.order.begin(), out.order.end(), [&](size_t a, size_t b) {
+    if (out.members[a].size() != out.members[b].size()) return out.members[a].size() > out.members[b].size();
+    return pop.cluster_keys[a] < pop.cluster_keys[b];
+  });
+  out.spans.resize(n);
+  std::map<std::pair<int64_t, int64_t>, double> window_days;  // host-days per window, computed once
+  for (size_t rank = 0; rank < n; ++rank) {
+    size_t k = out.order[rank];
+    const auto& m = out.members[k];
+    Clusters::Span& span = out.spans[rank];
     Cluster cl;
     cl.id = "c" + std::to_string(rank + 1);
-    cl.syndrome = cluster_syndromes[k];
-    cl.signature = cluster_keys[k];
+    cl.syndrome = pop.cluster_syndromes[k];
+    cl.signature = pop.cluster_keys[k];
     if (cl.signature.rfind("label: ", 0) == 0) cl.label = cl.signature.substr(7);
     cl.count = m.size();
     cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());
     cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
-    std::vector<uint64_t> daily(days, 0);
-    int64_t first = INT64_MAX, last = INT64_MIN;
-    uint64_t n_timed = 0, n_placed = 0;
+    std::vector<uint64_t> daily(cal.days, 0);
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
-      n_timed += c.time.has_value();
-      n_placed += placed[i];
+      span.timed += c.time.has_value();
+      span.placed += cal.placed[i];
       if (c.time) {
-        int64_t d = std::max(DayOf(*c.time), min_day);
-        ++daily[static_cast<size_t>(d - min_day)];
-        first = std::min(first, d);
-        last = std::max(last, d);
+        int64_t d = std::max(DayOf(*c.time), cal.min_day);
+        ++daily[static_cast<size_t>(d - cal.min_day)];
+        span.first = std::min(span.first, d);
+        span.last = std::max(span.last, d);
       }
       if (c.uptime) {
         size_t b = 0;
         while (b < std::size(kUptime) && *c.uptime >= kUptime[b].seconds) ++b;
         ++cl.uptime_histogram[b];
       }
-      if (c.host != UINT32_MAX) ++cl.hosts[features.features[c.host].second];
-      for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j) {
-        if (counter[flat[j]]++ == 0) touched.push_back(flat[j]);
-        if (c.time) ++timed_counter[flat[j]];
-        if (placed[i]) ++placed_counter[flat[j]];
-      }
+      if (c.host != UINT32_MAX) ++cl.hosts[pop.features.features[c.host].second];
     }
-    if (first <= last) {
-      cl.first_seen = Day(first);
-      cl.last_seen = Day(last);
-      for (size_t d = 0; d < days; ++d)
-        if (daily[d]) cl.daily[Day(min_day + static_cast<int64_t>(d))] = daily[d];
+    if (span.active()) {
+      cl.first_seen = Day(span.first);
+      cl.last_seen = Day(span.last);
+      for (size_t d = 0; d < cal.days; ++d)
+        if (daily[d]) cl.daily[Day(cal.min_day + static_cast<int64_t>(d))] = daily[d];
       auto onset = FindOnset(daily);
-      int64_t od = onset ? min_day + static_cast<int64_t>(onset->day) : first;
       // The change point cannot precede the first crash.
-      od = std::max(od, first);
-      onset_day[rank] = od;
-      cl.onset = Day(od);
+      span.onset = std::max(onset ? cal.min_day + static_cast<int64_t>(onset->day) : span.first, span.first);
+      cl.onset = Day(span.onset);
     }
-    if (m.size() >= options.min_cluster_for_tests) {
-      bool active = first <= last;
-      if (exposure && active) {
-        int64_t from = first * kDay, to = (last + 1) * kDay;
-        auto [it, added] = window_days.try_emplace({first, last}, 0.0);
-        if (added) it->second = exposure->Days(from, to);
-        cl.exposed = true;
-        cl.host_days = it->second;
-        cl.hosts_at_risk = exposure->Hosts(from, to);
-        for (const auto& [h, n] : cl.hosts) cl.host_days_per_host[h] = exposure->HostDays(h, from, to);
+    if (m.size() >= options.min_cluster_for_tests && cal.exposure && span.active()) {
+      int64_t from = span.first * kDay, to = (span.last + 1) * kDay;
+      auto [it, added] = window_days.try_emplace({span.first, span.last}, 0.0);
+      if (added) it->second = cal.exposure->Days(from, to);
+      cl.exposed = true;
+      cl.host_days = it->second;
+      cl.hosts_at_risk = cal.exposure->Hosts(from, to);
+      for (const auto& [h, c] : cl.hosts) cl.host_days_per_host[h] = cal.exposure->HostDays(h, from, to);
+    }
+    result.clusters.push_back(std::move(cl));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Stage 4, tests: each value each cluster's cores have, against the other
+// crashes (Fisher; within the cluster's window for the calendar's values)
+// or, with an inventory, against the host-days at risk.
+
+struct Test {
+  size_t cluster;        // rank
+  uint32_t feature;
+  uint64_t both;         // the cluster's cores with the value (in the window, when there is one)
+  uint64_t in_cluster;   // every core of the cluster with the value
+  double p;              // the one the family adjusts: p_rate when rated, else fisher
+  double fisher;
+  double min_p;          // the smallest p this test could give (Tarone)
+  uint64_t n = 0, with = 0, all = 0;  // Fisher's table: cluster, value, population
+  int64_t window_first = INT64_MIN, window_last = INT64_MIN;  // days, when restricted
+  bool rated = false;
+  double host_days = 0, rate = 0, rate_without = 0, p_rate = 1;
+};
+
+std::vector<Test> MakeTests(const Population& pop, const Calendar& cal, const Clusters& clusters,
+                            const EpiOptions& options, const EpiResult& result) {
+  std::vector<Test> tests;
+  const auto& features = pop.features;
+  size_t n_features = features.features.size();
+  std::vector<uint64_t> counter(n_features, 0), timed_counter(n_features, 0), placed_counter(n_features, 0);
+  std::vector<uint32_t> touched;
+  uint64_t all_crashes = pop.crashes.size();
+  for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
+    const auto& m = clusters.Of(rank);
+    if (m.size() < options.min_cluster_for_tests) continue;
+    const Clusters::Span& span = clusters.spans[rank];
+    for (uint32_t i : m) {
+      auto [from, to] = pop.FeaturesOf(i);
+      for (const uint32_t* f = from; f != to; ++f) {
+        if (counter[*f]++ == 0) touched.push_back(*f);
+        if (pop.crashes[i].time) ++timed_counter[*f];
+        if (cal.placed[i]) ++placed_counter[*f];
       }
-      for (uint32_t f : touched) {
-        // A program (or build) whose cores are exactly this cluster's is
-        // what the cluster is, not something it correlates with: the
-        // signature's frames are that program's code.
-        uint32_t key = features.features[f].first;
-        if ((key == k_exe || key == k_build) && counter[f] == m.size() && total[f] == m.size()) continue;
-        Test t{rank, f, counter[f], 1, 1, 1};
-        uint64_t n = m.size(), with = total[f], all = crashes.size();
-        if (windowed_feature[f] && active) {
-          t.both = timed_counter[f];
-          n = n_timed;
-          with = in_window(days_with[f], first, last);
-          all = in_window(all_days, first, last);
-          t.window_first = first, t.window_last = last;
-        }
-        t.n = n, t.with = with, t.all = all;
-        t.fisher = t.p = FisherGreater(t.both, n, with, all);
-        t.min_p = FisherGreater(std::min(n, with), n, with, all);
-        if (rated_feature[f] && active && n_placed > 0) {
-          int64_t from = first * kDay, to = (last + 1) * kDay;
-          double at_risk = window_days[{first, last}];
-          double with_days = exposure->Days(features.keys[key], features.features[f].second, from, to);
-          // A value the inventory never gives in the window (the sidecar
-          // says otherwise) has no exposure to compare with: Fisher decides.
-          if (with_days > 0 && at_risk > 0) {
-            uint64_t a = placed_counter[f];
-            double q = std::min(1.0, with_days / at_risk);
-            t.rated = true;
-            t.host_days = with_days;
-            t.rate = static_cast<double>(a) / with_days;
-            t.rate_without = at_risk > with_days ? static_cast<double>(n_placed - a) / (at_risk - with_days) : 0;
-            t.p = t.p_rate = BinomialGreater(a, n_placed, q);
-            t.min_p = BinomialGreater(n_placed, n_placed, q);
-            t.window_first = first, t.window_last = last;
-          }
-        }
-        tests.push_back(t);
-        counter_all.push_back(counter[f]);
+    }
+    for (uint32_t f : touched) {
+      // A program (or build) whose cores are exactly this cluster's is
+      // what the cluster is, not something it correlates with: the
+      // signature's frames are that program's code.
+      uint32_t key = features.features[f].first;
+      if ((key == pop.k_exe || key == pop.k_build) && counter[f] == m.size() && cal.total[f] == m.size()) continue;
+      Test t{rank, f, counter[f], counter[f], 1, 1, 1};
+      uint64_t n = m.size(), with = cal.total[f], all = all_crashes;
+      if (cal.windowed[f] && span.active()) {
+        t.both = timed_counter[f];
+        n = span.timed;
+        with = Calendar::InWindow(cal.days_with.at(f), span.first, span.last);
+        all = Calendar::InWindow(cal.all_days, span.first, span.last);
+        t.window_first = span.first, t.window_last = span.last;
       }
+      t.n = n, t.with = with, t.all = all;
+      t.fisher = t.p = FisherGreater(t.both, n, with, all);
+      t.min_p = FisherGreater(std::min(n, with), n, with, all);
+      if (cal.rated[f] && span.active() && span.placed > 0) {
+        int64_t from = span.first * kDay, to = (span.last + 1) * kDay;
+        double at_risk = result.clusters[rank].host_days;
+        double with_days = cal.exposure->Days(features.keys[key], features.features[f].second, from, to);
+        // A value the inventory never gives in the window (the sidecar
+        // says otherwise) has no exposure to compare with: Fisher decides.
+        if (with_days > 0 && at_risk > 0) {
+          uint64_t a = placed_counter[f];
+          double q = std::min(1.0, with_days / at_risk);
+          t.rated = true;
+          t.host_days = with_days;
+          t.rate = static_cast<double>(a) / with_days;
+          t.rate_without = at_risk > with_days ? static_cast<double>(span.placed - a) / (at_risk - with_days) : 0;
+          t.p = t.p_rate = BinomialGreater(a, span.placed, q);
+          t.min_p = BinomialGreater(span.placed, span.placed, q);
+          t.window_first = span.first, t.window_last = span.last;
+        }
+      }
+      tests.push_back(t);
     }
     for (uint32_t f : touched) counter[f] = timed_counter[f] = placed_counter[f] = 0;
     touched.clear();
-    result.clusters.push_back(std::move(cl));
   }
+  return tests;
+}
+
+// ---------------------------------------------------------------------------
+// Stage 5, the family: Tarone's cut, then Benjamini-Hochberg gated per
+// attribute of each cluster; the findings worth reporting.
+
+// The adjusted p of each test (1 for those left out of the family).
+std::vector<double> AdjustFamily(const std::vector<Test>& tests, const Population& pop, double alpha,
+                                 EpiResult& result) {
   // Tarone: a test whose smallest attainable p (every core of the cluster
   // with the value, or every core with the value in the cluster) is above
   // alpha/K can never be significant in a family of K; counting it would only
   // weaken the others. The family is the tests able to reach alpha/K for the
-  // smallest K at which at most K tests can; Benjamini-Hochberg runs over
-  // those alone.
-  const double alpha = options.report_p_adjusted;
-  std::vector<double> min_p(tests.size());
-  for (size_t i = 0; i < tests.size(); ++i) min_p[i] = tests[i].min_p;
-  std::vector<double> sorted_min = min_p;
+  // smallest K at which at most K tests can; the adjustment runs over those
+  // alone.
+  std::vector<double> sorted_min;
+  for (const auto& t : tests) sorted_min.push_back(t.min_p);
   std::sort(sorted_min.begin(), sorted_min.end());
   // able(K), the tests that can reach alpha/K, falls as K grows; the first
   // K with able(K) <= K exists (K = the number of tests at the latest).
@@ -575,33 +645,35 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   }
   std::vector<size_t> family;
   for (size_t i = 0; i < tests.size(); ++i)
-    if (min_p[i] <= cut) family.push_back(i);
+    if (tests[i].min_p <= cut) family.push_back(i);
   result.tests = family.size();
   result.untestable = tests.size() - family.size();
-
-  // Benjamini-Hochberg over the family, gated per attribute of each
-  // cluster (FamilyBenjaminiHochberg), then the findings worth reporting.
   std::vector<double> p(family.size());
   std::vector<size_t> attribute_of(family.size());
   std::map<std::pair<size_t, uint32_t>, size_t> attribute_ids;
   for (size_t i = 0; i < family.size(); ++i) {
     const Test& t = tests[family[i]];
     p[i] = t.p;
-    auto key = std::make_pair(t.cluster, features.features[t.feature].first);
+    auto key = std::make_pair(t.cluster, pop.features.features[t.feature].first);
     attribute_of[i] = attribute_ids.try_emplace(key, attribute_ids.size()).first->second;
   }
   std::vector<double> family_adjusted = FamilyBenjaminiHochberg(p, attribute_of, alpha);
   std::vector<double> adjusted(tests.size(), 1.0);
   for (size_t i = 0; i < family.size(); ++i) adjusted[family[i]] = family_adjusted[i];
+  return adjusted;
+}
+
+void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adjusted, const Population& pop,
+                 const Calendar& cal, const Clusters& clusters, const EpiOptions& options, EpiResult& result) {
+  const auto& features = pop.features;
   for (size_t i = 0; i < tests.size(); ++i) {
     if (adjusted[i] > options.report_p_adjusted) continue;
     const Test& t = tests[i];
-    Cluster& cl = result.clusters[t.cluster];
     Finding f;
     f.attribute = features.keys[features.features[t.feature].first];
     f.value = features.features[t.feature].second;
     f.count = t.both;
-    f.in_cluster = counter_all[i];
+    f.in_cluster = t.in_cluster;
     f.share = t.n ? static_cast<double>(t.both) / static_cast<double>(t.n) : 0;
     f.baseline_share = t.all ? static_cast<double>(t.with) / static_cast<double>(t.all) : 0;
     f.lift = f.baseline_share > 0 ? f.share / f.baseline_share : 0;
@@ -614,13 +686,13 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     f.p_rate = t.p_rate;
     if (t.window_first != INT64_MIN) f.window_from = Day(t.window_first), f.window_to = Day(t.window_last);
     // The first appearance of the value, for "began with".
-    f.flag = "";
-    if (first_time[t.feature] != INT64_MAX && onset_day[t.cluster] != INT64_MIN) {
-      int64_t appeared = DayOf(first_time[t.feature]);
-      if (ReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset_day[t.cluster]) <= 1)
+    int64_t onset = clusters.spans[t.cluster].onset;
+    if (cal.first_time[t.feature] != INT64_MAX && onset != INT64_MIN) {
+      int64_t appeared = DayOf(cal.first_time[t.feature]);
+      if (ReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset) <= 1)
         f.flag = "began with " + f.attribute + " " + f.value;
     }
-    cl.findings.push_back(std::move(f));
+    result.clusters[t.cluster].findings.push_back(std::move(f));
   }
   for (auto& cl : result.clusters) {
     std::stable_sort(cl.findings.begin(), cl.findings.end(), [](const Finding& a, const Finding& b) {
@@ -629,88 +701,138 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
     });
     if (cl.findings.size() > options.max_findings) cl.findings.resize(options.max_findings);
   }
+}
 
-  // Findings the strongest one of their cluster explains: host => sku, a
-  // machine => its region. Each later finding is tested again in two strata,
-  // the cores with the strongest finding's value and those without; when
-  // that test is not significant at the level findings are kept at, the
-  // finding is marked as explained by it. Only the features the findings
-  // name are indexed, so the pass costs their cores, not the fleet's.
-  {
-    std::vector<int32_t> slot(features.features.size(), -1);
-    std::vector<uint32_t> needed;
-    auto feature_of = [&](const Finding& f) { return features.Feature(features.Key(f.attribute), f.value); };
-    for (const auto& cl : result.clusters)
-      if (cl.findings.size() > 1)
-        for (const auto& f : cl.findings) {
-          uint32_t id = feature_of(f);
-          if (id >= slot.size()) continue;
-          if (slot[id] < 0) slot[id] = static_cast<int32_t>(needed.size()), needed.push_back(id);
-        }
-    std::vector<std::vector<uint32_t>> cores_with(needed.size());  // crash indices, ascending
-    if (!needed.empty())
-      for (size_t i = 0; i < crashes.size(); ++i)
-        for (uint32_t j = offsets[i]; j < offsets[i + 1]; ++j)
-          if (slot[flat[j]] >= 0) cores_with[static_cast<size_t>(slot[flat[j]])].push_back(static_cast<uint32_t>(i));
-    for (size_t rank = 0; rank < result.clusters.size(); ++rank) {
-      Cluster& cl = result.clusters[rank];
-      if (cl.findings.size() < 2) continue;
-      uint32_t cluster_key = static_cast<uint32_t>(order[rank]);
-      const Finding& strongest = cl.findings[0];
-      const auto& with_s = cores_with[static_cast<size_t>(slot[feature_of(strongest)])];
-      uint64_t cluster_with_s = strongest.in_cluster;
-      for (size_t j = 1; j < cl.findings.size(); ++j) {
-        Finding& f = cl.findings[j];
-        const auto& with_f = cores_with[static_cast<size_t>(slot[feature_of(f)])];
-        uint64_t cluster_with_f = f.in_cluster;
-        // Cores with both values, and those of them in the cluster: the
-        // shorter list looked up in the longer.
-        const auto& small = with_s.size() < with_f.size() ? with_s : with_f;
-        const auto& large = with_s.size() < with_f.size() ? with_f : with_s;
-        uint64_t both_values = 0, both_in_cluster = 0;
-        for (uint32_t i : small) {
-          if (!std::binary_search(large.begin(), large.end(), i)) continue;
-          ++both_values;
-          both_in_cluster += crashes[i].cluster == cluster_key;
-        }
-        Stratum in{both_in_cluster, cluster_with_s, both_values, with_s.size()};
-        Stratum out{cluster_with_f - both_in_cluster, cl.count - cluster_with_s, with_f.size() - both_values,
-                    crashes.size() - with_s.size()};
-        f.p_stratified = MantelHaenszelGreater({in, out});
-        // Judged at the finding's own rank in the family: scaled by the
-        // factor Benjamini-Hochberg gave its p (one host of the 20 a bad SKU
-        // spans is not a second cause because its stratified p is 0.01).
-        double own_p = f.rated ? f.p_rate : f.p_value;
-        double factor = own_p > 0 ? std::max(1.0, f.p_adjusted / own_p) : 1.0;
-        if (f.p_stratified * factor > options.report_p_adjusted) {
-          f.explained_by_attribute = strongest.attribute;
-          f.explained_by_value = strongest.value;
-        }
+// ---------------------------------------------------------------------------
+// Stage 6, explanations: findings the strongest one of their cluster
+// explains (host => sku, a machine => its region). Each later finding is
+// tested again in two strata, the cores with the strongest finding's value
+// and those without; when that test is not significant at the level
+// findings are kept at, the finding is marked as explained by it. Only the
+// features the findings name are indexed, so the pass costs their cores,
+// not the fleet's.
+
+void ExplainFindings(const Population& pop, const Clusters& clusters, const EpiOptions& options, EpiResult& result) {
+  const auto& features = pop.features;
+  std::vector<int32_t> slot(features.features.size(), -1);
+  std::vector<uint32_t> needed;
+  auto feature_of = [&](const Finding& f) { return *FindFeature(features, f.attribute, f.value); };
+  for (const auto& cl : result.clusters)
+    if (cl.findings.size() > 1)
+      for (const auto& f : cl.findings) {
+        uint32_t id = feature_of(f);
+        if (slot[id] < 0) slot[id] = static_cast<int32_t>(needed.size()), needed.push_back(id);
+      }
+  if (needed.empty()) return;
+  std::vector<std::vector<uint32_t>> cores_with(needed.size());  // crash indices, ascending
+  for (size_t i = 0; i < pop.crashes.size(); ++i) {
+    auto [from, to] = pop.FeaturesOf(i);
+    for (const uint32_t* f = from; f != to; ++f)
+      if (slot[*f] >= 0) cores_with[static_cast<size_t>(slot[*f])].push_back(static_cast<uint32_t>(i));
+  }
+  for (size_t rank = 0; rank < result.clusters.size(); ++rank) {
+    Cluster& cl = result.clusters[rank];
+    if (cl.findings.size() < 2) continue;
+    uint32_t cluster_key = static_cast<uint32_t>(clusters.order[rank]);
+    const Finding& strongest = cl.findings[0];
+    const auto& with_s = cores_with[static_cast<size_t>(slot[feature_of(strongest)])];
+    uint64_t cluster_with_s = strongest.in_cluster;
+    for (size_t j = 1; j < cl.findings.size(); ++j) {
+      Finding& f = cl.findings[j];
+      const auto& with_f = cores_with[static_cast<size_t>(slot[feature_of(f)])];
+      uint64_t cluster_with_f = f.in_cluster;
+      // Cores with both values, and those of them in the cluster: the
+      // shorter list looked up in the longer.
+      const auto& small = with_s.size() < with_f.size() ? with_s : with_f;
+      const auto& large = with_s.size() < with_f.size() ? with_f : with_s;
+      uint64_t both_values = 0, both_in_cluster = 0;
+      for (uint32_t i : small) {
+        if (!std::binary_search(large.begin(), large.end(), i)) continue;
+        ++both_values;
+        both_in_cluster += pop.crashes[i].cluster == cluster_key;
+      }
+      Stratum in{both_in_cluster, cluster_with_s, both_values, with_s.size()};
+      Stratum out{cluster_with_f - both_in_cluster, cl.count - cluster_with_s, with_f.size() - both_values,
+                  pop.crashes.size() - with_s.size()};
+      f.p_stratified = MantelHaenszelGreater({in, out});
+      // Judged at the finding's own rank in the family: scaled by the
+      // factor the adjustment gave its p (one host of the 20 a bad SKU
+      // spans is not a second cause because its stratified p is 0.01).
+      double own_p = f.rated ? f.p_rate : f.p_value;
+      double factor = own_p > 0 ? std::max(1.0, f.p_adjusted / own_p) : 1.0;
+      if (f.p_stratified * factor > options.report_p_adjusted) {
+        f.explained_by_attribute = strongest.attribute;
+        f.explained_by_value = strongest.value;
       }
     }
   }
+}
 
-  if (exposure) FindChangeOnsets(*exposure, features, crashes, offsets, flat, placed, members, order,
-                                 windowed_feature, rated_feature, min_day * kDay, (max_day + 1) * kDay, options,
-                                 result);
+// ---------------------------------------------------------------------------
+// Stage 7, onsets that come with a change: for each cluster, the values of
+// the calendar's attributes (release, kernel, ...) that nearly all of its
+// placed crashes carry, tested as the change the cluster began with
+// (epi/change_onset.h). Bonferroni over every such test; the strongest that
+// passes both questions is the cluster's.
 
+void FindChangeOnsets(const Population& pop, const Calendar& cal, const Clusters& clusters, const EpiOptions& options,
+                      EpiResult& result) {
+  if (!cal.exposure) return;
+  std::vector<std::pair<size_t, ChangeOnset>> tested;  // cluster rank, test
+  for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
+    const auto& m = clusters.Of(rank);
+    if (m.size() < options.min_cluster_for_tests) continue;
+    uint64_t n_placed = 0;
+    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
+    for (uint32_t i : m) {
+      if (!cal.placed[i]) continue;
+      ++n_placed;
+      auto [from, to] = pop.FeaturesOf(i);
+      for (const uint32_t* f = from; f != to; ++f) {
+        if (!cal.windowed[*f] || !cal.rated[*f]) continue;
+        auto [it, added] = carried.try_emplace(*f, 0, *pop.crashes[i].time);
+        ++it->second.first;
+        it->second.second = std::min(it->second.second, *pop.crashes[i].time);
+      }
+    }
+    for (const auto& [f, seen] : carried) {
+      if (seen.first * 10 < n_placed * 9) continue;
+      const auto& feature = pop.features.features[f];
+      auto o = TestChangeOnset(*cal.exposure, pop.features.keys[feature.first], feature.second, cal.Begin(),
+                               cal.End(), n_placed - seen.first, seen.first, seen.second);
+      if (o) tested.emplace_back(rank, std::move(*o));
+    }
+  }
+  for (auto& [rank, o] : tested) {
+    o.p_adjusted = std::min(1.0, o.p_value * static_cast<double>(tested.size()));
+    if (o.p_adjusted > options.report_p_adjusted || o.p_lag < kMinOnsetLag) continue;
+    auto& best = result.clusters[rank].began_with;
+    if (!best || o.p_adjusted < best->p_adjusted ||
+        (o.p_adjusted == best->p_adjusted && o.attribute + o.value < best->attribute + best->value))
+      best = o;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Stage 8, readings: the findings' plain-English flags, strongest first;
+// the uptime reading goes on the tightest bound the whole cluster is under.
+
+void ReadFindings(const EpiOptions& options, EpiResult& result) {
+  std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
   for (auto& cl : result.clusters) {
-    // Plain-English readings, strongest first; the uptime reading goes on
-    // the tightest bound the whole cluster is under.
     bool uptime_flagged = false;
     // "Suspect hardware" is a strong word: it needs at least 5 cores on at
     // least 2 days (3 crashes of one afternoon on one host are not a bad
     // machine). Below that, the plainer readings apply.
-    bool hardware_support = cl.count >= 5 && cl.daily.size() >= 2;
-    std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
+    bool hardware_support = cl.count >= kMinVerdictCrashes && cl.daily.size() >= kMinVerdictDays;
+    uint64_t with_uptime = 0;
+    for (auto n : cl.uptime_histogram) with_uptime += n;
     for (auto& f : cl.findings) {
       if (!f.explained_by_attribute.empty()) {
         f.flag = "explained by " + f.explained_by_attribute + " = " + f.explained_by_value;
         continue;
       }
       if (!f.flag.empty() || f.p_adjusted > 0.01) continue;
-      uint64_t with_uptime = 0;
-      for (auto n : cl.uptime_histogram) with_uptime += n;
       if (f.attribute == "uptime_bucket") {
         if (!uptime_flagged && f.value[0] == '<' && with_uptime > 0 && f.count == with_uptime) {
           for (const auto& t : kUptime)
@@ -737,46 +859,77 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
       }
     }
   }
+}
 
-  // Hosts and GPUs: the verdicts, from the cores' own evidence and the
-  // kernel logs' lines joined to them.
-  {
-    std::vector<size_t> rank_of(n_clusters);
-    for (size_t rank = 0; rank < n_clusters; ++rank) rank_of[order[rank]] = rank;
-    std::vector<CrashFacts> facts;
-    facts.reserve(crashes.size());
-    for (const Crash& c : crashes) {
-      CrashFacts f;
-      if (c.host != UINT32_MAX) f.host = features.features[c.host].second;
-      f.time = c.time;
-      f.uptime = c.uptime;
-      f.pid = c.pid;
-      f.cluster = rank_of[c.cluster];
-      f.bit_flip = c.bit_flip;
-      f.impossible_state = c.impossible_state;
-      f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
-      if (c.machine != UINT32_MAX) f.machine = features.features[c.machine].second;
-      facts.push_back(std::move(f));
-    }
-    VerdictOptions verdict;
-    verdict.inventory = options.inventory;
-    verdict.hardware_window_days = options.hardware_window_days;
-    for (size_t rank = 0; rank < n_clusters; ++rank)
-      for (const auto& f : result.clusters[rank].findings)
-        if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, f.flag, f.p_adjusted, f.in_cluster});
-    HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n_clusters, verdict);
-    result.hosts = std::move(hw.hosts);
-    result.joined_lines = hw.joined_lines;
-    for (size_t rank = 0; rank < n_clusters; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);
+// ---------------------------------------------------------------------------
+// Stage 9, hardware: the hosts' and GPUs' verdicts, from the cores' own
+// evidence, the kernel logs' lines joined to them and the findings that
+// call machines suspect.
+
+void JudgeClusterHardware(const Population& pop, const Clusters& clusters, const EpiOptions& options,
+                          EpiResult& result) {
+  size_t n = clusters.order.size();
+  std::vector<size_t> rank_of(n);
+  for (size_t rank = 0; rank < n; ++rank) rank_of[clusters.order[rank]] = rank;
+  std::vector<CrashFacts> facts;
+  facts.reserve(pop.crashes.size());
+  for (const Crash& c : pop.crashes) {
+    CrashFacts f;
+    if (c.host != UINT32_MAX) f.host = pop.features.features[c.host].second;
+    if (c.machine != UINT32_MAX) f.machine = pop.features.features[c.machine].second;
+    f.time = c.time;
+    f.uptime = c.uptime;
+    f.pid = c.pid;
+    f.cluster = rank_of[c.cluster];
+    f.bit_flip = c.bit_flip;
+    f.impossible_state = c.impossible_state;
+    f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
+    facts.push_back(std::move(f));
   }
+  VerdictOptions verdict;
+  verdict.inventory = options.inventory;
+  verdict.hardware_window_days = options.hardware_window_days;
+  for (size_t rank = 0; rank < n; ++rank)
+    for (const auto& f : result.clusters[rank].findings)
+      if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, f.flag, f.p_adjusted, f.in_cluster});
+  HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n, verdict);
+  result.hosts = std::move(hw.hosts);
+  result.joined_lines = hw.joined_lines;
+  for (size_t rank = 0; rank < n; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);
+}
 
-  // One example core per cluster, for the reader to open.
-  for (size_t rank = 0; rank < n_clusters; ++rank) {
-    int64_t id = crashes[members[order[rank]].front()].id;
+// One example core per cluster, for the reader to open.
+void AddExamples(Dataset& dataset, const Population& pop, const Clusters& clusters, EpiResult& result) {
+  for (size_t rank = 0; rank < clusters.order.size() && rank <= 200; ++rank) {  // a report lists no more
+    int64_t id = pop.crashes[clusters.Of(rank).front()].id;
     auto q = dataset.Query("SELECT path FROM cores WHERE id = " + std::to_string(id));
     if (q.ok() && !q->rows.empty()) result.clusters[rank].example = q->rows[0][0].text;
-    if (rank >= 200) break;  // a report lists no more
   }
+}
+
+}  // namespace
+
+const std::vector<std::string>& UptimeBucketNames() {
+  static const std::vector<std::string> kNames = {"<1h", "1h-6h", "6h-1d", "1d-2d", "2d-7d", ">=7d"};
+  return kNames;
+}
+
+Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options) {
+  EpiResult result;
+  auto population = LoadPopulation(dataset, options, result);
+  if (!population.ok()) return population.error();
+  const Population& pop = *population;
+  if (pop.crashes.empty()) return result;
+  Calendar calendar = MakeCalendar(pop, options, result);
+  Clusters clusters = MakeClusters(pop, calendar, options, result);
+  std::vector<Test> tests = MakeTests(pop, calendar, clusters, options, result);
+  std::vector<double> adjusted = AdjustFamily(tests, pop, options.report_p_adjusted, result);
+  AddFindings(tests, adjusted, pop, calendar, clusters, options, result);
+  ExplainFindings(pop, clusters, options, result);
+  FindChangeOnsets(pop, calendar, clusters, options, result);
+  ReadFindings(options, result);
+  JudgeClusterHardware(pop, clusters, options, result);
+  AddExamples(dataset, pop, clusters, result);
   return result;
 }
 

@@ -399,134 +399,165 @@ HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<u
   return v;
 }
 
+
+// The cluster readings that point at one subject: findings flagged
+// "suspect hardware" (on a host or machine, or on the hosts whose hardware
+// errors preceded the crashes) and GPUs that are "same GPU repeatedly".
+struct Readings {
+  std::map<std::string, Subject> machines, hosts;
+};
+
+Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+                      const std::vector<GpuSuspect>& gpu_suspects, const std::vector<uint64_t>& cluster_size,
+                      const VerdictOptions& options) {
+  Readings out;
+  // Each host's hardware error times, for the hw_errors findings.
+  std::unordered_map<std::string, std::vector<int64_t>> error_times;
+  for (const auto& e : events)
+    if (IsHardwareError(e) && e.time) error_times[e.host].push_back(*e.time);
+  for (auto& [h, t] : error_times) std::sort(t.begin(), t.end());
+  for (const auto& f : options.findings) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%.1e", f.p_adjusted);
+    std::string where = "cluster c" + std::to_string(f.cluster + 1);
+    if (f.attribute.rfind("hw_errors_", 0) != 0) {
+      Subject& s = NamesMachine(f.attribute) ? out.machines[f.value] : out.hosts[f.value];
+      s.readings.push_back({where + ": " + f.flag + " (adjusted p " + p + ")",
+                            std::to_string(f.count) + " of " + std::to_string(cluster_size[f.cluster]) +
+                                " crashes of " + where + " here"});
+      s.reading_support = true;
+      continue;
+    }
+    // Each host with hardware errors before two or more of the cluster's
+    // crashes on it.
+    std::map<std::string, uint64_t> after_errors;
+    int64_t window = static_cast<int64_t>(options.hardware_window_days) * kDaySeconds;
+    for (const auto& c : crashes) {
+      if (c.cluster != f.cluster || !c.time) continue;
+      auto it = error_times.find(c.host);
+      if (it == error_times.end()) continue;
+      auto lo = std::lower_bound(it->second.begin(), it->second.end(), *c.time - window);
+      after_errors[c.host] += lo != it->second.end() && *lo <= *c.time;
+    }
+    for (const auto& [host, n] : after_errors) {
+      if (n < 2) continue;
+      Subject& s = out.hosts[host];
+      s.readings.push_back({where + ": " + std::to_string(n) + " of its crashes came within " +
+                                std::to_string(options.hardware_window_days) +
+                                " days after this host's hardware errors (" + f.flag + ", adjusted p " + p + ")",
+                            std::to_string(n) + " crashes of " + where + " after its hardware errors"});
+      s.reading_support = true;
+    }
+  }
+  for (const auto& g : gpu_suspects) {
+    Subject& s = g.machine ? out.machines[g.owner] : out.hosts[g.owner];
+    std::string where = "cluster c" + std::to_string(g.cluster + 1);
+    s.readings.push_back({where + ": " + std::to_string(g.crashes) + " of its " + std::to_string(g.cores) +
+                              " crashes with GPU lines on GPU " + g.gpu + ": same GPU repeatedly",
+                          "GPU " + g.gpu + " under " + std::to_string(g.crashes) + " crashes of " + where});
+  }
+  return out;
+}
+
+// What the verdicts' stages share: each crash's lines, who owns each GPU,
+// the clusters' sizes.
+struct Evidence {
+  const std::vector<CrashFacts>& crashes;
+  const std::vector<HardwareEvent>& events;
+  const std::vector<CrashLines>& lines;
+  const Placements& placements;
+  const GpuOwners& owners;
+  const std::vector<uint64_t>& cluster_size;
+};
+
+// Physical machines, from what their VMs share. A machine is judged when
+// two or more of its VMs show evidence there, or a cluster names it;
+// evidence of one VM alone stays that VM's (it followed the VM from machine
+// to machine, or it is the VM's own). Only a machine with a verdict has a
+// row: without one, its VMs' rows show the same evidence. Returns the
+// machines with a verdict.
+std::set<std::string> JudgeMachines(const Evidence& ev, std::map<std::string, Subject> machines,
+                                    std::vector<HostVerdict>& rows) {
+  for (auto& [name, s] : machines) s.machine = true;
+  for (size_t i = 0; i < ev.crashes.size(); ++i) {
+    const CrashFacts& c = ev.crashes[i];
+    if (c.host.empty() || c.cluster >= ev.cluster_size.size()) continue;
+    std::string m = ev.placements.MachineOf(c.host, c.time, c.machine);
+    if (m.empty() || m == c.host) continue;
+    Subject& s = machines[m];
+    s.machine = true;
+    AddCrash(s, c, ev.lines[i]);
+  }
+  for (const auto& e : ev.events) {
+    if (!IsGpuHardwareError(e) || e.gpu.empty()) continue;
+    auto [m, machine] = ev.owners.Owner(e.host, e.time, e.gpu);
+    if (!machine) continue;
+    Subject& s = machines[m];
+    s.machine = true;
+    AddGpuError(s, e);
+  }
+  std::set<std::string> judged;
+  for (const auto& [name, s] : machines) {
+    if (VmsOf(s).size() < 2 && s.readings.empty()) continue;
+    HostVerdict v = Judge(name, s, ev.cluster_size, std::nullopt);
+    if (v.verdict.empty()) continue;
+    judged.insert(name);
+    rows.push_back(std::move(v));
+  }
+  return judged;
+}
+
+// Hosts, without what a machine's verdict took: the crashes and GPU errors
+// of their time on it.
+void JudgeHosts(const Evidence& ev, std::map<std::string, Subject> hosts, const std::set<std::string>& machines,
+                std::vector<HostVerdict>& rows) {
+  for (size_t i = 0; i < ev.crashes.size(); ++i) {
+    const CrashFacts& c = ev.crashes[i];
+    if (c.host.empty() || c.cluster >= ev.cluster_size.size()) continue;
+    if (machines.count(ev.placements.MachineOf(c.host, c.time, c.machine))) continue;
+    AddCrash(hosts[c.host], c, ev.lines[i]);
+  }
+  // The CPUs each host has, from its boot lines: a crash line naming a CPU
+  // the host does not have is not the kernel's.
+  std::map<std::string, int> cpu_count;
+  for (const auto& e : ev.events)
+    if (e.kind == "cpu-count" && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
+  auto cpus_of = [&](const std::string& host) -> std::optional<int> {
+    auto it = cpu_count.find(host);
+    return it == cpu_count.end() ? std::nullopt : std::optional<int>(it->second);
+  };
+  for (const auto& e : ev.events) {
+    if (IsGpuHardwareError(e) && !e.gpu.empty()) {
+      auto [m, machine] = ev.owners.Owner(e.host, e.time, e.gpu);
+      if (!machine || !machines.count(m)) AddGpuError(hosts[e.host], e);
+    } else if (IsCrashLine(e) || IsMachineError(e)) {
+      AddHostLine(hosts[e.host], e, cpus_of(e.host));
+    }
+  }
+  for (const auto& [name, s] : hosts) {
+    HostVerdict v = Judge(name, s, ev.cluster_size, cpus_of(name));
+    if (v.evidence.empty() || v.score <= 0) continue;
+    rows.push_back(std::move(v));
+  }
+}
+
 }  // namespace
 
 HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
                                size_t clusters, const VerdictOptions& options) {
   HardwareVerdicts out;
   out.clusters.resize(clusters);
+  std::vector<uint64_t> cluster_size(clusters, 0);
+  for (const auto& c : crashes)
+    if (c.cluster < clusters) ++cluster_size[c.cluster];
   Placements placements(options.inventory);
   std::vector<CrashLines> lines = JoinLines(crashes, events, out.joined_lines);
   GpuOwners owners(placements, crashes, lines, events);
   std::vector<GpuSuspect> gpu_suspects = ReadClusterGpus(crashes, lines, owners, out.clusters);
-
-  std::vector<uint64_t> cluster_size(clusters, 0);
-  for (const auto& c : crashes)
-    if (c.cluster < clusters) ++cluster_size[c.cluster];
-  // The CPUs each host has, from its boot lines: a crash line naming a CPU
-  // the host does not have is not the kernel's.
-  std::map<std::string, int> cpu_count;
-  for (const auto& e : events)
-    if (e.kind == "cpu-count" && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
-  auto cpus_of = [&](const std::string& host) -> std::optional<int> {
-    auto it = cpu_count.find(host);
-    return it == cpu_count.end() ? std::nullopt : std::optional<int>(it->second);
-  };
-  // Each host's hardware error times, for the hw_errors findings.
-  std::unordered_map<std::string, std::vector<int64_t>> error_times;
-  for (const auto& e : events)
-    if (IsHardwareError(e) && e.time) error_times[e.host].push_back(*e.time);
-  for (auto& [h, t] : error_times) std::sort(t.begin(), t.end());
-
-  // The cluster readings that point at one subject, by name.
-  std::map<std::string, Subject> machine_readings, host_readings;
-  for (const auto& f : options.findings) {
-    char p[32];
-    std::snprintf(p, sizeof p, "%.1e", f.p_adjusted);
-    std::string where = "cluster c" + std::to_string(f.cluster + 1);
-    if (f.attribute.rfind("hw_errors_", 0) == 0) {
-      // Each host with hardware errors before two or more of the cluster's
-      // crashes on it.
-      std::map<std::string, uint64_t> after_errors;
-      int64_t window = static_cast<int64_t>(options.hardware_window_days) * kDaySeconds;
-      for (const auto& c : crashes) {
-        if (c.cluster != f.cluster || !c.time) continue;
-        auto it = error_times.find(c.host);
-        if (it == error_times.end()) continue;
-        auto lo = std::lower_bound(it->second.begin(), it->second.end(), *c.time - window);
-        after_errors[c.host] += lo != it->second.end() && *lo <= *c.time;
-      }
-      for (const auto& [host, n] : after_errors) {
-        if (n < 2) continue;
-        Subject& s = host_readings[host];
-        s.readings.push_back({where + ": " + std::to_string(n) + " of its crashes came within " +
-                                  std::to_string(options.hardware_window_days) +
-                                  " days after this host's hardware errors (" + f.flag + ", adjusted p " + p + ")",
-                              std::to_string(n) + " crashes of " + where + " after its hardware errors"});
-        s.reading_support = true;
-      }
-    } else {
-      Subject& s = NamesMachine(f.attribute) ? machine_readings[f.value] : host_readings[f.value];
-      s.readings.push_back({where + ": " + f.flag + " (adjusted p " + p + ")",
-                            std::to_string(f.count) + " of " + std::to_string(cluster_size[f.cluster]) +
-                                " crashes of " + where + " here"});
-      s.reading_support = true;
-    }
-  }
-  for (const auto& g : gpu_suspects) {
-    Subject& s = g.machine ? machine_readings[g.owner] : host_readings[g.owner];
-    s.readings.push_back({"cluster c" + std::to_string(g.cluster + 1) + ": " + std::to_string(g.crashes) + " of its " +
-                              std::to_string(g.cores) + " crashes with GPU lines on GPU " + g.gpu +
-                              ": same GPU repeatedly",
-                          "GPU " + g.gpu + " under " + std::to_string(g.crashes) + " crashes of cluster c" +
-                              std::to_string(g.cluster + 1)});
-  }
-
-  // Stage 1: physical machines, from what their VMs share. A machine is
-  // judged when two or more of its VMs show evidence there, or a cluster
-  // names it; evidence of one VM alone stays that VM's (it followed the VM
-  // from machine to machine, or it is the VM's own).
-  std::map<std::string, Subject> machines = std::move(machine_readings);
-  for (auto& [name, s] : machines) s.machine = true;
-  for (size_t i = 0; i < crashes.size(); ++i) {
-    const CrashFacts& c = crashes[i];
-    if (c.host.empty() || c.cluster >= clusters) continue;
-    std::string m = placements.MachineOf(c.host, c.time, c.machine);
-    if (m.empty() || m == c.host) continue;
-    Subject& s = machines[m];
-    s.machine = true;
-    AddCrash(s, c, lines[i]);
-  }
-  for (const auto& e : events) {
-    if (!IsGpuHardwareError(e) || e.gpu.empty()) continue;
-    auto [m, machine] = owners.Owner(e.host, e.time, e.gpu);
-    if (!machine) continue;
-    Subject& s = machines[m];
-    s.machine = true;
-    AddGpuError(s, e);
-  }
-  std::set<std::string> absorbing;  // machines with a verdict: their VMs' evidence there is theirs
-  // Only a machine with a verdict has a row: without one, its VMs' rows
-  // show the same evidence.
-  for (const auto& [name, s] : machines) {
-    if (VmsOf(s).size() < 2 && s.readings.empty()) continue;
-    HostVerdict v = Judge(name, s, cluster_size, std::nullopt);
-    if (v.verdict.empty()) continue;
-    absorbing.insert(name);
-    out.hosts.push_back(std::move(v));
-  }
-
-  // Stage 2: hosts, without what an absorbing machine's verdict took.
-  std::map<std::string, Subject> hosts = std::move(host_readings);
-  for (size_t i = 0; i < crashes.size(); ++i) {
-    const CrashFacts& c = crashes[i];
-    if (c.host.empty() || c.cluster >= clusters) continue;
-    if (absorbing.count(placements.MachineOf(c.host, c.time, c.machine))) continue;
-    AddCrash(hosts[c.host], c, lines[i]);
-  }
-  for (const auto& e : events) {
-    if (IsGpuHardwareError(e) && !e.gpu.empty()) {
-      auto [m, machine] = owners.Owner(e.host, e.time, e.gpu);
-      if (!machine || !absorbing.count(m)) AddGpuError(hosts[e.host], e);
-    } else if (IsCrashLine(e) || IsMachineError(e)) {
-      AddHostLine(hosts[e.host], e, cpus_of(e.host));
-    }
-  }
-  for (const auto& [name, s] : hosts) {
-    HostVerdict v = Judge(name, s, cluster_size, cpus_of(name));
-    if (v.evidence.empty() || v.score <= 0) continue;
-    out.hosts.push_back(std::move(v));
-  }
+  Readings readings = ReadClusters(crashes, events, gpu_suspects, cluster_size, options);
+  Evidence ev{crashes, events, lines, placements, owners, cluster_size};
+  std::set<std::string> machines = JudgeMachines(ev, std::move(readings.machines), out.hosts);
+  JudgeHosts(ev, std::move(readings.hosts), machines, out.hosts);
   std::stable_sort(out.hosts.begin(), out.hosts.end(), [](const HostVerdict& a, const HostVerdict& b) {
     if (a.score != b.score) return a.score > b.score;
     return a.host < b.host;
