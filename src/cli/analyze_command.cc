@@ -8,6 +8,7 @@
 
 #include "core/core.h"
 #include "core/crash_line.h"
+#include "epi/rules.h"
 #include "processor/processor.h"
 #include "report/core_report.h"
 #include "report/markdown_report.h"
@@ -72,6 +73,15 @@ std::vector<CrashLineText> CrashLinesOf(const std::string& path) {
 
 int RunAnalyze(const AnalyzeOptions& options) {
   int status = 0;
+  Rules rules;
+  if (!options.rules_file.empty()) {
+    auto loaded = LoadRules(options.rules_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "coroner: %s\n", loaded.error().message.c_str());
+      return 2;
+    }
+    rules = std::move(*loaded);
+  }
   CoreOptions core_options;
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;
@@ -91,6 +101,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   process.depth = options.registers_only ? AnalysisDepth::kRegisters : AnalysisDepth::kFull;
   process.unwind.max_frames = options.max_frames;
   process.python_frames = options.python_frames;
+  process.environment.allow = rules.environment_allow;
   bool json = options.format == "json";
   SourceFlags flags = options.source_flags;
   flags.components_file = options.components_file;

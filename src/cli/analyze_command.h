@@ -22,6 +22,7 @@ struct AnalyzeOptions {
   bool registers_only = false;  // no unwinding or symbolization
   size_t max_frames = 1024;
   bool python_frames = true;  // --no-python turns the Python stacks off
+  std::string rules_file;     // --rules: its [environment] allow list
   // Where sources and versions are, for the Markdown report (the
   // components file above is theirs too).
   SourceFlags source_flags;

@@ -61,9 +61,11 @@ int main(int argc, char** argv) {
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
   cmd->add_flag("!--no-python", analyze.python_frames, "native frames only: do not read a CPython process's Python stacks");
+  cmd->add_option("--rules", analyze.rules_file, "a rules file: its [environment] allow list adds identity variables");
   AddSourceFlags(cmd, analyze.source_flags);
 
   coroner::ScanOptions scan;
+  std::string scan_rules;
   uint64_t scan_max_bytes = 0;
   auto* scan_cmd = app.add_subcommand("scan", "analyze a fleet of cores into a SQLite dataset");
   scan_cmd->add_option("INPUT", scan.inputs, "core files, directories, globs, @listfiles, http(s):// URLs");
@@ -75,6 +77,7 @@ int main(int argc, char** argv) {
   scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
   scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
   scan_cmd->add_option("--sysroot", scan.sysroot, "look module files up under DIR");
+  scan_cmd->add_option("--rules", scan_rules, "a rules file: its [environment] allow list adds identity variables");
   scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
   std::string shard;
   scan_cmd->add_option("--shard", shard, "I/N: scan only shard I (0-based) of N, balanced by size");
@@ -150,7 +153,7 @@ int main(int argc, char** argv) {
       }
       scan.shard = std::make_pair(i, n);
     }
-    return coroner::RunScanCommand(scan);
+    return coroner::RunScanCommand(scan, scan_rules);
   }
   if (sources_cmd->parsed()) return coroner::RunSourcesCommand(sources);
   if (merge_cmd->parsed()) return coroner::RunMergeCommand(merge_db, merge_shards);

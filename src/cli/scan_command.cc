@@ -8,6 +8,7 @@
 
 #include "dataset/dataset.h"
 #include "dataset/merge.h"
+#include "epi/rules.h"
 
 namespace coroner {
 namespace {
@@ -20,8 +21,16 @@ std::string Bytes(double b) {
 
 }  // namespace
 
-int RunScanCommand(ScanOptions options) {
+int RunScanCommand(ScanOptions options, const std::string& rules_file) {
   if (::isatty(STDERR_FILENO)) options.progress = stderr;
+  if (!rules_file.empty()) {
+    auto rules = LoadRules(rules_file);
+    if (!rules.ok()) {
+      std::fprintf(stderr, "coroner: %s\n", rules.error().message.c_str());
+      return 2;
+    }
+    options.environment_allow = rules->environment_allow;
+  }
   auto summary = RunScan(options);
   if (!summary.ok()) {
     std::fprintf(stderr, "coroner: %s\n", summary.error().message.c_str());

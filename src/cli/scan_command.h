@@ -12,7 +12,8 @@ namespace coroner {
 // Runs the scan and prints its summary to stdout. Exit status: 0 when the
 // scan finished (error rows included), 1 when the dataset could not be
 // written, 2 for unusable arguments (an inventory that does not parse).
-int RunScanCommand(ScanOptions options);
+// `rules_file` (--rules), when given, adds its [environment] allow list.
+int RunScanCommand(ScanOptions options, const std::string& rules_file = "");
 
 // Merges shard datasets into `out` and prints what it did.
 int RunMergeCommand(const std::string& out, const std::vector<std::string>& shards);

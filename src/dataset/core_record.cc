@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -80,7 +81,24 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   process.depth = AnalysisDepth::kLabels;
   process.unwind.max_frames = static_cast<size_t>(std::max(options.max_frames, 1));
   if (r.source == "core") process.input_path = r.path;
+  process.environment = options.environment;
   CrashAnalysis analysis = ProcessCore(core, symbols, process);
+  if (analysis.identity && analysis.identity->job) {
+    const JobIdentity& job = *analysis.identity->job;
+    auto add = [&](const char* key, const std::string& value) {
+      if (!value.empty()) r.attributes.push_back({key, ValidUtf8(value)});
+    };
+    auto number = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
+    add("launcher", job.launcher);
+    add("job_id", job.job_id);
+    add("job_step", job.step.value_or(""));
+    add("job_restart", number(job.restart));
+    add("rank", number(job.rank));
+    add("world_size", number(job.world_size));
+    add("local_rank", number(job.local_rank));
+    add("job_node", job.node);
+    add("gpus", job.gpus);
+  }
   const std::optional<FaultContext>& fault = analysis.fault_context;
   if (analysis.diagnosis) {
     r.syndrome = SyndromeName(analysis.diagnosis->syndrome);
@@ -156,10 +174,21 @@ InputStamp StampInput(const std::string& input) {
   return s;
 }
 
+const std::vector<std::string>& JobAttributeKeys() {
+  static const std::vector<std::string> kKeys = {"launcher", "job_id", "job_step", "job_restart", "rank",
+                                                 "world_size", "local_rank", "job_node", "gpus"};
+  return kKeys;
+}
+
 void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   r.time = md.time;
   r.time_source = md.time_source;
   r.uptime = md.Uptime();
+  // A sidecar's job keys win over what the core's environment said.
+  const auto& job_keys = JobAttributeKeys();
+  for (const auto& [k, v] : md.attributes)
+    if (std::find(job_keys.begin(), job_keys.end(), k) != job_keys.end())
+      std::erase_if(r.attributes, [&](const auto& a) { return a.key == k; });
   for (const auto& [k, v] : md.attributes) r.attributes.push_back({ValidUtf8(k), ValidUtf8(v)});
   for (const auto& w : md.warnings) r.warnings.push_back(ValidUtf8(w));
 }

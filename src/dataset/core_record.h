@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dataset/metadata.h"
+#include "processor/process_identity.h"
 #include "source/expected.h"
 #include "symbolize/symbol_provider.h"
 
@@ -88,7 +89,13 @@ struct RecordOptions {
   std::string sysroot;
   int max_frames = 256;  // of the crashing thread
   const Inventory* inventory = nullptr;  // joined on host, when given
+  EnvironmentPolicy environment;         // identity variables kept besides the built-in ones
 };
+
+// The attributes of a rank of a distributed job, from its core (a sidecar's
+// keys of the same names win): launcher, job_id, job_step, job_restart,
+// rank, world_size, local_rank, job_node, gpus.
+const std::vector<std::string>& JobAttributeKeys();
 
 // Reads one input (file or URL) and analyzes it: every thread's registers;
 // the crashing thread unwound, symbolized and diagnosed. Never fails: an

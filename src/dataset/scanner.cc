@@ -95,6 +95,7 @@ struct WorkerContext {
   record_options.max_bytes = ctx.options->max_bytes;
   record_options.sysroot = ctx.options->sysroot;
   record_options.inventory = ctx.inventory;
+  record_options.environment.allow = ctx.options->environment_allow;
   uint64_t index;
   while (ReadAll(cmd_fd, &index, sizeof index)) {
     if (index >= ctx.inputs->size()) break;
@@ -358,6 +359,7 @@ class Scan {
     RecordOptions record_options;
     record_options.sysroot = options_.sysroot;
     record_options.inventory = inventory_;
+    record_options.environment.allow = options_.environment_allow;
     std::optional<Error> failed;
     AnalyzeLogLines(todo, record_options, jobs, [&](std::vector<CoreRecord>& records) {
       for (auto& r : records) Record(std::move(r));

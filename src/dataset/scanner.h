@@ -34,6 +34,7 @@ struct ScanOptions {
   bool force = false;                  // re-analyze unchanged inputs too
   std::optional<std::pair<int, int>> shard;  // (index, count): scan only this shard of the inputs
   std::string sysroot;
+  std::vector<std::string> environment_allow;  // identity variables kept besides the built-in ones
   FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
 };
 

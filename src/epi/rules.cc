@@ -19,6 +19,20 @@ Expected<Rules> ParseRules(const std::string& text) {
   Rules rules;
   for (auto&& [key, node] : table) {
     std::string section(key.str());
+    if (section == "environment") {
+      // [environment] allow = ["POD_NAME", "MY_JOB_*"]: identity variables
+      // analyze and scan keep besides the built-in ones.
+      const toml::table* t = node.as_table();
+      const toml::array* a = t ? (*t)["allow"].as_array() : nullptr;
+      if (!a || t->size() != 1) return MakeError(ErrorKind::kMalformed, "rules: [environment] has one list, allow");
+      for (const auto& item : *a) {
+        auto entry = item.value<std::string>();
+        if (!entry || entry->empty() || *entry == "*")
+          return MakeError(ErrorKind::kMalformed, "rules: [environment] allow holds names or prefixes like \"POD_*\"");
+        rules.environment_allow.push_back(*entry);
+      }
+      continue;
+    }
     if (section == "signature") {
       const toml::table* t = node.as_table();
       if (!t) return MakeError(ErrorKind::kMalformed, "rules: [signature] must be a table");
@@ -39,7 +53,7 @@ Expected<Rules> ParseRules(const std::string& text) {
     Rule::Kind kind;
     if (section == "exclude") kind = Rule::Kind::kExclude;
     else if (section == "label") kind = Rule::Kind::kLabel;
-    else return MakeError(ErrorKind::kMalformed, "rules: unknown section " + section + " (want [[exclude]], [[label]], [signature])");
+    else return MakeError(ErrorKind::kMalformed, "rules: unknown section " + section + " (want [[exclude]], [[label]], [signature], [environment])");
     const toml::array* list = node.as_array();
     if (!list) return MakeError(ErrorKind::kMalformed, "rules: " + section + " must be [[" + section + "]] tables");
     for (const auto& item : *list) {

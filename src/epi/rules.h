@@ -14,6 +14,9 @@
 //   [signature]            # more frames to skip, on top of the built-in list
 //   skip = ["my_fatal_handler"]
 //   skip_prefixes = ["folly::symbolizer::"]
+//
+//   [environment]          # identity variables analyze and scan keep (with --rules)
+//   allow = ["POD_NAME", "MY_JOB_*"]
 #pragma once
 
 #include <string>
@@ -35,6 +38,10 @@ struct Rules {
   // built-in ones; when any are given, signatures are made again from the
   // crashing threads' frames in the dataset.
   std::vector<std::string> skip, skip_prefixes;
+  // Environment variables kept besides the built-in identity list: exact
+  // names, or prefixes ending in '*' (which never admit a name that looks
+  // like a secret: processor/process_identity.h).
+  std::vector<std::string> environment_allow;
 };
 
 // Parses the TOML text; a one-line error names what is wrong.

@@ -47,6 +47,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   a.threads.resize(core.threads().size());
   for (size_t i = 0; i < core.threads().size(); ++i) a.threads[i].thread = &core.threads()[i];
   if (options.depth == AnalysisDepth::kRegisters) return a;
+  a.identity = IdentifyProcess(core, options.environment);
   a.modules = std::make_unique<ModuleMap>(core, symbols);
   const ModuleMap& modules = *a.modules;
   StackMemory stack(core.memory());

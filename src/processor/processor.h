@@ -13,6 +13,7 @@
 
 #include "core/core.h"
 #include "diagnose/diagnosis.h"
+#include "processor/process_identity.h"
 #include "python/python_stacks.h"
 #include "symbolize/disassembler.h"
 #include "symbolize/module_map.h"
@@ -39,6 +40,7 @@ struct ProcessOptions {
   // The core's file, where a CUDA GPU core dump may sit beside it; empty
   // for a URL or a crash line.
   std::string input_path;
+  EnvironmentPolicy environment;  // the identity variables kept besides the built-in ones
 };
 
 // Frames unwound for all the threads of one core together (each thread is
@@ -76,6 +78,9 @@ struct CrashAnalysis {
   // processor): ROCm's AMDGPU notes, a CUDA GPU dump beside it. Empty
   // when there is none.
   std::vector<std::string> gpu_state;
+  // Who the process was: its command line, the identity variables of its
+  // environment (no others) and its job; from kLabels on.
+  std::optional<ProcessIdentity> identity;
 
   // The crashing thread with its frames; null when nothing was unwound
   // (kRegisters) or the core has no threads.

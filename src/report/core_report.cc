@@ -183,6 +183,35 @@ const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
   return mm && mm->module == &m ? mm : nullptr;
 }
 
+Json JobJson(const std::optional<JobIdentity>& job) {
+  if (!job) return nullptr;
+  auto number = [](const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); };
+  return Json{{"launcher", job->launcher},
+              {"job_id", Text(job->job_id)},
+              {"step", job->step ? Json(Text(*job->step)) : Json(nullptr)},
+              {"restart", number(job->restart)},
+              {"rank", number(job->rank)},
+              {"world_size", number(job->world_size)},
+              {"local_rank", number(job->local_rank)},
+              {"node", job->node.empty() ? Json(nullptr) : Json(Text(job->node))},
+              {"gpus", job->gpus.empty() ? Json(nullptr) : Json(Text(job->gpus))}};
+}
+
+// What of the command line and environment could not be read, for
+// `missing`; nothing for a snapshot without an AT_EXECFN to start from (a
+// crash line).
+std::string IdentityMissing(const CrashAnalysis& a) {
+  if (!a.identity || a.identity->missing.empty() || !a.core->auxv().execfn_addr) return "";
+  return "command line and environment: " + a.identity->missing;
+}
+
+// The whole command line, its arguments joined by spaces as ps shows them.
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> VariableLines(const Frame& f) {
@@ -221,6 +250,20 @@ std::string FrameLine(const Frame& f) {
   return s;
 }
 
+std::string JobLine(const JobIdentity& job) {
+  std::string out = job.launcher + " job " + job.job_id;
+  if (job.step) out += " step " + *job.step;
+  if (job.restart && *job.restart > 0) out += " restart " + std::to_string(*job.restart);
+  if (job.rank) {
+    out += ", rank " + std::to_string(*job.rank);
+    if (job.world_size) out += " of " + std::to_string(*job.world_size);
+  }
+  if (job.local_rank) out += " (local " + std::to_string(*job.local_rank) + ")";
+  if (!job.node.empty()) out += " on node " + job.node;
+  if (!job.gpus.empty()) out += ", GPUs " + job.gpus;
+  return out;
+}
+
 Json CoreToJson(const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
   const std::string& path = analysis.path;
@@ -232,6 +275,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   c["truncated"] = core.truncated();
   c["missing"] = Json::array();
   for (const auto& m : core.missing()) c["missing"].push_back(Text(m));
+  if (std::string m = IdentityMissing(analysis); !m.empty()) c["missing"].push_back(Text(m));
   c["soft_errors"] = Json::array();
   for (const auto& m : core.soft_errors()) c["soft_errors"].push_back(Text(m));
   j["version"] = kAnalyzeJsonVersion;
@@ -251,9 +295,22 @@ Json CoreToJson(const CrashAnalysis& analysis) {
     p["comm"] = nullptr;
     p["args"] = nullptr;
   }
+  const auto& identity = analysis.identity;
+  if (identity && !identity->argv.empty()) p["args"] = ValidUtf8KeepingControls(CommandLine(identity->argv));
   std::string exe = core.exe_path();
   p["exe"] = exe.empty() ? Json(nullptr) : Json(Text(exe));
+  // Only the variables the environment policy keeps; the others counted.
+  if (identity && identity->environment_read) {
+    Json env = Json::object();
+    for (const auto& [name, value] : identity->environment) env[Text(name)] = ValidUtf8KeepingControls(value);
+    p["environment"] = std::move(env);
+    p["environment_hidden"] = identity->environment_hidden;
+  } else {
+    p["environment"] = nullptr;
+    p["environment_hidden"] = nullptr;
+  }
   j["process"] = std::move(p);
+  j["job"] = JobJson(identity ? identity->job : std::nullopt);
   j["signal"] = SignalJson(core.signal());
   j["crashing_thread"] = core.threads().empty() ? Json(nullptr) : Json(core.crashing_thread());
 
@@ -372,10 +429,14 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   add(fmt::format("  size {} bytes, read {} bytes{}", size, core.bytes_read(),
                   core.truncated() ? ", TRUNCATED" : ""));
   for (const auto& m : core.missing()) add("  missing: " + Text(m));
+  if (std::string m = IdentityMissing(analysis); !m.empty()) add("  missing: " + Text(m));
   for (const auto& m : core.soft_errors()) add("  warning: " + Text(m));
   if (const auto& p = core.process()) {
-    add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, EscapedLine(p->comm), p->uid, EscapedLine(p->args)));
+    const auto& id = analysis.identity;
+    std::string args = id && !id->argv.empty() ? CommandLine(id->argv) : p->args;
+    add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, EscapedLine(p->comm), p->uid, EscapedLine(args)));
   }
+  if (analysis.identity && analysis.identity->job) add("job: " + EscapedLine(JobLine(*analysis.identity->job)));
   std::string exe = core.exe_path();
   if (!exe.empty()) add("executable: " + Text(exe));
   if (const auto& s = core.signal()) {

@@ -22,6 +22,10 @@ nlohmann::ordered_json ErrorToJson(const std::string& path, const Error& error);
 
 std::string CoreToText(const CrashAnalysis& analysis);
 
+// "slurm job 48213 step 0, rank 17 of 64 on node gpu-a-05, GPUs
+// HIP_VISIBLE_DEVICES=3": the job line of the text and Markdown reports.
+std::string JobLine(const JobIdentity& job);
+
 // {"rip": "0x...", ...} in gdb's register order (RegistersJsonText's object).
 nlohmann::ordered_json RegistersJson(const Registers& r);
 

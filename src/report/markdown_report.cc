@@ -4,6 +4,7 @@
 
 #include "core/byte_view.h"
 #include "core/signals.h"
+#include "report/core_report.h"
 
 namespace coroner {
 namespace {
@@ -40,6 +41,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     }
     add("**Crash signal:** " + s + "  ");
   }
+  if (a.identity && a.identity->job) add("**Job:** " + esc(JobLine(*a.identity->job)) + "  ");
   const Thread* t = core.threads().empty() ? nullptr : &core.threads()[core.crashing_thread()];
   const Backtrace* bt = a.crashing_backtrace();
   // Where the fault happened: frame 0, or past the signal frame that a

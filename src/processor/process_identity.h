@@ -1,0 +1,56 @@
+// Who the process was: its whole command line, the identity variables of
+// its environment, and the job it was a rank of (Slurm, torchrun, MPI,
+// JAX), read from the core (core/process_strings.h).
+//
+// Privacy first: the environment holds secrets (tokens, passwords, cloud
+// keys). Only the variables an EnvironmentPolicy keeps ever leave this
+// file; the others are counted. A name that looks like a secret (it holds
+// TOKEN, SECRET, PASSW, KEY or CREDENTIAL) is kept only when the user spells
+// it out exactly, never through a pattern.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace coroner {
+
+class Core;
+
+struct EnvironmentPolicy {
+  // The user's additions to the built-in identity variables: exact names,
+  // or prefixes ending in '*' ("POD_*", for Kubernetes' downward API).
+  std::vector<std::string> allow;
+  bool Keeps(const std::string& name) const;
+  static const std::vector<std::string>& BuiltIn();
+};
+
+// A rank of a distributed job, as its launcher's variables say.
+struct JobIdentity {
+  std::string launcher;                   // "slurm", "torchrun", "mpi", "jax"
+  std::string job_id;                     // the outermost scheduler's job
+  std::optional<std::string> step;        // Slurm's step
+  std::optional<int64_t> restart;         // the launcher's restart count
+  std::optional<int64_t> rank, world_size, local_rank;
+  std::string node;                       // the node the scheduler names
+  std::string gpus;                       // "HIP_VISIBLE_DEVICES=3"; empty when none is set
+};
+
+struct ProcessIdentity {
+  std::vector<std::string> argv;  // the whole command line; empty when not read
+  std::vector<std::pair<std::string, std::string>> environment;  // the kept variables, in the process's order
+  size_t environment_hidden = 0;  // variables not kept
+  bool environment_read = false;
+  std::optional<JobIdentity> job;  // nullopt when the process was no job's rank
+  std::string missing;             // why the command line or environment is partial or absent
+};
+
+ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& policy = {});
+
+// From kept variables alone (also a crash line's or a sidecar's).
+std::optional<JobIdentity> IdentifyJob(const std::vector<std::pair<std::string, std::string>>& environment);
+
+}  // namespace coroner

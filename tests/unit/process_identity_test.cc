@@ -1,0 +1,362 @@
+// Who the process was: the command line and the identity variables read
+// from the core, the job they name, and nothing else of the environment.
+//  - A real core of a zoo crasher run as a Slurm task would be, with a long
+//    command line and secrets in its environment: the whole command line,
+//    the job as the variables given say, and no secret in analyze (text,
+//    JSON, Markdown), in the dataset's rows or in epi's reports.
+//  - Synthetic stacks whose argv/envp block is whole, cut, overwritten,
+//    unterminated or 10 MB long: bounded, partial, with the reason.
+//  - Which variable wins when several launchers' are set.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/core.h"
+#include "core/process_strings.h"
+#include "processor/process_identity.h"
+#include "source/byte_source.h"
+#include "unit/run_coroner.h"
+#include "unit/synth_core.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Work() {
+  static const std::string dir = ::testing::TempDir() + "/identity-test-" + std::to_string(getpid());
+  return dir;
+}
+
+// ---------------------------------------------------------------------------
+// Synthetic stacks: the layout the kernel's exec writes, byte by byte.
+
+constexpr uint64_t kStackTop = 0x7ffd00100000;
+constexpr uint64_t AT_PHDR_ = 3, AT_PAGESZ_ = 6, AT_EXECFN_ = 31;
+
+struct Stack {
+  std::vector<std::string> argv, envp;
+  uint64_t size = 64 << 10;
+  // Breakages.
+  std::optional<uint64_t> argc_override;
+  bool unterminated_last_env = false;
+  uint64_t present = UINT64_MAX;  // bytes of the segment in the core, from its start
+};
+
+// argc, argv[], NULL, envp[], NULL, auxv, then the strings, AT_EXECFN's last.
+std::vector<std::byte> BuildCore(const Stack& s) {
+  uint64_t base = kStackTop - s.size;
+  std::vector<std::byte> mem(s.size);
+  // Strings from the top down: "prog" (execfn) at the very top.
+  uint64_t at = kStackTop - 16;
+  auto put_string = [&](const std::string& str, bool terminate = true) {
+    at -= str.size() + (terminate ? 1 : 0);
+    std::memcpy(mem.data() + (at - base), str.data(), str.size());
+    return at;
+  };
+  uint64_t execfn = put_string("/opt/app/prog");
+  std::vector<uint64_t> env_ptrs(s.envp.size()), arg_ptrs(s.argv.size());
+  // Written so that envp follows argv in memory, as exec lays them out.
+  for (size_t i = s.envp.size(); i-- > 0;)
+    env_ptrs[i] = put_string(s.envp[i], !(s.unterminated_last_env && i + 1 == s.envp.size()));
+  if (s.unterminated_last_env) {
+    // The last string runs into the execfn string's bytes... and past: no NUL
+    // anywhere up to the top.
+    for (uint64_t a = env_ptrs.back(); a < kStackTop; ++a) mem[a - base] = std::byte{'x'};
+  }
+  for (size_t i = s.argv.size(); i-- > 0;) arg_ptrs[i] = put_string(s.argv[i]);
+  at &= ~uint64_t{15};
+  std::vector<std::pair<uint64_t, uint64_t>> auxv = {{AT_PHDR_, 0x400040}, {AT_PAGESZ_, 4096}, {AT_EXECFN_, execfn}};
+  uint64_t words = 1 + arg_ptrs.size() + 1 + env_ptrs.size() + 1 + 2 * (auxv.size() + 1);
+  uint64_t sp = (at - 8 * words - 64) & ~uint64_t{15};
+  uint64_t w = sp;
+  auto put = [&](uint64_t v) {
+    testing::Put64(mem, w - base, v);
+    w += 8;
+  };
+  put(s.argc_override.value_or(arg_ptrs.size()));
+  for (uint64_t p : arg_ptrs) put(p);
+  put(0);
+  for (uint64_t p : env_ptrs) put(p);
+  put(0);
+  for (auto [k, v] : auxv) put(k), put(v);
+  put(0), put(0);
+  testing::SynthCore synth;
+  synth.AddNote("CORE", 1, testing::SynthCore::Prstatus(100, 11, 0x401000, sp));
+  synth.AddNote("CORE", 6, testing::SynthCore::Auxv(auxv));
+  std::vector<std::byte> data = mem;
+  if (s.present < data.size()) data.resize(s.present);
+  synth.AddLoad(base, s.size, data, 6);  // rw-
+  if (s.present < s.size) synth.loads.back().fake_filesz = s.size;
+  return synth.Build();
+}
+
+ProcessStrings Read(const std::vector<std::byte>& bytes) {
+  auto core = Core::Open(MakeMemorySource(bytes), CoreOptions{.check_module_files = false});
+  EXPECT_TRUE(core.ok()) << core.error().message;
+  if (!core.ok()) return {};
+  return ReadProcessStrings(**core);
+}
+
+TEST(ProcessStrings, WholeBlockIsReadPointerByPointer) {
+  Stack s;
+  s.argv = {"/opt/app/prog", "--config", "a b c", ""};
+  s.envp = {"PATH=/usr/bin", "SLURM_JOB_ID=7", "EMPTY="};
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_TRUE(p.found);
+  EXPECT_EQ(p.missing, "");
+  EXPECT_EQ(p.argv, s.argv);
+  EXPECT_EQ(p.envp, s.envp);
+}
+
+TEST(ProcessStrings, OverwrittenArgcIsNotBelieved) {
+  Stack s;
+  s.argv = {"prog", "x"};
+  s.envp = {"A=1"};
+  s.argc_override = 9;
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_FALSE(p.found);
+  EXPECT_TRUE(p.argv.empty());
+  EXPECT_TRUE(p.envp.empty());
+  EXPECT_EQ(p.missing, "argc (9) is not the number of argument pointers (2)");
+}
+
+TEST(ProcessStrings, AStringWithoutEndIsLeftOutAndSaid) {
+  Stack s;
+  s.argv = {"prog"};
+  s.envp = {"A=1", "B=2"};
+  s.unterminated_last_env = true;
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_TRUE(p.found);
+  EXPECT_EQ(p.argv, s.argv);
+  EXPECT_EQ(p.envp, std::vector<std::string>{"A=1"});
+  EXPECT_EQ(p.missing, "1 of the strings have no end within 131072 bytes or are not in the core");
+}
+
+TEST(ProcessStrings, ACutStackSaysSo) {
+  Stack s;
+  s.argv = {"prog"};
+  s.envp = {"A=1"};
+  s.present = s.size / 2;  // the stack's top half is not in the core
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_FALSE(p.found);
+  EXPECT_EQ(p.missing, "the stack below AT_EXECFN is not in the core");
+}
+
+// 10 MB of environment: the search stops 8 MiB below AT_EXECFN, the whole
+// read is bounded, and the reason is given.
+TEST(ProcessStrings, TenMegabytesOfEnvironmentAreBounded) {
+  Stack s;
+  s.size = 12 << 20;
+  s.argv = {"prog"};
+  for (int i = 0; i < 100; ++i) s.envp.push_back("V" + std::to_string(i) + "=" + std::string(100 << 10, 'v'));
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_FALSE(p.found);
+  EXPECT_EQ(p.missing, "the stack holds no copy of the auxiliary vector");
+  EXPECT_TRUE(p.envp.empty());
+}
+
+TEST(JobIdentity, WhichVariableWins) {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  // srun torchrun: Slurm's job, torchrun's global rank (SLURM_PROCID numbers nodes).
+  auto a = IdentifyJob(Env{{"SLURM_JOB_ID", "48213"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "2"},
+                           {"SLURM_NTASKS", "8"}, {"RANK", "17"}, {"WORLD_SIZE", "64"}, {"LOCAL_RANK", "1"},
+                           {"TORCHELASTIC_RUN_ID", "r1"}, {"TORCHELASTIC_RESTART_COUNT", "2"},
+                           {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"}});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->launcher, "slurm");
+  EXPECT_EQ(a->job_id, "48213");
+  EXPECT_EQ(a->step, "0");
+  EXPECT_EQ(a->rank, 17);
+  EXPECT_EQ(a->world_size, 64);
+  EXPECT_EQ(a->local_rank, 1);
+  EXPECT_EQ(a->restart, 2);
+  EXPECT_EQ(a->node, "gpu-a-05");
+  EXPECT_EQ(a->gpus, "HIP_VISIBLE_DEVICES=3");
+  // torchrun alone; a run id of "none" is no id.
+  auto b = IdentifyJob(Env{{"TORCHELASTIC_RUN_ID", "train-7"}, {"RANK", "3"}, {"WORLD_SIZE", "8"}});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->launcher, "torchrun");
+  EXPECT_EQ(b->job_id, "train-7");
+  EXPECT_EQ(b->rank, 3);
+  EXPECT_FALSE(IdentifyJob(Env{{"TORCHELASTIC_RUN_ID", "none"}, {"RANK", "3"}}));
+  // Open MPI under PMIx.
+  auto c = IdentifyJob(Env{{"PMIX_NAMESPACE", "prterun-h-1234@1"}, {"OMPI_COMM_WORLD_RANK", "5"},
+                           {"OMPI_COMM_WORLD_SIZE", "16"}, {"PMIX_RANK", "5"}, {"CUDA_VISIBLE_DEVICES", "0,1"}});
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->launcher, "mpi");
+  EXPECT_EQ(c->rank, 5);
+  EXPECT_EQ(c->world_size, 16);
+  EXPECT_EQ(c->gpus, "CUDA_VISIBLE_DEVICES=0,1");
+  // Slurm alone: its task id is the rank.
+  auto d = IdentifyJob(Env{{"SLURM_JOB_ID", "9"}, {"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"}});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->rank, 4);
+  EXPECT_EQ(d->world_size, 8);
+  EXPECT_EQ(d->local_rank, 0);
+  EXPECT_FALSE(IdentifyJob(Env{{"HOSTNAME", "h"}, {"CUDA_VISIBLE_DEVICES", "0"}}));
+}
+
+TEST(EnvironmentPolicy, PatternsNeverAdmitSecrets) {
+  EnvironmentPolicy p{{"POD_*", "MY_API_KEY"}};
+  EXPECT_TRUE(p.Keeps("SLURM_JOB_ID"));
+  EXPECT_TRUE(p.Keeps("POD_NAME"));
+  EXPECT_FALSE(p.Keeps("POD_TOKEN"));
+  EXPECT_FALSE(p.Keeps("POD_DB_PASSWORD"));
+  EXPECT_TRUE(p.Keeps("MY_API_KEY"));  // spelled out exactly
+  EXPECT_FALSE(p.Keeps("AWS_SECRET_ACCESS_KEY"));
+  EXPECT_FALSE(p.Keeps("PATH"));
+}
+
+// ---------------------------------------------------------------------------
+// A real core: a zoo crasher run as Slurm would run task 17 of job 48213,
+// with secrets beside the identity variables.
+
+std::string RandomSecret() {
+  std::random_device rd;
+  std::mt19937_64 gen(rd());
+  const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  std::string s;
+  for (int i = 0; i < 40; ++i) s += alphabet[gen() % 62];
+  return s;
+}
+
+struct RealCore {
+  std::string path;
+  std::vector<std::string> args;  // what it was run with, after the binary
+  std::vector<std::string> secrets;
+  std::string binary;
+};
+
+const RealCore& Slurmish() {
+  static RealCore* made = [] {
+    auto* r = new RealCore;
+    fs::create_directories(Work());
+    r->binary = testing::ZooDir() + "/bin/null_deref-O0";
+    r->path = Work() + "/rank17.core";
+    r->secrets = {RandomSecret(), "hf_" + RandomSecret(), RandomSecret()};
+    r->args = {"--config", "train.yaml", "--lr", std::string(120, '7')};
+    std::string cmd = "env -i PATH=/usr/bin:/bin SLURM_JOB_ID=48213 SLURM_STEP_ID=0 SLURM_PROCID=17 "
+                      "SLURM_NTASKS=64 SLURM_LOCALID=1 SLURMD_NODENAME=gpu-a-05 HIP_VISIBLE_DEVICES=3 "
+                      "AWS_SECRET_ACCESS_KEY=" + r->secrets[0] + " HF_TOKEN=" + r->secrets[1] +
+                      " SOMETHING_ELSE=" + r->secrets[2] + " bash " + std::getenv("CORONER_SOURCE_DIR") +
+                      "/tests/fixtures/make_core.sh " + r->binary + " " + r->path;
+    for (const auto& a : r->args) cmd += " " + a;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return r;
+  }();
+  return *made;
+}
+
+void ExpectNoSecret(const std::string& what, const std::string& text) {
+  for (const auto& s : Slurmish().secrets) EXPECT_EQ(text.find(s), std::string::npos) << what << " shows a secret";
+}
+
+TEST(ProcessIdentity, ARealSlurmTaskIsNamedAndItsSecretsAreNot) {
+  const RealCore& c = Slurmish();
+  auto r = testing::Coroner("analyze --json " + c.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  // The whole command line (prpsinfo holds 80 bytes of it).
+  std::string args = c.binary;
+  for (const auto& a : c.args) args += " " + a;
+  ASSERT_GT(args.size(), 80u);
+  EXPECT_EQ(j["process"]["args"], args);
+  EXPECT_EQ(j["process"]["environment"],
+            (json{{"SLURM_JOB_ID", "48213"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "17"}, {"SLURM_NTASKS", "64"},
+                  {"SLURM_LOCALID", "1"}, {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"}}));
+  // PATH and the three secrets at least; the shell adds its own (PWD, SHLVL, _).
+  EXPECT_GE(j["process"]["environment_hidden"].get<int>(), 4);
+  EXPECT_EQ(j["job"], (json{{"launcher", "slurm"},
+                            {"job_id", "48213"},
+                            {"step", "0"},
+                            {"restart", nullptr},
+                            {"rank", 17},
+                            {"world_size", 64},
+                            {"local_rank", 1},
+                            {"node", "gpu-a-05"},
+                            {"gpus", "HIP_VISIBLE_DEVICES=3"}}));
+  ExpectNoSecret("analyze --json", r.out);
+  auto text = testing::Coroner("analyze " + c.path);
+  EXPECT_NE(text.out.find("\njob: slurm job 48213 step 0, rank 17 of 64 (local 1) on node gpu-a-05, GPUs "
+                          "HIP_VISIBLE_DEVICES=3\n"),
+            std::string::npos)
+      << text.out;
+  ExpectNoSecret("analyze", text.out);
+  auto md = testing::Coroner("analyze --format md " + c.path);
+  EXPECT_NE(md.out.find("slurm job 48213 step 0, rank 17 of 64"), std::string::npos);
+  ExpectNoSecret("analyze --format md", md.out);
+}
+
+// The dataset: the job's attributes from the core, a sidecar's of the same
+// name winning; no secret in any table, nor in epi's reports.
+TEST(ProcessIdentity, ScanStoresTheJobAndNoSecret) {
+  const RealCore& c = Slurmish();
+  std::string dir = Work() + "/fleet";
+  fs::create_directories(dir);
+  fs::copy_file(c.path, dir + "/a.core", fs::copy_options::overwrite_existing);
+  fs::copy_file(c.path, dir + "/b.core", fs::copy_options::overwrite_existing);
+  std::ofstream(dir + "/b.core.json") << R"({"rank": "3", "host": "h2"})";
+  std::string db = Work() + "/d.db";
+  ASSERT_EQ(testing::Coroner("scan " + dir + " --db " + db).status, 0);
+  auto q = testing::Coroner("query --db " + db + " --json \"SELECT c.path, a.key, a.value FROM attributes a JOIN cores c "
+                            "ON c.id = a.core WHERE a.key IN ('launcher', 'job_id', 'job_step', 'rank', 'world_size', "
+                            "'local_rank', 'job_node', 'gpus') ORDER BY c.path, a.key\"");
+  ASSERT_EQ(q.status, 0) << q.err;
+  std::map<std::string, std::map<std::string, std::string>> attrs;
+  for (const auto& row : json::parse(q.out))
+    attrs[fs::path(row["path"].get<std::string>()).filename().string()][row["key"]] = row["value"];
+  std::map<std::string, std::string> want = {{"launcher", "slurm"}, {"job_id", "48213"}, {"job_step", "0"},
+                                             {"rank", "17"},        {"world_size", "64"}, {"local_rank", "1"},
+                                             {"job_node", "gpu-a-05"}, {"gpus", "HIP_VISIBLE_DEVICES=3"}};
+  EXPECT_EQ(attrs["a.core"], want);
+  want["rank"] = "3";
+  EXPECT_EQ(attrs["b.core"], want);
+  // Every table, every column.
+  for (const char* table : {"cores", "attributes", "threads", "frames", "modules"}) {
+    auto all = testing::Coroner("query --db " + db + " --json \"SELECT * FROM " + std::string(table) + "\"");
+    ASSERT_EQ(all.status, 0) << all.err;
+    ExpectNoSecret(table, all.out);
+  }
+  auto e = testing::Coroner("epi --db " + db + " --json --html " + Work() + "/r.html --md " + Work() + "/r.md");
+  ASSERT_EQ(e.status, 0) << e.err;
+  ExpectNoSecret("epi --json", e.out);
+  ExpectNoSecret("epi --html", testing::ReadAll(Work() + "/r.html"));
+  ExpectNoSecret("epi --md", testing::ReadAll(Work() + "/r.md"));
+}
+
+// A rules file adds identity variables: a name exactly, or a prefix that
+// still never admits a secret-looking name.
+TEST(ProcessIdentity, RulesAddVariablesButPatternsNoSecrets) {
+  const RealCore& c = Slurmish();
+  std::string rules = Work() + "/env.toml";
+  std::ofstream(rules) << "[environment]\nallow = [\"SOMETHING_*\", \"HF_*\"]\n";
+  auto r = testing::Coroner("analyze --json --rules " + rules + " " + c.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json env = json::parse(r.out)["process"]["environment"];
+  EXPECT_EQ(env["SOMETHING_ELSE"], c.secrets[2]);  // asked for by a pattern, and not secret-looking
+  EXPECT_FALSE(env.contains("HF_TOKEN"));          // secret-looking: only when spelled out
+  std::ofstream(rules) << "[environment]\nallow = [\"HF_TOKEN\"]\n";
+  env = json::parse(testing::Coroner("analyze --json --rules " + rules + " " + c.path).out)["process"]["environment"];
+  EXPECT_EQ(env["HF_TOKEN"], c.secrets[1]);
+  std::ofstream(rules) << "[environment]\nallow = \"PATH\"\n";
+  auto bad = testing::Coroner("analyze --rules " + rules + " " + c.path);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("[environment] has one list, allow"), std::string::npos) << bad.err;
+}
+
+class Cleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(Work()); }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
+}  // namespace
+}  // namespace coroner
