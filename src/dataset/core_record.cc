@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/core.h"
+#include "diagnose/peer_failure.h"
 #include "dataset/record_columns.h"
 #include "processor/processor.h"
 #include "text/text.h"
@@ -108,6 +109,8 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     if (size_t n = analysis.diagnosis->possible_bit_flips.size())
       r.attributes.push_back({"possible_bit_flips", std::to_string(n)});
     if (analysis.diagnosis->impossible_state) r.attributes.push_back({"impossible_state", "yes"});
+    // A rank that gave up because a peer did: epi's incidents mark it collateral.
+    if (auto peer = PeerFailure(*analysis.diagnosis)) r.attributes.push_back({"peer_failure", *peer});
   }
   if (!analysis.gpu_state.empty())
     r.attributes.push_back({"gpu_state", core.amdgpu_state_bytes() ? "amdgpu-notes" : "cuda-dump"});

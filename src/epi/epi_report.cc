@@ -100,6 +100,22 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
+// An incident's root in words: "rank 3 on host gpu-a-05".
+std::string RootWords(const Incident& i) {
+  std::string w = i.root_rank ? "rank " + std::to_string(*i.root_rank) : "a rank";
+  if (!i.root_host.empty()) w += " on host " + i.root_host;
+  return w;
+}
+
+// "job 48213 step 0: 8 cores, rank 3 on host h died first (c2), 7 collateral"
+std::string IncidentLine(const Incident& i) {
+  std::string s = (i.launcher.empty() ? "" : i.launcher + " ") + "job " + i.job + ": " + std::to_string(i.cores) +
+                  " cores, " + RootWords(i) + " died first (" + i.root_cluster + ")";
+  if (i.alike) s += ", every rank crashed alike: deterministic, not one bad node";
+  else s += ", " + std::to_string(i.collateral) + " collateral";
+  return s;
+}
+
 // The hosts the evidence calls suspect hardware, with the evidence.
 std::string HostsText(const EpiResult& r) {
   std::string out;
@@ -135,6 +151,8 @@ std::string EpiToText(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
       if (c->began_with) out += "      " + ValidUtf8(DescribeChangeOnset(*c->began_with)) + "\n";
+      if (c->incidents < c->count) out += fmt::format("      {} incidents\n", c->incidents);
+      if (!c->collateral_reading.empty()) out += "      " + ValidUtf8(c->collateral_reading) + "\n";
       // The findings that stand on their own; those the strongest explains
       // are counted after them.
       size_t listed = 0, explained = 0;
@@ -147,6 +165,11 @@ std::string EpiToText(const EpiResult& r) {
                            ValidUtf8(c->findings[0].attribute), ValidUtf8(c->findings[0].value));
       if (!c->gpu_events.reading.empty()) out += "      GPUs: " + ValidUtf8(c->gpu_events.reading) + "\n";
     }
+  }
+  if (!r.incidents.empty()) {
+    out += "\nincidents (jobs whose ranks crashed together):\n";
+    for (const auto& i : r.incidents)
+      out += "  " + (i.first_crash.empty() ? std::string("untimed") : i.first_crash) + "  " + ValidUtf8(IncidentLine(i)) + "\n";
   }
   out += HostsText(r);
   return out;
@@ -227,6 +250,10 @@ std::string EpiToJson(const EpiResult& r) {
                         {"uptime", uptime},
                         {"exposure", exposure},
                         {"gpu_events", GpuEventsJson(c.gpu_events)},
+                        {"incidents", c.incidents},
+                        {"collateral_of", c.collateral_of.empty() ? json(nullptr) : json(c.collateral_of)},
+                        {"collateral_reading",
+                         c.collateral_reading.empty() ? json(nullptr) : json(ValidUtf8(c.collateral_reading))},
                         {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
   }
   json warnings = json::array();
@@ -248,6 +275,19 @@ std::string EpiToJson(const EpiResult& r) {
                      {"cpus", cpus},
                      {"evidence", evidence}});
   }
+  json incidents = json::array();
+  for (const auto& i : r.incidents)
+    incidents.push_back({{"job", ValidUtf8(i.job)},
+                         {"launcher", i.launcher.empty() ? json(nullptr) : json(ValidUtf8(i.launcher))},
+                         {"cores", i.cores},
+                         {"first_crash", i.first_crash.empty() ? json(nullptr) : json(i.first_crash)},
+                         {"root", {{"core", ValidUtf8(i.root_path)},
+                                   {"rank", i.root_rank ? json(*i.root_rank) : json(nullptr)},
+                                   {"host", i.root_host.empty() ? json(nullptr) : json(ValidUtf8(i.root_host))},
+                                   {"signature", ValidUtf8(i.root_signature)},
+                                   {"cluster", i.root_cluster}}},
+                         {"collateral", i.collateral},
+                         {"alike", i.alike}});
   json out = {{"version", kEpiJsonVersion},
               {"cores", r.cores},
               {"excluded", r.excluded},
@@ -259,6 +299,8 @@ std::string EpiToJson(const EpiResult& r) {
               {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
               {"warnings", warnings},
               {"joined_lines", r.joined_lines},
+              {"incident_count", r.incident_count},
+              {"incidents", incidents},
               {"hosts", hosts},
               {"clusters", clusters}};
   return JsonText(out, 2) + "\n";
@@ -287,6 +329,8 @@ std::string EpiToMarkdown(const EpiResult& r) {
       if (!c->example.empty()) out += ". Example: " + MarkdownCode(c->example);
       out += ".\n\n";
       if (c->began_with) out += "**" + md(DescribeChangeOnset(*c->began_with)) + "**\n\n";
+      if (c->incidents < c->count) out += fmt::format("{} incidents.\n\n", c->incidents);
+      if (!c->collateral_reading.empty()) out += "**" + md(c->collateral_reading) + "**\n\n";
       if (c->findings.empty()) {
         out += "No attribute value is over-represented (adjusted p < 0.05).\n";
         continue;
@@ -298,6 +342,14 @@ std::string EpiToMarkdown(const EpiResult& r) {
                            md(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift, RateRatio(f),
                            PValue(f.rated ? f.p_rate : f.p_value), PValue(f.p_adjusted), md(f.flag));
     }
+  }
+  if (!r.incidents.empty()) {
+    out += "\n## Incidents\n\nJobs whose ranks crashed together: one event each, counted once.\n\n";
+    out += "| when | job | cores | died first | root signature | collateral |\n|---|---|---:|---|---|---|\n";
+    for (const auto& i : r.incidents)
+      out += fmt::format("| {} | {} | {} | {} | {} ({}) | {} |\n", i.first_crash.empty() ? "untimed" : i.first_crash,
+                         md(i.job), i.cores, md(RootWords(i)), md(i.root_signature), i.root_cluster,
+                         i.alike ? std::string("none: every rank crashed alike") : std::to_string(i.collateral));
   }
   bool any = false;
   for (const auto& h : r.hosts) {
@@ -476,6 +528,21 @@ document.body.dataset.ready = 'yes';
 
 }  // namespace
 
+// Jobs whose ranks crashed together, by first crash.
+std::string IncidentsTable(const EpiResult& r) {
+  if (r.incidents.empty()) return "";
+  std::string out =
+      "<h2>Incidents</h2>\n<p class=\"muted\">Jobs whose ranks crashed together: one event each, counted once.</p>\n"
+      "<table class=\"sortable\" id=\"incidents\"><thead><tr><th>when</th><th>job</th><th>cores</th><th>died first</th>"
+      "<th>root signature</th><th>collateral</th></tr></thead><tbody>\n";
+  for (const auto& i : r.incidents)
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td><a href=\"#{}\">{}</a> <code>{}</code></td><td>{}</td></tr>\n",
+                       i.first_crash.empty() ? "untimed" : i.first_crash, HtmlEscape(i.job), i.cores,
+                       HtmlEscape(RootWords(i)), i.root_cluster, i.root_cluster, HtmlEscape(i.root_signature),
+                       i.alike ? std::string("none: every rank crashed alike") : std::to_string(i.collateral));
+  return out + "</tbody></table>\n";
+}
+
 // Hosts with hardware evidence, by score: a verdict first when there is one.
 std::string HostsTable(const EpiResult& r) {
   if (r.hosts.empty()) return "";
@@ -542,7 +609,7 @@ std::string EpiToHtml(const EpiResult& r) {
           HtmlEscape(g.syndrome), c->id, c->id, HtmlEscape(c->signature), c->count, c->share, Pct(c->share),
           c->first_seen, c->last_seen, c->onset, top);
     }
-  out += "</tbody></table>\n" + HostsTable(r) + "<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
+  out += "</tbody></table>\n" + IncidentsTable(r) + HostsTable(r) + "<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
   for (const auto& g : groups) {
     out += fmt::format("<h2>{} <span class=\"tag\">{} cores, {} cluster{}</span></h2>\n", HtmlEscape(g.syndrome),
                        g.count, g.clusters.size(), g.clusters.size() == 1 ? "" : "s");
@@ -559,6 +626,8 @@ std::string EpiToHtml(const EpiResult& r) {
       if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
       out += ".</p>\n";
       if (c->began_with) out += "<p class=\"flag\">" + HtmlEscape(DescribeChangeOnset(*c->began_with)) + "</p>\n";
+      if (c->incidents < c->count) out += fmt::format("<p>{} incidents.</p>\n", c->incidents);
+      if (!c->collateral_reading.empty()) out += "<p class=\"flag\">" + HtmlEscape(c->collateral_reading) + "</p>\n";
       for (const auto& f : c->findings)
         if (!f.flag.empty() && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
           out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 
 #include "processor/signature.h"
@@ -31,7 +32,8 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 
 bool Untested(const std::string& key) {
   for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp", "possible_bit_flips",
-                        "impossible_state", "gpu_state"})
+                        "impossible_state", "gpu_state", "job_id", "job_step", "job_restart", "rank", "local_rank",
+                        "peer_failure"})
     if (key == k) return true;
   return false;
 }
@@ -110,6 +112,13 @@ struct Crash {
   uint32_t machine = UINT32_MAX;  // feature id of machine=... (or physical_host=...), when a sidecar names it
   std::optional<int> pid;
   bool bit_flip = false, impossible_state = false;  // the core's derived attributes
+  // A rank of a distributed job: its job (id, step, restart), its rank, and
+  // whether it gave up because a peer did.
+  std::string job_id, job_step, job_restart, launcher;
+  std::optional<int64_t> rank;
+  bool peer_failure = false;
+  bool passive = false;   // an abort, an exception or a signal from outside: no fault of its own
+  bool external = false;  // killed by another process
 };
 
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
@@ -123,6 +132,26 @@ std::optional<uint32_t> FindFeature(const Features& features, const std::string&
   id += value;
   auto f = features.feature_ids.find(id);
   return f == features.feature_ids.end() ? std::nullopt : std::optional<uint32_t>(f->second);
+}
+
+// A job attribute of a core (dataset/core_record.h's JobAttributeKeys) into
+// its crash.
+void ReadJobAttribute(Crash& c, const std::string& key, std::string_view value) {
+  if (key == "job_id") c.job_id = value;
+  else if (key == "job_step") c.job_step = value;
+  else if (key == "job_restart" && value != "0") c.job_restart = value;
+  else if (key == "rank") c.rank = ParseInt(value);
+  else if (key == "launcher") c.launcher = value;
+  else if (key == "peer_failure") c.peer_failure = true;
+}
+
+// "48213", "48213 step 0", "48213 step 0 restart 1"; empty without a job.
+std::string JobKey(const Crash& c) {
+  if (c.job_id.empty()) return "";
+  std::string key = c.job_id;
+  if (!c.job_step.empty()) key += " step " + c.job_step;
+  if (!c.job_restart.empty()) key += " restart " + c.job_restart;
+  return key;
 }
 
 // ---------------------------------------------------------------------------
@@ -235,6 +264,8 @@ Expected<bool> ReadCores(Dataset& dataset, const PopulationQuery& query,
         }
         c.cluster = it->second;
         ++syndrome_votes[c.cluster][syndrome];
+        c.external = syndrome == "external-signal";
+        c.passive = c.external || syndrome == "abort" || syndrome == "abort-assert" || syndrome == "uncaught-exception";
         std::vector<uint32_t> own;
         if (c.uptime) {
           for (const auto& t : kUptime)
@@ -288,6 +319,7 @@ Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
                                   if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
                                     crashes[at].pid = static_cast<int>(*pid);
                                 if (key == "impossible_state") crashes[at].impossible_state = true;
+                                ReadJobAttribute(crashes[at], key, r.Text(2));
                                 if (Untested(key)) return true;
                                 uint32_t f = features.Feature(features.Key(key), r.Text(2));
                                 if (features.features[f].first == k_host) crashes[at].host = f;
@@ -358,7 +390,111 @@ Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options,
 }
 
 // ---------------------------------------------------------------------------
-// Stage 2, the calendar: the days the dataset covers, the population at risk
+// Stage 2, incidents: one crash of a distributed job leaves a core on every
+// rank; the ranks that gave up after it are not independent observations
+// (pseudo-replication). An incident is a job's cores (job id, step and
+// restart) within the incident window of its first crash; a core without
+// a job is an incident of its own. Its root is the first crash (within a
+// second of it, one that faulted on its own before one that aborted, threw
+// or was killed; then the lowest rank); the others are collateral when
+// they gave up because a peer did (peer_failure), were killed from outside,
+// or crashed after the root. When every core crashed alike (one cluster),
+// the incident is alike: deterministic, no collateral. The statistics count
+// the root, and the cores that are neither collateral nor alike.
+
+struct Incidents {
+  struct One {
+    std::vector<uint32_t> crashes;  // in time order, untimed last
+    uint32_t root = 0;
+    bool alike = false;
+    uint64_t collateral = 0;
+  };
+  std::vector<One> list;
+  std::vector<uint32_t> of;         // per crash: its incident
+  std::vector<uint8_t> counted;     // per crash: an observation of the statistics
+  std::vector<uint8_t> collateral;  // per crash
+};
+
+constexpr int64_t kClockPrecision = 1;  // seconds: crash times from mtime or sidecars
+constexpr size_t kMaxListedIncidents = 1000;  // in EpiResult::incidents (all are counted)
+
+void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
+  const Crash& first = crashes[inc.crashes.front()];
+  auto better_root = [&](uint32_t a, uint32_t b) {
+    const Crash &x = crashes[a], &y = crashes[b];
+    if (x.passive != y.passive) return !x.passive;
+    if (x.rank.has_value() != y.rank.has_value()) return x.rank.has_value();
+    if (x.rank && *x.rank != *y.rank) return *x.rank < *y.rank;
+    return a < b;
+  };
+  inc.root = inc.crashes.front();
+  for (uint32_t i : inc.crashes) {
+    const Crash& c = crashes[i];
+    bool tie = first.time ? c.time && *c.time - *first.time <= kClockPrecision : !c.time;
+    if (tie && better_root(i, inc.root)) inc.root = i;
+  }
+  const Crash& root = crashes[inc.root];
+  inc.alike = inc.crashes.size() >= 2 && std::all_of(inc.crashes.begin(), inc.crashes.end(), [&](uint32_t i) {
+                return crashes[i].cluster == root.cluster;
+              });
+  for (uint32_t i : inc.crashes) {
+    if (i == inc.root) continue;
+    const Crash& c = crashes[i];
+    bool after = c.time && root.time && *c.time > *root.time;
+    if (inc.alike) {
+      out.counted[i] = 0;
+    } else if (c.peer_failure || c.external || after) {
+      out.collateral[i] = 1;
+      out.counted[i] = 0;
+      ++inc.collateral;
+    }
+  }
+}
+
+Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
+  Incidents out;
+  const auto& crashes = pop.crashes;
+  uint32_t n = static_cast<uint32_t>(crashes.size());
+  out.of.assign(n, 0);
+  out.counted.assign(n, 1);
+  out.collateral.assign(n, 0);
+  std::map<std::string, std::vector<uint32_t>> by_job;
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string key = JobKey(crashes[i]);
+    if (key.empty()) {
+      out.of[i] = static_cast<uint32_t>(out.list.size());
+      out.list.push_back({{i}, i, false, 0});
+    } else {
+      by_job[key].push_back(i);
+    }
+  }
+  auto earlier = [&](uint32_t a, uint32_t b) {
+    const Crash &x = crashes[a], &y = crashes[b];
+    if (x.time.has_value() != y.time.has_value()) return x.time.has_value();
+    if (x.time && *x.time != *y.time) return *x.time < *y.time;
+    return a < b;
+  };
+  for (auto& [key, list] : by_job) {
+    std::sort(list.begin(), list.end(), earlier);
+    for (size_t start = 0, end; start < list.size(); start = end) {
+      const Crash& first = crashes[list[start]];
+      for (end = start + 1; end < list.size(); ++end) {
+        const Crash& c = crashes[list[end]];
+        bool together = first.time ? c.time && *c.time - *first.time <= options.incident_window_seconds : !c.time;
+        if (!together) break;
+      }
+      Incidents::One inc;
+      inc.crashes.assign(list.begin() + static_cast<std::ptrdiff_t>(start), list.begin() + static_cast<std::ptrdiff_t>(end));
+      JudgeIncident(crashes, inc, out);
+      for (uint32_t i : inc.crashes) out.of[i] = static_cast<uint32_t>(out.list.size());
+      out.list.push_back(std::move(inc));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Stage 3, the calendar: the days the dataset covers, the population at risk
 // on them, and when each value appeared.
 
 struct Calendar {
@@ -372,6 +508,7 @@ struct Calendar {
   std::unordered_map<uint32_t, std::vector<int64_t>> days_with;  // windowed feature -> its crash days, sorted
   std::vector<uint64_t> total;                   // per feature: crashes with it
   std::vector<int64_t> first_time;               // per feature: its first crash's time
+  uint64_t observations = 0;                     // crashes the statistics count (incidents)
 
   int64_t Begin() const { return min_day * kDay; }
   int64_t End() const { return (max_day + 1) * kDay; }
@@ -382,7 +519,8 @@ struct Calendar {
   }
 };
 
-Calendar MakeCalendar(const Population& pop, const EpiOptions& options, EpiResult& result) {
+Calendar MakeCalendar(const Population& pop, const Incidents& incidents, const EpiOptions& options,
+                      EpiResult& result) {
   Calendar cal;
   const auto& crashes = pop.crashes;
   int64_t min_day = INT64_MAX, max_day = INT64_MIN;
@@ -428,9 +566,12 @@ Calendar MakeCalendar(const Population& pop, const EpiOptions& options, EpiResul
   }
   // Crash days, all and per windowed value, sorted: crashes in a window by
   // two binary searches. Feature totals and when each value first appeared.
+  // All of the observations only (incidents).
   cal.total.assign(n_features, 0);
   cal.first_time.assign(n_features, INT64_MAX);
   for (size_t i = 0; i < crashes.size(); ++i) {
+    if (!incidents.counted[i]) continue;
+    ++cal.observations;
     auto [from, to] = pop.FeaturesOf(i);
     for (const uint32_t* f = from; f != to; ++f) {
       ++cal.total[*f];
@@ -448,7 +589,7 @@ Calendar MakeCalendar(const Population& pop, const EpiOptions& options, EpiResul
 }
 
 // ---------------------------------------------------------------------------
-// Stage 3, clusters: crashes by cluster, largest first, each with its days,
+// Stage 4, clusters: crashes by cluster, largest first, each with its days,
 // onset, hosts, uptimes and population at risk.
 
 struct Clusters {
@@ -457,7 +598,8 @@ struct Clusters {
   struct Span {
     int64_t first = INT64_MAX, last = INT64_MIN;  // days with crashes; first > last when untimed
     int64_t onset = INT64_MIN;
-    uint64_t timed = 0, placed = 0;               // crashes with a time, in a placement
+    uint64_t timed = 0, placed = 0;               // observations with a time, in a placement
+    uint64_t counted = 0;                         // observations (one per incident, collateral left out)
     bool active() const { return first <= last; }
   };
   std::vector<Span> spans;                     // by rank
@@ -465,7 +607,8 @@ struct Clusters {
   const std::vector<uint32_t>& Of(size_t rank) const { return members[order[rank]]; }
 };
 
-Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptions& options, EpiResult& result) {
+Clusters MakeClusters(const Population& pop, const Incidents& incidents, const Calendar& cal,
+                      const EpiOptions& options, EpiResult& result) {
   Clusters out;
   const auto& crashes = pop.crashes;
   size_t n = pop.cluster_keys.size();
@@ -492,10 +635,15 @@ Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptio
     cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());
     cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
     std::vector<uint64_t> daily(cal.days, 0);
+    std::set<uint32_t> seen;  // incidents
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
-      span.timed += c.time.has_value();
-      span.placed += cal.placed[i];
+      seen.insert(incidents.of[i]);
+      if (incidents.counted[i]) {
+        ++span.counted;
+        span.timed += c.time.has_value();
+        span.placed += cal.placed[i];
+      }
       if (c.time) {
         int64_t d = std::max(DayOf(*c.time), cal.min_day);
         ++daily[static_cast<size_t>(d - cal.min_day)];
@@ -509,6 +657,7 @@ Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptio
       }
       if (c.host != UINT32_MAX) ++cl.hosts[pop.features.features[c.host].second];
     }
+    cl.incidents = seen.size();
     if (span.active()) {
       cl.first_seen = Day(span.first);
       cl.last_seen = Day(span.last);
@@ -519,7 +668,7 @@ Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptio
       span.onset = std::max(onset ? cal.min_day + static_cast<int64_t>(onset->day) : span.first, span.first);
       cl.onset = Day(span.onset);
     }
-    if (m.size() >= options.min_cluster_for_tests && cal.exposure && span.active()) {
+    if (span.counted >= options.min_cluster_for_tests && cal.exposure && span.active()) {
       int64_t from = span.first * kDay, to = (span.last + 1) * kDay;
       auto [it, added] = window_days.try_emplace({span.first, span.last}, 0.0);
       if (added) it->second = cal.exposure->Days(from, to);
@@ -534,7 +683,7 @@ Clusters MakeClusters(const Population& pop, const Calendar& cal, const EpiOptio
 }
 
 // ---------------------------------------------------------------------------
-// Stage 4, tests: each value each cluster's cores have, against the other
+// Stage 5, tests: each value each cluster's cores have, against the other
 // crashes (Fisher; within the cluster's window for the calendar's values)
 // or, with an inventory, against the host-days at risk.
 
@@ -552,19 +701,19 @@ struct Test {
   double host_days = 0, rate = 0, rate_without = 0, p_rate = 1;
 };
 
-std::vector<Test> MakeTests(const Population& pop, const Calendar& cal, const Clusters& clusters,
-                            const EpiOptions& options, const EpiResult& result) {
+std::vector<Test> MakeTests(const Population& pop, const Incidents& incidents, const Calendar& cal,
+                            const Clusters& clusters, const EpiOptions& options, const EpiResult& result) {
   std::vector<Test> tests;
   const auto& features = pop.features;
   size_t n_features = features.features.size();
   std::vector<uint64_t> counter(n_features, 0), timed_counter(n_features, 0), placed_counter(n_features, 0);
   std::vector<uint32_t> touched;
-  uint64_t all_crashes = pop.crashes.size();
+  uint64_t all_crashes = cal.observations;
   for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
-    const auto& m = clusters.Of(rank);
-    if (m.size() < options.min_cluster_for_tests) continue;
     const Clusters::Span& span = clusters.spans[rank];
-    for (uint32_t i : m) {
+    if (span.counted < options.min_cluster_for_tests) continue;
+    for (uint32_t i : clusters.Of(rank)) {
+      if (!incidents.counted[i]) continue;
       auto [from, to] = pop.FeaturesOf(i);
       for (const uint32_t* f = from; f != to; ++f) {
         if (counter[*f]++ == 0) touched.push_back(*f);
@@ -577,9 +726,10 @@ std::vector<Test> MakeTests(const Population& pop, const Calendar& cal, const Cl
       // what the cluster is, not something it correlates with: the
       // signature's frames are that program's code.
       uint32_t key = features.features[f].first;
-      if ((key == pop.k_exe || key == pop.k_build) && counter[f] == m.size() && cal.total[f] == m.size()) continue;
+      if ((key == pop.k_exe || key == pop.k_build) && counter[f] == span.counted && cal.total[f] == span.counted)
+        continue;
       Test t{rank, f, counter[f], counter[f], 1, 1, 1};
-      uint64_t n = m.size(), with = cal.total[f], all = all_crashes;
+      uint64_t n = span.counted, with = cal.total[f], all = all_crashes;
       if (cal.windowed[f] && span.active()) {
         t.both = timed_counter[f];
         n = span.timed;
@@ -617,7 +767,7 @@ std::vector<Test> MakeTests(const Population& pop, const Calendar& cal, const Cl
 }
 
 // ---------------------------------------------------------------------------
-// Stage 5, the family: Tarone's cut, then Benjamini-Hochberg gated per
+// Stage 6, the family: Tarone's cut, then Benjamini-Hochberg gated per
 // attribute of each cluster; the findings worth reporting.
 
 // The adjusted p of each test (1 for those left out of the family).
@@ -704,7 +854,7 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
 }
 
 // ---------------------------------------------------------------------------
-// Stage 6, explanations: findings the strongest one of their cluster
+// Stage 7, explanations: findings the strongest one of their cluster
 // explains (host => sku, a machine => its region). Each later finding is
 // tested again in two strata, the cores with the strongest finding's value
 // and those without; when that test is not significant at the level
@@ -712,7 +862,8 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
 // features the findings name are indexed, so the pass costs their cores,
 // not the fleet's.
 
-void ExplainFindings(const Population& pop, const Clusters& clusters, const EpiOptions& options, EpiResult& result) {
+void ExplainFindings(const Population& pop, const Incidents& incidents, const Calendar& cal, const Clusters& clusters,
+                     const EpiOptions& options, EpiResult& result) {
   const auto& features = pop.features;
   std::vector<int32_t> slot(features.features.size(), -1);
   std::vector<uint32_t> needed;
@@ -726,6 +877,7 @@ void ExplainFindings(const Population& pop, const Clusters& clusters, const EpiO
   if (needed.empty()) return;
   std::vector<std::vector<uint32_t>> cores_with(needed.size());  // crash indices, ascending
   for (size_t i = 0; i < pop.crashes.size(); ++i) {
+    if (!incidents.counted[i]) continue;
     auto [from, to] = pop.FeaturesOf(i);
     for (const uint32_t* f = from; f != to; ++f)
       if (slot[*f] >= 0) cores_with[static_cast<size_t>(slot[*f])].push_back(static_cast<uint32_t>(i));
@@ -752,8 +904,8 @@ void ExplainFindings(const Population& pop, const Clusters& clusters, const EpiO
         both_in_cluster += pop.crashes[i].cluster == cluster_key;
       }
       Stratum in{both_in_cluster, cluster_with_s, both_values, with_s.size()};
-      Stratum out{cluster_with_f - both_in_cluster, cl.count - cluster_with_s, with_f.size() - both_values,
-                  pop.crashes.size() - with_s.size()};
+      Stratum out{cluster_with_f - both_in_cluster, clusters.spans[rank].counted - cluster_with_s,
+                  with_f.size() - both_values, cal.observations - with_s.size()};
       f.p_stratified = MantelHaenszelGreater({in, out});
       // Judged at the finding's own rank in the family: scaled by the
       // factor the adjustment gave its p (one host of the 20 a bad SKU
@@ -769,23 +921,22 @@ void ExplainFindings(const Population& pop, const Clusters& clusters, const EpiO
 }
 
 // ---------------------------------------------------------------------------
-// Stage 7, onsets that come with a change: for each cluster, the values of
+// Stage 8, onsets that come with a change: for each cluster, the values of
 // the calendar's attributes (release, kernel, ...) that nearly all of its
 // placed crashes carry, tested as the change the cluster began with
 // (epi/change_onset.h). Bonferroni over every such test; the strongest that
 // passes both questions is the cluster's.
 
-void FindChangeOnsets(const Population& pop, const Calendar& cal, const Clusters& clusters, const EpiOptions& options,
-                      EpiResult& result) {
+void FindChangeOnsets(const Population& pop, const Incidents& incidents, const Calendar& cal, const Clusters& clusters,
+                      const EpiOptions& options, EpiResult& result) {
   if (!cal.exposure) return;
   std::vector<std::pair<size_t, ChangeOnset>> tested;  // cluster rank, test
   for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
-    const auto& m = clusters.Of(rank);
-    if (m.size() < options.min_cluster_for_tests) continue;
+    if (clusters.spans[rank].counted < options.min_cluster_for_tests) continue;
     uint64_t n_placed = 0;
     std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
-    for (uint32_t i : m) {
-      if (!cal.placed[i]) continue;
+    for (uint32_t i : clusters.Of(rank)) {
+      if (!cal.placed[i] || !incidents.counted[i]) continue;
       ++n_placed;
       auto [from, to] = pop.FeaturesOf(i);
       for (const uint32_t* f = from; f != to; ++f) {
@@ -814,17 +965,18 @@ void FindChangeOnsets(const Population& pop, const Calendar& cal, const Clusters
 }
 
 // ---------------------------------------------------------------------------
-// Stage 8, readings: the findings' plain-English flags, strongest first;
+// Stage 9, readings: the findings' plain-English flags, strongest first;
 // the uptime reading goes on the tightest bound the whole cluster is under.
 
-void ReadFindings(const EpiOptions& options, EpiResult& result) {
+void ReadFindings(const Clusters& clusters, const EpiOptions& options, EpiResult& result) {
   std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
-  for (auto& cl : result.clusters) {
+  for (size_t rank = 0; rank < result.clusters.size(); ++rank) {
+    Cluster& cl = result.clusters[rank];
     bool uptime_flagged = false;
     // "Suspect hardware" is a strong word: it needs at least 5 cores on at
     // least 2 days (3 crashes of one afternoon on one host are not a bad
     // machine). Below that, the plainer readings apply.
-    bool hardware_support = cl.count >= kMinVerdictCrashes && cl.daily.size() >= kMinVerdictDays;
+    bool hardware_support = clusters.spans[rank].counted >= kMinVerdictCrashes && cl.daily.size() >= kMinVerdictDays;
     uint64_t with_uptime = 0;
     for (auto n : cl.uptime_histogram) with_uptime += n;
     for (auto& f : cl.findings) {
@@ -862,19 +1014,21 @@ void ReadFindings(const EpiOptions& options, EpiResult& result) {
 }
 
 // ---------------------------------------------------------------------------
-// Stage 9, hardware: the hosts' and GPUs' verdicts, from the cores' own
+// Stage 10, hardware: the hosts' and GPUs' verdicts, from the cores' own
 // evidence, the kernel logs' lines joined to them and the findings that
 // call machines suspect.
 
-void JudgeClusterHardware(const Population& pop, const Clusters& clusters, const EpiOptions& options,
-                          EpiResult& result) {
+void JudgeClusterHardware(const Population& pop, const Incidents& incidents, const Clusters& clusters,
+                          const EpiOptions& options, EpiResult& result) {
   size_t n = clusters.order.size();
   std::vector<size_t> rank_of(n);
   for (size_t rank = 0; rank < n; ++rank) rank_of[clusters.order[rank]] = rank;
   std::vector<CrashFacts> facts;
   facts.reserve(pop.crashes.size());
-  for (const Crash& c : pop.crashes) {
+  for (size_t i = 0; i < pop.crashes.size(); ++i) {
+    const Crash& c = pop.crashes[i];
     CrashFacts f;
+    f.counted = incidents.counted[i];
     if (c.host != UINT32_MAX) f.host = pop.features.features[c.host].second;
     if (c.machine != UINT32_MAX) f.machine = pop.features.features[c.machine].second;
     f.time = c.time;
@@ -896,6 +1050,68 @@ void JudgeClusterHardware(const Population& pop, const Clusters& clusters, const
   result.hosts = std::move(hw.hosts);
   result.joined_lines = hw.joined_lines;
   for (size_t rank = 0; rank < n; ++rank) result.clusters[rank].gpu_events = std::move(hw.clusters[rank]);
+}
+
+// ---------------------------------------------------------------------------
+// Stage 11, incidents in words: the listed incidents (two cores or more),
+// and the clusters made only of collateral cores.
+
+void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents& incidents, const Clusters& clusters,
+                       EpiResult& result) {
+  result.incident_count = incidents.list.size();
+  size_t n = clusters.order.size();
+  std::vector<size_t> rank_of(n);
+  for (size_t rank = 0; rank < n; ++rank) rank_of[clusters.order[rank]] = rank;
+  auto host_of = [&](const Crash& c) { return c.host == UINT32_MAX ? std::string() : pop.features.features[c.host].second; };
+  auto who = [&](const Crash& c) {
+    std::string w = c.rank ? "rank " + std::to_string(*c.rank) : "a rank";
+    if (std::string h = host_of(c); !h.empty()) w += " on host " + h;
+    return w;
+  };
+  // A cluster of collateral cores only: the cluster their roots are in.
+  for (size_t rank = 0; rank < n; ++rank) {
+    const auto& m = clusters.Of(rank);
+    if (clusters.spans[rank].counted > 0) continue;
+    std::map<size_t, std::pair<uint64_t, uint32_t>> roots;  // root's cluster rank -> cores, one root
+    for (uint32_t i : m) {
+      if (!incidents.collateral[i]) continue;
+      uint32_t root = incidents.list[incidents.of[i]].root;
+      auto& r = roots[rank_of[pop.crashes[root].cluster]];
+      if (r.first++ == 0) r.second = root;
+    }
+    if (roots.empty()) continue;
+    auto top = std::max_element(roots.begin(), roots.end(),
+                                [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
+    Cluster& cl = result.clusters[rank];
+    cl.collateral_of = result.clusters[top->first].id;
+    cl.collateral_reading = "collateral of " + cl.collateral_of + " (" + who(pop.crashes[top->second.second]) +
+                            " died first)";
+  }
+  std::vector<const Incidents::One*> listed;
+  for (const auto& inc : incidents.list)
+    if (inc.crashes.size() >= 2) listed.push_back(&inc);
+  auto time_of = [&](const Incidents::One* inc) { return pop.crashes[inc->root].time.value_or(INT64_MAX); };
+  std::stable_sort(listed.begin(), listed.end(),
+                   [&](const auto* a, const auto* b) { return time_of(a) < time_of(b); });
+  for (const Incidents::One* inc : listed) {
+    if (result.incidents.size() >= kMaxListedIncidents) break;
+    const Crash& root = pop.crashes[inc->root];
+    Incident out;
+    out.job = JobKey(root);
+    out.launcher = root.launcher;
+    out.cores = inc->crashes.size();
+    if (root.time) out.first_crash = FormatIso8601(*root.time);
+    out.root_host = host_of(root);
+    out.root_rank = root.rank;
+    const Cluster& cl = result.clusters[rank_of[root.cluster]];
+    out.root_cluster = cl.id;
+    out.root_signature = cl.signature;
+    out.collateral = inc->collateral;
+    out.alike = inc->alike;
+    auto q = dataset.Query("SELECT path FROM cores WHERE id = " + std::to_string(root.id));
+    if (q.ok() && !q->rows.empty()) out.root_path = q->rows[0][0].text;
+    result.incidents.push_back(std::move(out));
+  }
 }
 
 // One example core per cluster, for the reader to open.
@@ -920,15 +1136,17 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   if (!population.ok()) return population.error();
   const Population& pop = *population;
   if (pop.crashes.empty()) return result;
-  Calendar calendar = MakeCalendar(pop, options, result);
-  Clusters clusters = MakeClusters(pop, calendar, options, result);
-  std::vector<Test> tests = MakeTests(pop, calendar, clusters, options, result);
+  Incidents incidents = FindIncidents(pop, options);
+  Calendar calendar = MakeCalendar(pop, incidents, options, result);
+  Clusters clusters = MakeClusters(pop, incidents, calendar, options, result);
+  std::vector<Test> tests = MakeTests(pop, incidents, calendar, clusters, options, result);
   std::vector<double> adjusted = AdjustFamily(tests, pop, options.report_p_adjusted, result);
   AddFindings(tests, adjusted, pop, calendar, clusters, options, result);
-  ExplainFindings(pop, clusters, options, result);
-  FindChangeOnsets(pop, calendar, clusters, options, result);
-  ReadFindings(options, result);
-  JudgeClusterHardware(pop, clusters, options, result);
+  ExplainFindings(pop, incidents, calendar, clusters, options, result);
+  FindChangeOnsets(pop, incidents, calendar, clusters, options, result);
+  ReadFindings(clusters, options, result);
+  JudgeClusterHardware(pop, incidents, clusters, options, result);
+  DescribeIncidents(dataset, pop, incidents, clusters, result);
   AddExamples(dataset, pop, clusters, result);
   return result;
 }

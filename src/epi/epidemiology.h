@@ -38,6 +38,7 @@ struct EpiOptions {
   std::vector<HardwareEvent> hardware;   // from --kernel-log
   const Inventory* inventory = nullptr;  // --inventory: the population at risk
   int hardware_window_days = 7;          // "host had hardware errors in the N days before"
+  int64_t incident_window_seconds = 900; // a job's crashes within this of its first are one incident
   size_t min_cluster_for_tests = 3;      // smaller clusters get no findings
   double report_p_adjusted = 0.05;       // findings kept in the result
   size_t max_findings = 20;              // per cluster
@@ -91,6 +92,29 @@ struct Cluster {
   double host_days = 0;
   std::map<std::string, double> host_days_per_host;
   GpuEvents gpu_events;  // the GPUs and CPUs its crashes ran on (kernel log lines joined to them)
+  // Incidents: the crash events its cores belong to (a job's ranks that
+  // died together are one); the statistics count one observation each.
+  uint64_t incidents = 0;
+  // When every core of it is collateral of other crashes (a rank that gave
+  // up because another died): the cluster most of their incidents' first
+  // crashes are in, and "collateral of c1 (rank 3 on host h died first)".
+  std::string collateral_of, collateral_reading;
+};
+
+// One crash event of a distributed job: the cores of one job (job id, step
+// and restart) whose crash times lie within the incident window of the
+// first. Only incidents of two or more cores are listed.
+struct Incident {
+  std::string job;              // "48213 step 0", "48213 step 0 restart 1"
+  std::string launcher;
+  uint64_t cores = 0;
+  std::string first_crash;      // the root's time; empty when untimed
+  // The root: the first crash (on a tie within a second, one that is not an
+  // abort, an exception or a signal from outside).
+  std::string root_path, root_host, root_signature, root_cluster;
+  std::optional<int64_t> root_rank;
+  uint64_t collateral = 0;      // cores that gave up after it, or because of it
+  bool alike = false;           // every rank crashed alike: deterministic, not one bad node
 };
 
 struct EpiResult {
@@ -103,6 +127,8 @@ struct EpiResult {
   std::string first_day, last_day;
   std::vector<Cluster> clusters;  // largest first
   std::vector<HostVerdict> hosts;  // hosts with hardware evidence, highest score first
+  std::vector<Incident> incidents; // of two or more cores, by first crash
+  uint64_t incident_count = 0;     // every incident, one-core ones too: the observations
   uint64_t joined_lines = 0;       // kernel log lines joined to the core of their crash
   std::vector<std::string> warnings;
 };

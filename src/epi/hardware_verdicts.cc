@@ -243,6 +243,7 @@ std::set<std::string> VmsOf(const Subject& s) {
 }
 
 void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
+  if (!c.counted) return;
   ++s.crashes;
   ++s.clusters[c.cluster];
   if (c.time) s.days.insert(*c.time / kDaySeconds);
@@ -549,7 +550,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
   out.clusters.resize(clusters);
   std::vector<uint64_t> cluster_size(clusters, 0);
   for (const auto& c : crashes)
-    if (c.cluster < clusters) ++cluster_size[c.cluster];
+    if (c.cluster < clusters && c.counted) ++cluster_size[c.cluster];
   Placements placements(options.inventory);
   std::vector<CrashLines> lines = JoinLines(crashes, events, out.joined_lines);
   GpuOwners owners(placements, crashes, lines, events);

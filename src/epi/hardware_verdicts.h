@@ -32,6 +32,9 @@ struct CrashFacts {
   bool bit_flip = false;             // the core's possible_bit_flips attribute
   bool impossible_state = false;     // the core's impossible_state attribute
   bool gpu_fault = false;            // syndrome gpu-fault
+  // An observation of its own: false for a rank that died because another
+  // did (epi's incidents), whose host is not to blame for it.
+  bool counted = true;
   std::string machine;               // the physical machine its sidecar names (used when the inventory does not)
 };
 

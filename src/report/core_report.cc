@@ -7,6 +7,7 @@
 
 #include "core/byte_view.h"
 #include "core/signals.h"
+#include "diagnose/peer_failure.h"
 #include "report/value_printer.h"
 #include "unwind/frame_variables.h"
 
@@ -132,6 +133,7 @@ Json DiagnosisJson(const Diagnosis& d) {
   }
   j["possible_bit_flips"] = std::move(flips);
   j["impossible_state"] = opt(d.impossible_state);
+  j["peer_failure"] = opt(PeerFailure(d));
   j["gpu_runtime"] = d.gpu_runtime.empty() ? Json(nullptr) : Json(Text(d.gpu_runtime));
   Json rz = Json::array();
   for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});

@@ -827,6 +827,108 @@ TEST(Epi, ACiVmsThreeFreshCrashesAreNoVerdict) {
     EXPECT_EQ(report.find("suspect"), std::string::npos);
 }
 
+// Six jobs of 8 ranks over six days: in each, rank 0 dereferences NULL
+// first and the 7 others throw within half a minute (collateral); five of
+// the six roots are on one host. A torchrun job whose 4 ranks all hit the
+// same bus error at once; background assertions everywhere. Each job is one
+// incident with its root named; the collateral cluster has no finding and
+// says whose collateral it is; the bad host is the root cluster's finding,
+// per incident; the torchrun job is alike.
+TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
+  std::string dir = Work() + "/incidents";
+  fs::create_directories(dir);
+  int n = 0;
+  auto add = [&](const std::string& variant, json sidecar) {
+    std::string core = dir + "/" + variant + "-" + std::to_string(n++) + ".core";
+    fs::create_hard_link(ZooDir() + "/cores/" + variant + ".core", core);
+    std::ofstream(core + ".json") << sidecar.dump();
+  };
+  for (int job = 0; job < 6; ++job) {
+    std::string day = "2026-10-0" + std::to_string(1 + job);
+    std::string root_host = job < 5 ? "gpu-bad-01" : "gpu-07";
+    for (int rank = 0; rank < 8; ++rank) {
+      std::string host = rank < 4 ? root_host : "gpu-1" + std::to_string(job);
+      std::string time = day + "T10:00:" + (rank == 0 ? std::string("00") : std::to_string(10 + rank * 2)) + "Z";
+      add(rank == 0 ? "null_deref-O0" : "uncaught_exception-O0",
+          {{"host", host}, {"time", time}, {"job_id", std::to_string(48210 + job)}, {"job_step", "0"},
+           {"launcher", "slurm"}, {"rank", std::to_string(rank)}});
+    }
+  }
+  for (int rank = 0; rank < 4; ++rank)
+    add("bus_error-O0", {{"host", "tr-0" + std::to_string(rank / 2)}, {"time", "2026-10-03T08:00:00Z"},
+                         {"job_id", "run-7"}, {"launcher", "torchrun"}, {"rank", std::to_string(rank)}});
+  for (int i = 0; i < 60; ++i)
+    add("abort_assert-O0", {{"host", "h-" + std::to_string(i % 20)}, {"time", "2026-10-0" + std::to_string(1 + i % 6) + "T1" +
+                                                                                 std::to_string(i % 10) + ":00:00Z"}});
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
+  auto r = Coroner("epi --db " + db + " --json --md " + dir + "/r.md --html " + dir + "/r.html");
+  ASSERT_EQ(r.status, 0) << r.err;
+  json e = json::parse(r.out);
+  EXPECT_EQ(e["cores"], 6 * 8 + 4 + 60);
+  EXPECT_EQ(e["incident_count"], 6 + 1 + 60);
+  const json *root = nullptr, *collateral = nullptr, *alike = nullptr;
+  for (const auto& c : e["clusters"]) {
+    if (c["syndrome"] == "null-deref") root = &c;
+    if (c["syndrome"] == "uncaught-exception") collateral = &c;
+    if (c["syndrome"] == "bus-error") alike = &c;
+  }
+  ASSERT_TRUE(root && collateral && alike);
+  // The incidents: one per job, its root rank 0 in the null-deref cluster.
+  ASSERT_EQ(e["incidents"].size(), 7u) << e["incidents"].dump();
+  size_t slurm = 0;
+  for (const auto& i : e["incidents"]) {
+    if (i["launcher"] == "torchrun") {
+      EXPECT_EQ(i["job"], "run-7");
+      EXPECT_EQ(i["cores"], 4);
+      EXPECT_TRUE(i["alike"].get<bool>());
+      EXPECT_EQ(i["collateral"], 0);
+      EXPECT_EQ(i["root"]["rank"], 0);
+      EXPECT_EQ(i["root"]["cluster"], (*alike)["id"]);
+      continue;
+    }
+    ++slurm;
+    EXPECT_EQ(i["cores"], 8);
+    EXPECT_EQ(i["collateral"], 7);
+    EXPECT_FALSE(i["alike"].get<bool>());
+    EXPECT_EQ(i["root"]["rank"], 0);
+    EXPECT_EQ(i["root"]["cluster"], (*root)["id"]);
+    EXPECT_EQ(i["root"]["signature"], (*root)["signature"]);
+    EXPECT_EQ(i["job"].get<std::string>().substr(0, 4), "4821");
+  }
+  EXPECT_EQ(slurm, 6u);
+  EXPECT_EQ((*root)["incidents"], 6);
+  EXPECT_EQ((*alike)["incidents"], 1);
+  EXPECT_EQ((*collateral)["count"], 42);
+  EXPECT_EQ((*collateral)["incidents"], 6);
+  // Collateral only: no finding, whose collateral it is.
+  EXPECT_TRUE((*collateral)["findings"].empty()) << (*collateral)["findings"].dump();
+  EXPECT_EQ((*collateral)["collateral_of"], (*root)["id"]);
+  EXPECT_EQ((*collateral)["collateral_reading"],
+            "collateral of " + (*root)["id"].get<std::string>() + " (rank 0 on host gpu-bad-01 died first)");
+  // The bad host, counted per incident: 5 of the 6 roots, and none of the
+  // 60 background crashes (Fisher over the 66 observations + the alike job's one).
+  const json* bad = nullptr;
+  for (const auto& f : (*root)["findings"])
+    if (f["attribute"] == "host" && f["value"] == "gpu-bad-01") bad = &f;
+  ASSERT_NE(bad, nullptr) << (*root)["findings"].dump();
+  EXPECT_EQ((*bad)["count"], 5);
+  EXPECT_NEAR((*bad)["p_value"].get<double>(), FisherGreater(5, 6, 5, 67), 1e-15);
+  // No finding anywhere names a collateral core's host.
+  for (const auto& c : e["clusters"])
+    for (const auto& f : c["findings"]) EXPECT_EQ(f["value"].get<std::string>().rfind("gpu-1", 0), std::string::npos);
+  // The reports list the incidents.
+  std::string text = Coroner("epi --db " + db).out;
+  EXPECT_NE(text.find("slurm job 48210 step 0: 8 cores, rank 0 on host gpu-bad-01 died first (" +
+                      (*root)["id"].get<std::string>() + "), 7 collateral"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("torchrun job run-7: 4 cores, rank 0 on host tr-00 died first"), std::string::npos) << text;
+  EXPECT_NE(text.find("every rank crashed alike: deterministic, not one bad node"), std::string::npos);
+  EXPECT_NE(ReadAll(dir + "/r.md").find("## Incidents"), std::string::npos);
+  EXPECT_NE(ReadAll(dir + "/r.html").find("<table class=\"sortable\" id=\"incidents\">"), std::string::npos);
+}
+
 class Cleanup : public ::testing::Environment {
  public:
   void TearDown() override { RemoveAll(Work()); }
