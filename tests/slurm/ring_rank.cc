@@ -1,0 +1,107 @@
+// One rank of a job whose ranks pass a token around a ring over loopback
+// TCP, as a collective does: rank i listens on BASE + i and sends to rank
+// i + 1. The rank CRASH dereferences NULL in its third round; the others
+// find the ring broken (their predecessor's socket closes) and give up as
+// a distributed runtime would, uncaught: odd ranks with PyTorch's
+// c10::DistBackendError ("Watchdog caught collective operation timeout"),
+// even ranks with NCCL's "communicator was aborted".
+//
+//   ring_rank BASE_PORT CRASH_RANK ENV_DIR
+//
+// The rank and the number of ranks are Slurm's (SLURM_PROCID,
+// SLURM_NTASKS). Before the ring starts, each rank writes its Slurm
+// variables to ENV_DIR/rank-N.env: what the test checks the core against.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+extern char** environ;
+
+namespace c10 {
+// The type PyTorch's ProcessGroupNCCL throws when its watchdog gives up.
+class DistBackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+}  // namespace c10
+
+namespace {
+
+int rank_, size_;
+
+[[noreturn]] void GiveUp(const char* what) {
+  std::string where = "[Rank " + std::to_string(rank_) + "] ";
+  if (rank_ % 2) throw c10::DistBackendError(where + "Watchdog caught collective operation timeout: " + what);
+  throw std::runtime_error(where + "NCCL communicator was aborted: " + what);
+}
+
+int Listen(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0) GiveUp("cannot listen");
+  return fd;
+}
+
+int Connect(int port) {
+  for (int attempt = 0; attempt < 1200; ++attempt) {  // the next rank may start later: up to 60 s
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    usleep(50000);
+  }
+  GiveUp("cannot reach the next rank");
+}
+
+// The collective's step: forward the token. The crashing rank dies here.
+__attribute__((noinline)) void Relay(int* token, int round, int to) {
+  if (rank_ == std::atoi(std::getenv("RING_CRASH_RANK")) && round == 2) token = nullptr;
+  ++*token;
+  if (send(to, token, sizeof *token, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof *token)) GiveUp("send failed");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 || !std::getenv("SLURM_PROCID") || !std::getenv("SLURM_NTASKS")) {
+    std::fprintf(stderr, "usage: ring_rank BASE_PORT CRASH_RANK ENV_DIR (under srun)\n");
+    return 2;
+  }
+  rank_ = std::atoi(std::getenv("SLURM_PROCID"));
+  size_ = std::atoi(std::getenv("SLURM_NTASKS"));
+  int base = std::atoi(argv[1]);
+  setenv("RING_CRASH_RANK", argv[2], 1);
+  std::string path = std::string(argv[3]) + "/rank-" + std::to_string(rank_) + ".env";
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "SLURM", 5) == 0) std::fprintf(f, "%s\n", *e);
+    std::fclose(f);
+  }
+  int server = Listen(base + rank_);
+  int next = Connect(base + (rank_ + 1) % size_);
+  int prev = accept(server, nullptr, nullptr);
+  if (prev < 0) GiveUp("accept failed");
+  int token = 0;
+  for (int round = 0;; ++round) {
+    if (rank_ == 0) Relay(&token, round, next);
+    ssize_t n = recv(prev, &token, sizeof token, MSG_WAITALL);
+    if (n != static_cast<ssize_t>(sizeof token)) GiveUp("the previous rank closed its connection");
+    if (rank_ != 0) Relay(&token, round, next);
+  }
+}
