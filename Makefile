@@ -72,6 +72,7 @@ bench: deps build zoo
 	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_epi.sh $(BUILD)/coroner
 	@bench/bench_crashlog.sh $(BUILD) $(ZOO)
+	@bench/bench_identity.sh $(BUILD) $(ZOO)
 	@bench/bench_python.sh $(BUILD)/coroner $(BUILD)/python
 	@bench/bench_big_core.sh $(BUILD)/coroner $(BUILD)/bigcore
 

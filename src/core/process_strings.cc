@@ -21,58 +21,82 @@ ProcessStrings ReadProcessStrings(const Core& core) {
     out.missing = "AT_EXECFN points outside the core's memory";
     return out;
   }
-  // The stack's bytes below AT_EXECFN: the pointer arrays and strings.
-  uint64_t lo = std::max<uint64_t>(stack->vaddr, execfn > kMaxProcessStrings ? execfn - kMaxProcessStrings : 0);
-  lo &= ~uint64_t{7};
-  if (memory.Rereads(lo, execfn - lo)) {
-    out.missing = "the stack's top is behind the compressed core's decoded part";
-    return out;
-  }
-  std::vector<std::byte> bytes(execfn - lo);
-  size_t got = memory.ReadUpTo(lo, bytes);
-  if (got < bytes.size()) {
-    out.missing = "the stack below AT_EXECFN is not in the core";
-    return out;
-  }
   // The auxiliary vector's first two entries, as NT_AUXV has them, on an
-  // 8-byte boundary: the last match is the kernel's copy (the strings lie
-  // above it, and a copy a program made lies lower).
+  // 8-byte boundary below AT_EXECFN: the highest match is the kernel's copy
+  // (only the strings lie above it; a copy a program made lies lower). The
+  // window grows from 16 KiB: most blocks are a few KiB.
   std::byte needle[32];
   for (size_t i = 0; i < 2; ++i) {
     std::memcpy(needle + 16 * i, &auxv.entries[i].type, 8);
     std::memcpy(needle + 16 * i + 8, &auxv.entries[i].value, 8);
   }
-  std::optional<size_t> at;
-  for (size_t off = 0; off + sizeof needle <= bytes.size(); off += 8)
-    if (std::memcmp(bytes.data() + off, needle, sizeof needle) == 0) at = off;
-  if (!at || *at < 16) {
+  auto read_stack = [&](uint64_t from, uint64_t to, std::vector<std::byte>& bytes) {
+    if (memory.Rereads(from, to - from)) {
+      out.missing = "the stack's top is behind the compressed core's decoded part";
+      return false;
+    }
+    bytes.resize(to - from);
+    if (memory.ReadUpTo(from, bytes) < bytes.size()) {
+      out.missing = "the stack below AT_EXECFN is not in the core";
+      return false;
+    }
+    return true;
+  };
+  uint64_t floor =
+      (std::max<uint64_t>(stack->vaddr, execfn > kMaxProcessStrings ? execfn - kMaxProcessStrings : 0) + 7) & ~uint64_t{7};
+  std::vector<std::byte> block;  // [auxv_at, execfn): the auxv copy and the strings
+  std::optional<uint64_t> auxv_at;
+  for (uint64_t window = 16 << 10;; window *= 4) {
+    uint64_t lo = std::max(floor, (execfn > window ? execfn - window : 0) & ~uint64_t{7});
+    std::vector<std::byte> bytes;
+    if (!read_stack(lo, execfn, bytes)) return out;
+    for (size_t off = (bytes.size() - std::min<size_t>(bytes.size(), sizeof needle)) & ~size_t{7};; off -= 8) {
+      if (off + sizeof needle <= bytes.size() && std::memcmp(bytes.data() + off, needle, sizeof needle) == 0) {
+        auxv_at = lo + off;
+        block.assign(bytes.begin() + static_cast<std::ptrdiff_t>(off), bytes.end());
+        break;
+      }
+      if (off < 8) break;
+    }
+    if (auxv_at || lo <= floor) break;
+  }
+  if (!auxv_at || *auxv_at < stack->vaddr + 16) {
     out.missing = "the stack holds no copy of the auxiliary vector";
     return out;
   }
+  // Below it: argc, the argv pointers, NULL, the envp pointers, NULL. Each
+  // pointer names a string of the block above, so there are no more of them
+  // than the NULs there.
+  size_t nuls = static_cast<size_t>(std::count(block.begin(), block.end(), std::byte{0}));
+  uint64_t below = 8 * std::min<uint64_t>(nuls + 3, kMaxProcessPointers + 3);
+  uint64_t lo = std::max<uint64_t>(stack->vaddr, *auxv_at > below ? *auxv_at - below : 0);
+  std::vector<std::byte> bytes;
+  if (!read_stack(lo, *auxv_at, bytes)) return out;
+  size_t top = bytes.size() & ~size_t{7};  // the auxv copy's offset in `bytes`
   auto word = [&](size_t off) {
     uint64_t v;
     std::memcpy(&v, bytes.data() + off, 8);
     return v;
   };
   // A pointer into the strings: above the pointer arrays, up to AT_EXECFN.
-  uint64_t strings_lo = lo + *at;
-  auto is_string = [&](uint64_t v) { return v > strings_lo && v <= execfn; };
-  if (word(*at - 8) != 0) {
+  auto is_string = [&](uint64_t v) { return v > *auxv_at && v <= execfn; };
+  if (top < 8 || word(top - 8) != 0) {
     out.missing = "no NULL ends the environment's pointers";
     return out;
   }
   std::vector<uint64_t> env, args;
-  size_t off = *at - 16;
-  for (; off >= 8 && is_string(word(off)) && env.size() < kMaxProcessPointers; off -= 8) env.push_back(word(off));
-  if (word(off) != 0 || off < 8) {
+  size_t off = top - 8;
+  while (off >= 8 && is_string(word(off - 8)) && env.size() < kMaxProcessPointers) env.push_back(word(off -= 8));
+  if (off < 8 || word(off - 8) != 0) {
     out.missing = "no NULL ends the command line's pointers";
     return out;
   }
-  for (off -= 8; off >= 8 && is_string(word(off)) && env.size() + args.size() < kMaxProcessPointers; off -= 8)
-    args.push_back(word(off));
-  if (word(off) != args.size()) {
-    out.missing = "argc (" + std::to_string(word(off)) + ") is not the number of argument pointers (" +
-                  std::to_string(args.size()) + ")";
+  off -= 8;
+  while (off >= 8 && is_string(word(off - 8)) && env.size() + args.size() < kMaxProcessPointers)
+    args.push_back(word(off -= 8));
+  if (off < 8 || word(off - 8) != args.size()) {
+    out.missing = "argc (" + (off >= 8 ? std::to_string(word(off - 8)) : std::string("?")) +
+                  ") is not the number of argument pointers (" + std::to_string(args.size()) + ")";
     return out;
   }
   out.found = true;
@@ -85,7 +109,17 @@ ProcessStrings ReadProcessStrings(const Core& core) {
         out.missing = "the command line and environment are cut at " + std::to_string(kMaxProcessStrings) + " bytes";
         return;
       }
-      auto s = memory.ReadCString(p, std::min(kMaxProcessString, kMaxProcessStrings - total));
+      size_t limit = std::min(kMaxProcessString, kMaxProcessStrings - total);
+      // Within the block already read, without a read of its own.
+      std::optional<std::string> s;
+      uint64_t at = p - *auxv_at;
+      if (at < block.size()) {
+        const auto* start = reinterpret_cast<const char*>(block.data()) + at;
+        size_t span = std::min<size_t>(block.size() - at, limit);
+        if (const void* nul = std::memchr(start, 0, span))
+          s.emplace(start, static_cast<size_t>(static_cast<const char*>(nul) - start));
+      }
+      if (!s) s = memory.ReadCString(p, limit);
       if (!s) {
         ++unreadable;
         continue;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "core/core.h"
 #include "core/process_strings.h"
@@ -59,8 +61,8 @@ const std::vector<std::string>& EnvironmentPolicy::BuiltIn() {
 }
 
 bool EnvironmentPolicy::Keeps(const std::string& name) const {
-  const auto& built_in = BuiltIn();
-  if (std::find(built_in.begin(), built_in.end(), name) != built_in.end()) return true;
+  static const std::unordered_set<std::string_view> kBuiltIn(BuiltIn().begin(), BuiltIn().end());
+  if (kBuiltIn.count(name)) return true;
   for (const auto& a : allow) {
     if (a == name) return true;
     if (!a.empty() && a.back() == '*' && name.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0 &&
