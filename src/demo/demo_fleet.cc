@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "core/core.h"
@@ -219,6 +220,33 @@ Scenario AmdScenario() {
   return s;
 }
 
+Scenario TrainingScenario() {
+  Scenario s;
+  s.name = "training";
+  s.seed = 8080;
+  s.hosts = 48;
+  s.days = 21;
+  s.regions = {"eastus", "westus"};
+  s.skus = {"Standard_ND96isr_H100_v5"};
+  s.services = {"training"};
+  s.initial = {{"kernel", "6.8.0-1017-azure"}, {"release", "jax-0.4.30"}};
+  PlantedPopulation bad_gpu{"bad GPU: rank 0's Xid 79/48, its job's other ranks time out", "gpu_runtime_abort-O2",
+                            6, 1, -1, {{"host", "eus-node-05"}}, 0, "host", "eus-node-05", "xid-hardware"};
+  bad_gpu.ranks = 32;
+  bad_gpu.collateral_core = "uncaught_exception-O0";
+  PlantedPopulation every_rank{"an application bug that every rank of a job hits at once", "divide_by_zero-O0", 5, 2,
+                               -1, {}, 0, "", ""};
+  every_rank.ranks = 16;
+  every_rank.alike = true;
+  s.populations = {
+      bad_gpu,
+      every_rank,
+      {"background: null dereferences", "null_deref-O2", 60, 0, -1, {}, 0, "", ""},
+      {"background: failed assertions", "abort_assert-O0", 30, 0, -1, {}, 0, "", ""},
+  };
+  return s;
+}
+
 Scenario RegionScenario() {
   Scenario s;
   s.name = "region";
@@ -268,7 +296,8 @@ Scenario ExposureScenario() {
 }
 
 std::optional<Scenario> ScenarioNamed(const std::string& name) {
-  for (Scenario (*make)() : {DemoScenario, GpuScenario, RegionScenario, ExposureScenario, HardwareScenario, AmdScenario}) {
+  for (Scenario (*make)() :
+       {DemoScenario, GpuScenario, RegionScenario, ExposureScenario, HardwareScenario, AmdScenario, TrainingScenario}) {
     Scenario s = make();
     if (s.name == name) return s;
   }
@@ -347,6 +376,27 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
   };
   std::vector<Planted> planted;
   size_t seq = 0;
+  // One core of `population` on `host` at `t`: a link of the zoo's, and its
+  // sidecar with the host's attributes then (and `extra`, JSON members).
+  auto place = [&](const std::string& source, const Host& host, int64_t t, const std::string& population,
+                   const std::string& extra, std::string& path) -> Expected<bool> {
+    fs::create_directories(fleet.cores_dir + "/" + host.name, ec);
+    char file[64];
+    std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq);
+    path = fleet.cores_dir + "/" + host.name + file;
+    if (::link(source.c_str(), path.c_str()) != 0 && ::symlink(source.c_str(), path.c_str()) != 0)
+      return MakeError(ErrorKind::kIo, "cannot link " + path + ": " + std::strerror(errno));
+    std::string json = "{";
+    for (const char* key : {"region", "sku", "kernel", "release", "service"})
+      json += JsonString(key) + ": " + JsonString(Attribute(host, key, t)) + ", ";
+    json += "\"host\": " + JsonString(host.name) + ", \"time\": " + JsonString(FormatIso8601(t)) +
+            ", \"boot_time\": " + JsonString(FormatIso8601(PlacementAt(host, t)->from)) + extra + "}\n";
+    if (auto w = WriteFile(path + ".json", json); !w.ok()) return w.error();
+    ++fleet.cores;
+    ++fleet.per_population[population];
+    fleet.population_of[path] = population;
+    return true;
+  };
   for (const auto& pop : s.populations) {
     std::string source = zoo_cores_dir + "/" + pop.core + ".core";
     struct stat st;
@@ -364,6 +414,7 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
         if (!c.threads().empty()) facts.pc = c.threads()[0].registers.pc(), facts.sp = c.threads()[0].registers.sp();
       }
     int last = pop.end_day < 0 ? s.days - 1 : std::min(pop.end_day, s.days - 1);
+    std::function<std::string(int, const Host&)> job_json;
     for (size_t k = 0; k < pop.count; ++k) {
       const Host* host = nullptr;
       int64_t t = 0;
@@ -378,25 +429,44 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
         if (!fit.empty()) host = fit[rng.Below(fit.size())];
       }
       if (!host) return MakeError(ErrorKind::kMalformed, "population \"" + pop.name + "\" fits no host");
-      fs::create_directories(fleet.cores_dir + "/" + host->name, ec);
-      char file[64];
-      std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq);
-      std::string path = fleet.cores_dir + "/" + host->name + file;
-      if (::link(source.c_str(), path.c_str()) != 0 && ::symlink(source.c_str(), path.c_str()) != 0)
-        return MakeError(ErrorKind::kIo, "cannot link " + path + ": " + std::strerror(errno));
-      std::string json = "{";
-      for (const char* key : {"region", "sku", "kernel", "release", "service"})
-        json += JsonString(key) + ": " + JsonString(Attribute(*host, key, t)) + ", ";
-      json += "\"host\": " + JsonString(host->name) + ", \"time\": " + JsonString(FormatIso8601(t)) +
-              ", \"boot_time\": " + JsonString(FormatIso8601(PlacementAt(*host, t)->from)) + "}\n";
-      if (auto w = WriteFile(path + ".json", json); !w.ok()) return w.error();
-      ++fleet.cores;
+      // A distributed job: this crash is its rank 0's, the first; the other
+      // ranks, 8 to a host, crash alike at once or give up after it.
+      std::string job;
+      if (pop.ranks > 1) {
+        job = "j" + std::to_string(seq + 1);
+        job_json = [&](int rank, const Host& h) {
+          return ", \"job_id\": " + JsonString(job) + ", \"job_step\": \"0\", \"launcher\": \"slurm\", \"rank\": \"" +
+                 std::to_string(rank) + "\", \"world_size\": \"" + std::to_string(pop.ranks) +
+                 "\", \"local_rank\": \"" + std::to_string(rank % 8) + "\", \"job_node\": " + JsonString(h.name);
+        };
+      }
+      std::string path;
+      if (auto w = place(source, *host, t, pop.name, job.empty() ? "" : job_json(0, *host), path); !w.ok())
+        return w.error();
+      if (!job.empty()) {
+        std::vector<const Host*> nodes = {host};
+        for (int r = 8; r < pop.ranks; r += 8) {
+          std::vector<const Host*> free;
+          for (const auto& h : hosts)
+            if (PlacementAt(h, t) && PlacementAt(h, t + 60) && std::find(nodes.begin(), nodes.end(), &h) == nodes.end())
+              free.push_back(&h);
+          if (free.empty()) break;
+          nodes.push_back(free[rng.Below(free.size())]);
+        }
+        std::string rank_source = zoo_cores_dir + "/" + (pop.alike ? pop.core : pop.collateral_core) + ".core";
+        std::string rank_population = pop.alike ? pop.name : pop.name + " (collateral ranks)";
+        for (int r = 1; r < pop.ranks && static_cast<size_t>(r / 8) < nodes.size(); ++r) {
+          const Host& node = *nodes[static_cast<size_t>(r / 8)];
+          int64_t rt = pop.alike ? t : t + 5 + static_cast<int64_t>(rng.Below(55));
+          std::string rank_path;
+          if (auto w = place(rank_source, node, rt, rank_population, job_json(r, node), rank_path); !w.ok())
+            return w.error();
+        }
+      }
       Planted p = facts;
       p.host = host;
       p.t = t;
       planted.push_back(p);
-      ++fleet.per_population[pop.name];
-      fleet.population_of[path] = pop.name;
       int day = static_cast<int>((t - begin) / kDay);
       auto [first, added] = fleet.first_day.emplace(pop.name, day);
       if (!added) first->second = std::min(first->second, day);

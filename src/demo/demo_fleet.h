@@ -59,6 +59,13 @@ struct PlantedPopulation {
   // The cause is named as the change the cluster began with (a release
   // reaching every host), not as a finding within its window.
   bool onset_cause = false;
+  // Each crash is a distributed job's: its rank 0's core is this one, the
+  // job's other ranks (8 to a host, on other hosts) crash alike at the same
+  // time, or give up after it with `collateral_core` (population "NAME
+  // (collateral ranks)"). Sidecars carry the job (job_id, rank, ...).
+  int ranks = 0;
+  bool alike = false;
+  std::string collateral_core;
 };
 
 struct Scenario {
@@ -104,9 +111,14 @@ Scenario HardwareScenario();
 // release on the day it reaches every host; boot lines of mce, EDAC and
 // amdgpu at every boot.
 Scenario AmdScenario();
+// Multi-node training jobs over three weeks: a host whose GPU (Xid 79/48)
+// fails under rank 0 of 6 jobs of 32 ranks, whose 31 other ranks give up
+// after it (uncaught exceptions on other hosts); an application bug every
+// rank of 5 jobs of 16 hits at once; background crashes.
+Scenario TrainingScenario();
 
 // The scenarios by name, for `coroner demo --scenario`.
-inline constexpr const char* kScenarioNames = "demo, gpu, region, exposure, hardware, amd";
+inline constexpr const char* kScenarioNames = "demo, gpu, region, exposure, hardware, amd, training";
 std::optional<Scenario> ScenarioNamed(const std::string& name);
 
 struct GeneratedFleet {

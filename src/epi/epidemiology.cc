@@ -635,10 +635,15 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());
     cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
     std::vector<uint64_t> daily(cal.days, 0);
+    // The onset is a statistic: it counts incidents (each on its first
+    // core's day), while the daily counts shown are the cores.
+    std::vector<uint64_t> daily_incidents(cal.days, 0);
     std::set<uint32_t> seen;  // incidents
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
-      seen.insert(incidents.of[i]);
+      bool first_of_incident = seen.insert(incidents.of[i]).second;
+      if (first_of_incident && c.time)
+        ++daily_incidents[static_cast<size_t>(std::max(DayOf(*c.time), cal.min_day) - cal.min_day)];
       if (incidents.counted[i]) {
         ++span.counted;
         span.timed += c.time.has_value();
@@ -663,7 +668,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
       cl.last_seen = Day(span.last);
       for (size_t d = 0; d < cal.days; ++d)
         if (daily[d]) cl.daily[Day(cal.min_day + static_cast<int64_t>(d))] = daily[d];
-      auto onset = FindOnset(daily);
+      auto onset = FindOnset(daily_incidents);
       // The change point cannot precede the first crash.
       span.onset = std::max(onset ? cal.min_day + static_cast<int64_t>(onset->day) : span.first, span.first);
       cl.onset = Day(span.onset);

@@ -929,6 +929,56 @@ TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
   EXPECT_NE(ReadAll(dir + "/r.html").find("<table class=\"sortable\" id=\"incidents\">"), std::string::npos);
 }
 
+// The training fleet: six jobs of 32 ranks whose rank 0 ran on the host
+// with the failing GPU, their 31 other ranks giving up after it on other
+// hosts; five jobs whose 16 ranks all hit one bug at once. Each job is one
+// incident; the collateral ranks bring no finding and no host verdict; the
+// bad GPU's host is named; the alike jobs say so.
+TEST(Epi, TrainingFleetCountsIncidentsNotRanks) {
+  Scenario scenario = TrainingScenario();
+  const Scanned& s = Scan(scenario);
+  const json& r = s.report;
+  const PlantedPopulation &bad = scenario.populations[0], &alike = scenario.populations[1];
+  uint64_t collateral_cores = s.fleet.per_population.at(bad.name + " (collateral ranks)");
+  EXPECT_EQ(collateral_cores, bad.count * static_cast<uint64_t>(bad.ranks - 1));
+  EXPECT_EQ(s.fleet.per_population.at(alike.name), alike.count * static_cast<uint64_t>(alike.ranks));
+  EXPECT_EQ(r["incident_count"], bad.count + alike.count + scenario.populations[2].count + scenario.populations[3].count);
+  EXPECT_EQ(CheckVerdictsAgree(r), std::set<std::string>{"eus-node-05"});
+  auto signatures = Signatures(s);
+  const json& gpu = ClusterOf(r, signatures.at(bad.name));
+  const json& collateral = ClusterOf(r, signatures.at(bad.name + " (collateral ranks)"));
+  const json& every = ClusterOf(r, signatures.at(alike.name));
+  size_t bad_jobs = 0, alike_jobs = 0;
+  for (const auto& i : r["incidents"]) {
+    if (i["root"]["cluster"] == gpu["id"]) {
+      ++bad_jobs;
+      EXPECT_EQ(i["cores"], bad.ranks);
+      EXPECT_EQ(i["collateral"], bad.ranks - 1);
+      EXPECT_EQ(i["root"]["host"], "eus-node-05");
+      EXPECT_EQ(i["root"]["rank"], 0);
+    } else {
+      ++alike_jobs;
+      EXPECT_EQ(i["root"]["cluster"], every["id"]);
+      EXPECT_EQ(i["cores"], alike.ranks);
+      EXPECT_TRUE(i["alike"].get<bool>());
+    }
+  }
+  EXPECT_EQ(bad_jobs, bad.count);
+  EXPECT_EQ(alike_jobs, alike.count);
+  EXPECT_EQ(gpu["incidents"], bad.count);
+  EXPECT_EQ(every["incidents"], alike.count);
+  EXPECT_EQ(collateral["count"], collateral_cores);
+  EXPECT_TRUE(collateral["findings"].empty()) << collateral["findings"].dump();
+  EXPECT_EQ(collateral["collateral_of"], gpu["id"]);
+  EXPECT_EQ(collateral["collateral_reading"],
+            "collateral of " + gpu["id"].get<std::string>() + " (rank 0 on host eus-node-05 died first)");
+  // The alike jobs' onset is their first job's day, not the day the most
+  // ranks crashed.
+  EXPECT_EQ(every["onset"], every["first_seen"]);
+  std::string reading = gpu["gpu_events"]["reading"];
+  EXPECT_NE(reading.find("same GPU repeatedly"), std::string::npos) << reading;
+}
+
 class Cleanup : public ::testing::Environment {
  public:
   void TearDown() override { RemoveAll(Work()); }
