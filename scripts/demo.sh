@@ -26,3 +26,6 @@ echo "demo: $(wc -l < "$out/zoo.ndjson") cores analyzed; the JSON is in $out/zoo
 echo
 echo "== the epidemiology of a seeded fleet of real zoo cores with planted causes"
 CORONER_ZOO=$zoo "$coroner" demo --out "$out/epi"
+echo
+echo "== a training fleet: multi-node jobs whose ranks crash together, one incident each"
+CORONER_ZOO=$zoo "$coroner" demo --out "$out/training" --scenario training | sed -n '/^incidents/,/^hardware verdicts/p'
