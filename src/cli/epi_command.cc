@@ -73,6 +73,7 @@ std::optional<EpiResult> Compute(const EpiCommandOptions& o, int* status) {
   if (!ds.ok()) return fail(ds.error().message, 1);
   EpiOptions options;
   options.where = o.where;
+  options.incident_window_seconds = static_cast<int64_t>(o.incident_window_minutes * 60);
   if (!o.rules.empty()) {
     auto rules = LoadRules(o.rules);
     if (!rules.ok()) return fail(rules.error().message, 2);

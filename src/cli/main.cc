@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
   epi_cmd->add_option("--md", epi.md, "write the Markdown report to FILE");
   epi_cmd->add_option("--html", epi.html, "write the HTML report (one self-contained file) to FILE");
   epi_cmd->add_option("--where", epi.where, "an SQL condition over the cores table: analyze only these cores");
+  epi_cmd->add_option("--incident-window", epi.incident_window_minutes,
+                      "minutes: a job's cores within this of its first crash are one incident (default 15)")
+      ->check(CLI::Range(0.0, 100000.0));
   epi_cmd->add_option("--rules", epi.rules, "a TOML file of labels and exclusions ([[label]], [[exclude]])");
   epi_cmd->add_option("--kernel-log", epi.kernel_logs, "kernel logs (dmesg or journal text): FILE or HOST=FILE")
       ->allow_extra_args(true);

@@ -926,6 +926,12 @@ TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
   EXPECT_NE(text.find("torchrun job run-7: 4 cores, rank 0 on host tr-00 died first"), std::string::npos) << text;
   EXPECT_NE(text.find("every rank crashed alike: deterministic, not one bad node"), std::string::npos);
   EXPECT_NE(ReadAll(dir + "/r.md").find("## Incidents"), std::string::npos);
+  // A window of 6 s: the ranks that threw 12 to 24 s after their root are
+  // incidents apart from it (in 6 s groups), and no longer its collateral.
+  json narrow = json::parse(Coroner("epi --db " + db + " --json --incident-window 0.1").out);
+  EXPECT_EQ(narrow["incident_count"], 60 + 1 + 6 * (1 + 2));
+  for (const auto& i : narrow["incidents"])
+    if (i["launcher"] == "slurm") EXPECT_LE(i["cores"].get<int>(), 4) << i.dump();
   EXPECT_NE(ReadAll(dir + "/r.html").find("<table class=\"sortable\" id=\"incidents\">"), std::string::npos);
 }
 
