@@ -352,6 +352,47 @@ TEST(ProcessIdentity, RulesAddVariablesButPatternsNoSecrets) {
   EXPECT_NE(bad.err.find("[environment] has one list, allow"), std::string::npos) << bad.err;
 }
 
+// Real cores of ranks as torchrun under srun, and Open MPI, start them: the
+// framework's rank wins over Slurm's task id, PMIx's namespace names an MPI
+// job, and the GPUs each was given are named.
+TEST(ProcessIdentity, TorchrunAndMpiRanksFromRealCores) {
+  auto job_of = [](const std::string& env, const std::string& name) {
+    std::string core = Work() + "/" + name + ".core";
+    std::string cmd = "env -i PATH=/usr/bin:/bin " + env + " bash " + std::getenv("CORONER_SOURCE_DIR") +
+                      "/tests/fixtures/make_core.sh " + testing::ZooDir() + "/bin/null_deref-O0 " + core;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    auto r = testing::Coroner("analyze --json " + core);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json::parse(r.out)["job"];
+  };
+  fs::create_directories(Work());
+  json torch = job_of("SLURM_JOB_ID=900 SLURM_STEP_ID=3 SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_LOCALID=0 "
+                      "SLURMD_NODENAME=node-b TORCHELASTIC_RUN_ID=900 TORCHELASTIC_RESTART_COUNT=1 RANK=12 "
+                      "LOCAL_RANK=4 WORLD_SIZE=16 GROUP_RANK=1 CUDA_VISIBLE_DEVICES=4",
+                      "torchrun");
+  EXPECT_EQ(torch, (json{{"launcher", "slurm"},
+                         {"job_id", "900"},
+                         {"step", "3"},
+                         {"restart", 1},
+                         {"rank", 12},
+                         {"world_size", 16},
+                         {"local_rank", 4},
+                         {"node", "node-b"},
+                         {"gpus", "CUDA_VISIBLE_DEVICES=4"}}));
+  json mpi = job_of("PMIX_NAMESPACE=prterun-node-a-4242@1 PMIX_RANK=5 OMPI_COMM_WORLD_RANK=5 OMPI_COMM_WORLD_SIZE=8 "
+                    "OMPI_COMM_WORLD_LOCAL_RANK=1 HOSTNAME=node-a ROCR_VISIBLE_DEVICES=1",
+                    "mpi");
+  EXPECT_EQ(mpi, (json{{"launcher", "mpi"},
+                       {"job_id", "prterun-node-a-4242@1"},
+                       {"step", nullptr},
+                       {"restart", nullptr},
+                       {"rank", 5},
+                       {"world_size", 8},
+                       {"local_rank", 1},
+                       {"node", "node-a"},
+                       {"gpus", "ROCR_VISIBLE_DEVICES=1"}}));
+}
+
 class Cleanup : public ::testing::Environment {
  public:
   void TearDown() override { fs::remove_all(Work()); }
