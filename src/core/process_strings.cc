@@ -6,8 +6,13 @@
 #include "core/core.h"
 
 namespace coroner {
+namespace {
 
-ProcessStrings ReadProcessStrings(const Core& core) {
+constexpr uint64_t kMinPointer = 65536;  // vm.mmap_min_addr: no array lives below
+
+}  // namespace
+
+ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> environ) {
   ProcessStrings out;
   const Auxv& auxv = core.auxv();
   const Memory& memory = core.memory();
@@ -78,8 +83,11 @@ ProcessStrings ReadProcessStrings(const Core& core) {
     std::memcpy(&v, bytes.data() + off, 8);
     return v;
   };
-  // A pointer into the strings: above the pointer arrays, up to AT_EXECFN.
-  auto is_string = [&](uint64_t v) { return v > *auxv_at && v <= execfn; };
+  // A pointer the arrays may hold: into the strings above them, or, for an
+  // entry the program replaced (setenv over an existing name, a rewritten
+  // argv), anywhere a user-space pointer can point. argc, below argv, is
+  // far smaller.
+  auto is_string = [&](uint64_t v) { return v >= kMinPointer && v < (uint64_t{1} << 47); };
   if (top < 8 || word(top - 8) != 0) {
     out.missing = "no NULL ends the environment's pointers";
     return out;
@@ -102,6 +110,24 @@ ProcessStrings ReadProcessStrings(const Core& core) {
   out.found = true;
   std::reverse(env.begin(), env.end());
   std::reverse(args.begin(), args.end());
+  // The stack's envp array starts just above argv's NULL.
+  uint64_t stack_envp = lo + off + 8 * (args.size() + 1);
+  if (environ && *environ != stack_envp && *environ >= kMinPointer) {
+    std::vector<uint64_t> moved;
+    for (uint64_t a = *environ; moved.size() < kMaxProcessPointers; a += 8) {
+      auto p = memory.Read<uint64_t>(a);
+      if (!p) {
+        moved.clear();
+        break;
+      }
+      if (*p == 0) break;
+      moved.push_back(*p);
+    }
+    if (!moved.empty()) {
+      env = std::move(moved);
+      out.from_environ = true;
+    }
+  }
   size_t total = 0, unreadable = 0;
   auto read = [&](const std::vector<uint64_t>& pointers, std::vector<std::string>& strings) {
     for (uint64_t p : pointers) {

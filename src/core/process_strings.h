@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +36,12 @@ struct ProcessStrings {
   std::vector<std::string> envp;  // "NAME=value" as the process had them
   std::string missing;            // what could not be read, and why; empty when all was
   bool found = false;             // the pointer arrays were found
+  bool from_environ = false;      // the environment is glibc's environ's, not the stack's array
 };
 
-ProcessStrings ReadProcessStrings(const Core& core);
+// `environ`, when given, is where glibc's `environ` points now: when it is
+// not the stack's envp array (a setenv moved it to the heap), the
+// environment is read from it instead (the same bounds).
+ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> environ = std::nullopt);
 
 }  // namespace coroner

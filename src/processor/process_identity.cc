@@ -114,9 +114,9 @@ std::optional<JobIdentity> IdentifyJob(const std::vector<std::pair<std::string, 
   return job;
 }
 
-ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& policy) {
+ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& policy, std::optional<uint64_t> environ) {
   ProcessIdentity id;
-  ProcessStrings strings = ReadProcessStrings(core);
+  ProcessStrings strings = ReadProcessStrings(core, environ);
   id.missing = std::move(strings.missing);
   if (!strings.found) return id;
   id.argv = std::move(strings.argv);

@@ -48,7 +48,11 @@ struct ProcessIdentity {
   std::string missing;             // why the command line or environment is partial or absent
 };
 
-ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& policy = {});
+// `environ`: where glibc's `environ` points now, when the modules tell
+// (processor.cc reads it): a program that called setenv has its
+// environment there, not in the stack's array.
+ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& policy = {},
+                                std::optional<uint64_t> environ = std::nullopt);
 
 // From kept variables alone (also a crash line's or a sidecar's).
 std::optional<JobIdentity> IdentifyJob(const std::vector<std::pair<std::string, std::string>>& environment);

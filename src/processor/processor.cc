@@ -38,6 +38,17 @@ std::vector<std::string> GpuStateOf(const Core& core, const std::string& path) {
   return out;
 }
 
+// Where glibc's `environ` points: the module that defines `__environ`
+// (libc), its value in the core. A setenv that grew the environment moved
+// it from the stack to the heap.
+std::optional<uint64_t> GlibcEnviron(const Core& core, const ModuleMap& modules) {
+  for (const auto& m : modules.modules()) {
+    if (!m.image) continue;
+    if (auto sym = m.image->SymbolAddress("__environ")) return core.memory().Read<uint64_t>(m.bias + *sym);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options) {
@@ -47,9 +58,9 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   a.threads.resize(core.threads().size());
   for (size_t i = 0; i < core.threads().size(); ++i) a.threads[i].thread = &core.threads()[i];
   if (options.depth == AnalysisDepth::kRegisters) return a;
-  a.identity = IdentifyProcess(core, options.environment);
   a.modules = std::make_unique<ModuleMap>(core, symbols);
   const ModuleMap& modules = *a.modules;
+  a.identity = IdentifyProcess(core, options.environment, GlibcEnviron(core, modules));
   StackMemory stack(core.memory());
   const bool full = options.depth == AnalysisDepth::kFull;
   const size_t crashing_index = core.crashing_thread();

@@ -393,6 +393,29 @@ TEST(ProcessIdentity, TorchrunAndMpiRanksFromRealCores) {
                        {"gpus", "ROCR_VISIBLE_DEVICES=1"}}));
 }
 
+// A program that called setenv before it crashed: the environment read is
+// the one it had then (glibc's environ, moved to the heap), not the one it
+// was started with.
+TEST(ProcessIdentity, TheEnvironmentAtTheCrashNotAtTheStart) {
+  fs::create_directories(Work());
+  std::string core = Work() + "/setenv.core";
+  std::string cmd = std::string("env -i PATH=/usr/bin:/bin SLURM_JOB_ID=111 SLURM_NTASKS=8 bash ") +
+                    std::getenv("CORONER_SOURCE_DIR") + "/tests/fixtures/make_core.sh " +
+                    std::getenv("CORONER_SETENV_CRASH") + " " + core + " 4242";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto r = testing::Coroner("analyze --json " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["process"]["environment"],
+            (json{{"SLURM_JOB_ID", "4242"}, {"SLURM_NTASKS", "8"}, {"SLURM_PROCID", "3"}}));
+  // PATH, the 50 settings and the token at least.
+  EXPECT_GE(j["process"]["environment_hidden"].get<int>(), 52);
+  EXPECT_EQ(j["job"]["job_id"], "4242");
+  EXPECT_EQ(j["job"]["rank"], 3);
+  EXPECT_EQ(r.out.find("tok-7f3e9d2a61b04c58"), std::string::npos);
+  EXPECT_EQ(j["process"]["args"].get<std::string>().substr(j["process"]["args"].get<std::string>().size() - 5), " 4242");
+}
+
 class Cleanup : public ::testing::Environment {
  public:
   void TearDown() override { fs::remove_all(Work()); }
