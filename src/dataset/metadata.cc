@@ -25,12 +25,8 @@ constexpr size_t kMaxAttributeBytes = 4096;  // per value; longer values are cut
 constexpr size_t kMaxAttributes = 256;
 constexpr size_t kMaxInventoryBytes = 256 << 20;
 
-std::string Basename(const std::string& path) {
-  size_t q = path.find('?');
-  std::string p = q == std::string::npos ? path : path.substr(0, q);
-  size_t s = p.rfind('/');
-  return s == std::string::npos ? p : p.substr(s + 1);
-}
+// A file's or URL's name: a URL's query is not part of it.
+std::string InputName(const std::string& input) { return Basename(std::string_view(input).substr(0, input.find('?'))); }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -131,18 +127,18 @@ void ReadSidecar(const std::string& input, Metadata& md) {
   for (const auto& path : candidates) {
     auto text = ReadSmall(input, path);
     if (!text.ok()) {
-      md.warnings.push_back("sidecar " + Basename(path) + ": " + text.error().message);
+      md.warnings.push_back("sidecar " + InputName(path) + ": " + text.error().message);
       return;
     }
     if (!*text) continue;
     if (JsonDepth(**text) > kMaxSidecarDepth) {
-      md.warnings.push_back("sidecar " + Basename(path) + ": nested deeper than " + std::to_string(kMaxSidecarDepth) +
+      md.warnings.push_back("sidecar " + InputName(path) + ": nested deeper than " + std::to_string(kMaxSidecarDepth) +
                             " levels; not read");
       return;
     }
     auto j = nlohmann::json::parse(**text, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      md.warnings.push_back("sidecar " + Basename(path) + ": not a JSON object");
+      md.warnings.push_back("sidecar " + InputName(path) + ": not a JSON object");
       return;
     }
     for (const auto& [key, value] : j.items()) {
@@ -241,7 +237,7 @@ Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns)
   Metadata md;
   ReadSidecar(input, md);
   ReadXattrs(input, md);
-  ParseCoredumpFileName(Basename(input), md);
+  ParseCoredumpFileName(InputName(input), md);
   if (!md.time && mtime_ns) {
     md.time = *mtime_ns / 1000000000;
     md.time_source = "mtime";

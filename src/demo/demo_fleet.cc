@@ -602,14 +602,14 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     for (const Host& h : hosts) {
       auto& mine = lines[h.name];
       // What the drivers print at every boot: never evidence.
-      for (const auto& place : h.placements) {
-        if (place.from < begin || place.from >= end) continue;
+      for (const auto& boot : h.placements) {
+        if (boot.from < begin || boot.from >= end) continue;
         if (s.cpus_per_host > 0)
-          mine.emplace_back(place.from, "kernel: smp: Brought up 2 nodes, " + std::to_string(s.cpus_per_host) + " CPUs");
-        mine.emplace_back(place.from, "kernel: mce: CPU0: Thermal monitoring enabled (TM1)");
-        mine.emplace_back(place.from, "kernel: mce: CPU supports 32 MCE banks");
-        mine.emplace_back(place.from, "kernel: EDAC MC: Ver: 3.0.0");
-        mine.emplace_back(place.from + 1, "kernel: amdgpu 0000:03:00.0: amdgpu: RAS INFO: ras initialized "
+          mine.emplace_back(boot.from, "kernel: smp: Brought up 2 nodes, " + std::to_string(s.cpus_per_host) + " CPUs");
+        mine.emplace_back(boot.from, "kernel: mce: CPU0: Thermal monitoring enabled (TM1)");
+        mine.emplace_back(boot.from, "kernel: mce: CPU supports 32 MCE banks");
+        mine.emplace_back(boot.from, "kernel: EDAC MC: Ver: 3.0.0");
+        mine.emplace_back(boot.from + 1, "kernel: amdgpu 0000:03:00.0: amdgpu: RAS INFO: ras initialized "
                                           "successfully, hardware ability[0x7fff] ras_mask[0x7fff]");
       }
       for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))

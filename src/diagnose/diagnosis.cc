@@ -14,6 +14,7 @@
 #include "diagnose/advice.h"
 #include "diagnose/runtime_readers.h"
 #include "symbolize/disassembler.h"
+#include "text/text.h"
 
 namespace coroner {
 
@@ -77,7 +78,6 @@ bool OneOf(std::string_view s, std::initializer_list<std::string_view> names) {
   return false;
 }
 
-std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
 
 // "230 (clock_nanosleep)": the number, and the name of the calls threads
 // wait in.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "text/text.h"
+
 namespace coroner {
 namespace {
 
@@ -30,11 +32,6 @@ std::string Join(const std::string& dir, const std::string& rest) {
   if (rest.empty()) return dir;
   if (!dir.empty() && dir.back() == '/') return dir + rest;
   return dir + "/" + rest;
-}
-
-std::string Basename(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir.substr(dir.rfind('/') + 1);
 }
 
 // True when `path` starts with `prefix` on a component boundary.

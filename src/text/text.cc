@@ -175,4 +175,10 @@ std::string MarkdownFenced(std::string_view text) {
   return s;
 }
 
+std::string Basename(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos || path.size() == 1 ? path : path.substr(slash + 1));
+}
+
 }  // namespace coroner

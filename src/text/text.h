@@ -56,4 +56,9 @@ std::string MarkdownCode(std::string_view text);
 // can break out: such runs are replaced, and the text made valid UTF-8.
 std::string MarkdownFenced(std::string_view text);
 
+// The last component of a path ("libc.so.6" of "/lib/x86_64-linux-gnu/
+// libc.so.6/"): trailing slashes dropped; the path itself when it has no
+// slash; "/" for the root.
+std::string Basename(std::string_view path);
+
 }  // namespace coroner

@@ -931,7 +931,9 @@ TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
   json narrow = json::parse(Coroner("epi --db " + db + " --json --incident-window 0.1").out);
   EXPECT_EQ(narrow["incident_count"], 60 + 1 + 6 * (1 + 2));
   for (const auto& i : narrow["incidents"])
-    if (i["launcher"] == "slurm") EXPECT_LE(i["cores"].get<int>(), 4) << i.dump();
+    if (i["launcher"] == "slurm") {
+      EXPECT_LE(i["cores"].get<int>(), 4) << i.dump();
+    }
   EXPECT_NE(ReadAll(dir + "/r.html").find("<table class=\"sortable\" id=\"incidents\">"), std::string::npos);
 }
 

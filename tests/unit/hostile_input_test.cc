@@ -106,6 +106,14 @@ TEST(Text, ValidUtf8RefusesWhatRfc3629Refuses) {
   EXPECT_EQ(JsonText(raw), "\"h" + r + r + "st\"");
 }
 
+TEST(Text, BasenameIsTheLastComponent) {
+  EXPECT_EQ(Basename("/lib/x86_64-linux-gnu/libc.so.6"), "libc.so.6");
+  EXPECT_EQ(Basename("/opt/src/repo/"), "repo");
+  EXPECT_EQ(Basename("libc.so.6"), "libc.so.6");
+  EXPECT_EQ(Basename("/"), "/");
+  EXPECT_EQ(Basename(""), "");
+}
+
 TEST(Text, MarkdownCodeCannotBeClosedFromInside) {
   EXPECT_EQ(MarkdownCode("plain"), "`plain`");
   // glibc's assertion text with a backtick: the fence is longer than any run

@@ -16,13 +16,13 @@
 #include "zoo/analyzed_core.h"
 #include "zoo/gdb_compare.h"
 #include "zoo/zoo.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
 
 std::unique_ptr<testing::AnalyzedCore> Analyze(const std::string& path) { return testing::AnalyzeCore(path); }
 
-std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
 
 class BacktraceTest : public ::testing::TestWithParam<testing::ZooCore> {};
 
