@@ -1,6 +1,7 @@
 #include "epi/epidemiology.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -114,7 +115,8 @@ struct Crash {
   bool bit_flip = false, impossible_state = false;  // the core's derived attributes
   // A rank of a distributed job: its job (id, step, restart), its rank, and
   // whether it gave up because a peer did.
-  std::string job_id, job_step, job_restart, launcher;
+  uint32_t job = UINT32_MAX;       // index into Population::job_keys
+  uint32_t launcher = UINT32_MAX;  // feature id of launcher=...
   std::optional<int64_t> rank;
   bool peer_failure = false;
   bool passive = false;   // an abort, an exception or a signal from outside: no fault of its own
@@ -134,23 +136,16 @@ std::optional<uint32_t> FindFeature(const Features& features, const std::string&
   return f == features.feature_ids.end() ? std::nullopt : std::optional<uint32_t>(f->second);
 }
 
-// A job attribute of a core (dataset/core_record.h's JobAttributeKeys) into
-// its crash.
-void ReadJobAttribute(Crash& c, const std::string& key, std::string_view value) {
-  if (key == "job_id") c.job_id = value;
-  else if (key == "job_step") c.job_step = value;
-  else if (key == "job_restart" && value != "0") c.job_restart = value;
-  else if (key == "rank") c.rank = ParseInt(value);
-  else if (key == "launcher") c.launcher = value;
-  else if (key == "peer_failure") c.peer_failure = true;
-}
+// The parts of a core's job key, as its attributes name them (in any
+// order): job_id, job_step, job_restart.
+using JobParts = std::array<std::string, 3>;
 
-// "48213", "48213 step 0", "48213 step 0 restart 1"; empty without a job.
-std::string JobKey(const Crash& c) {
-  if (c.job_id.empty()) return "";
-  std::string key = c.job_id;
-  if (!c.job_step.empty()) key += " step " + c.job_step;
-  if (!c.job_restart.empty()) key += " restart " + c.job_restart;
+// "48213", "48213 step 0", "48213 step 0 restart 1"; empty without a job id.
+std::string JobKey(const JobParts& p) {
+  if (p[0].empty()) return "";
+  std::string key = p[0];
+  if (!p[1].empty()) key += " step " + p[1];
+  if (!p[2].empty() && p[2] != "0") key += " restart " + p[2];
   return key;
 }
 
@@ -162,6 +157,7 @@ struct Population {
   std::vector<Crash> crashes;           // in core id order
   std::vector<uint32_t> offsets, flat;  // crash i's features: flat[offsets[i] .. offsets[i + 1])
   std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
+  std::vector<std::string> job_keys;                         // by Crash::job
   uint32_t k_exe = 0, k_build = 0;
 
   std::pair<const uint32_t*, const uint32_t*> FeaturesOf(size_t i) const {
@@ -304,6 +300,7 @@ Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
   uint32_t k_host = features.Key("host");
   size_t at = 0;
   std::vector<std::vector<uint32_t>> attrs(crashes.size());
+  std::unordered_map<size_t, JobParts> job_parts;  // only the cores of jobs pay for them
   auto a = dataset.ForEachRow("SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core",
                               [&](const QueryRow& r) {
                                 int64_t core = r.Integer(0);
@@ -319,15 +316,27 @@ Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
                                   if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
                                     crashes[at].pid = static_cast<int>(*pid);
                                 if (key == "impossible_state") crashes[at].impossible_state = true;
-                                ReadJobAttribute(crashes[at], key, r.Text(2));
+                                if (key == "job_id" || key == "job_step" || key == "job_restart")
+                                  job_parts[at][key == "job_id" ? 0 : key == "job_step" ? 1 : 2] = r.Text(2);
+                                if (key == "rank") crashes[at].rank = ParseInt(r.Text(2));
+                                if (key == "peer_failure") crashes[at].peer_failure = true;
                                 if (Untested(key)) return true;
                                 uint32_t f = features.Feature(features.Key(key), r.Text(2));
                                 if (features.features[f].first == k_host) crashes[at].host = f;
                                 if (key == "machine" || key == "physical_host") crashes[at].machine = f;
+                                if (key == "launcher") crashes[at].launcher = f;
                                 attrs[at].push_back(f);
                                 return true;
                               });
   if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
+  std::unordered_map<std::string, uint32_t> job_ids;
+  for (const auto& [i, parts] : job_parts) {
+    std::string key = JobKey(parts);
+    if (key.empty()) continue;
+    auto [it, added] = job_ids.try_emplace(key, static_cast<uint32_t>(pop.job_keys.size()));
+    if (added) pop.job_keys.push_back(key);
+    crashes[i].job = it->second;
+  }
   // Hardware events: per host, sorted times (an unknown time counts for
   // every crash on the host).
   std::unordered_map<std::string, std::vector<int64_t>> events;
@@ -458,10 +467,10 @@ Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
   out.of.assign(n, 0);
   out.counted.assign(n, 1);
   out.collateral.assign(n, 0);
-  std::map<std::string, std::vector<uint32_t>> by_job;
+  std::map<uint32_t, std::vector<uint32_t>> by_job;
   for (uint32_t i = 0; i < n; ++i) {
-    std::string key = JobKey(crashes[i]);
-    if (key.empty()) {
+    uint32_t key = crashes[i].job;
+    if (key == UINT32_MAX) {
       out.of[i] = static_cast<uint32_t>(out.list.size());
       out.list.push_back({{i}, i, false, 0});
     } else {
@@ -1102,8 +1111,8 @@ void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents&
     if (result.incidents.size() >= kMaxListedIncidents) break;
     const Crash& root = pop.crashes[inc->root];
     Incident out;
-    out.job = JobKey(root);
-    out.launcher = root.launcher;
+    out.job = root.job == UINT32_MAX ? std::string() : pop.job_keys[root.job];
+    if (root.launcher != UINT32_MAX) out.launcher = pop.features.features[root.launcher].second;
     out.cores = inc->crashes.size();
     if (root.time) out.first_crash = FormatIso8601(*root.time);
     out.root_host = host_of(root);
