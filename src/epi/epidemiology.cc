@@ -6,7 +6,6 @@
 #include <cmath>
 #include <map>
 #include <numeric>
-#include <set>
 #include <unordered_map>
 
 #include "processor/signature.h"
@@ -413,7 +412,7 @@ Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options,
 
 struct Incidents {
   struct One {
-    std::vector<uint32_t> crashes;  // in time order, untimed last
+    std::vector<uint32_t> crashes;  // in time order, untimed last; empty for a core of its own (no allocation)
     uint32_t root = 0;
     bool alike = false;
     uint64_t collateral = 0;
@@ -472,7 +471,7 @@ Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
     uint32_t key = crashes[i].job;
     if (key == UINT32_MAX) {
       out.of[i] = static_cast<uint32_t>(out.list.size());
-      out.list.push_back({{i}, i, false, 0});
+      out.list.push_back({{}, i, false, 0});
     } else {
       by_job[key].push_back(i);
     }
@@ -631,6 +630,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
   });
   out.spans.resize(n);
   std::map<std::pair<int64_t, int64_t>, double> window_days;  // host-days per window, computed once
+  std::vector<uint32_t> last_cluster(incidents.list.size(), UINT32_MAX);  // per incident: the last rank it was counted in
   for (size_t rank = 0; rank < n; ++rank) {
     size_t k = out.order[rank];
     const auto& m = out.members[k];
@@ -647,10 +647,13 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     // The onset is a statistic: it counts incidents (each on its first
     // core's day), while the daily counts shown are the cores.
     std::vector<uint64_t> daily_incidents(cal.days, 0);
-    std::set<uint32_t> seen;  // incidents
+    uint64_t n_incidents = 0;
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
-      bool first_of_incident = seen.insert(incidents.of[i]).second;
+      uint32_t& seen = last_cluster[incidents.of[i]];
+      bool first_of_incident = seen != rank;
+      seen = static_cast<uint32_t>(rank);
+      n_incidents += first_of_incident;
       if (first_of_incident && c.time)
         ++daily_incidents[static_cast<size_t>(std::max(DayOf(*c.time), cal.min_day) - cal.min_day)];
       if (incidents.counted[i]) {
@@ -671,7 +674,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
       }
       if (c.host != UINT32_MAX) ++cl.hosts[pop.features.features[c.host].second];
     }
-    cl.incidents = seen.size();
+    cl.incidents = n_incidents;
     if (span.active()) {
       cl.first_seen = Day(span.first);
       cl.last_seen = Day(span.last);
