@@ -189,9 +189,11 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   r.uptime = md.Uptime();
   // A sidecar's job keys win over what the core's environment said.
   const auto& job_keys = JobAttributeKeys();
-  for (const auto& [k, v] : md.attributes)
-    if (std::find(job_keys.begin(), job_keys.end(), k) != job_keys.end())
-      std::erase_if(r.attributes, [&](const auto& a) { return a.key == k; });
+  for (const auto& attribute : md.attributes) {
+    const std::string& key = attribute.first;
+    if (std::find(job_keys.begin(), job_keys.end(), key) != job_keys.end())
+      std::erase_if(r.attributes, [&](const auto& a) { return a.key == key; });
+  }
   for (const auto& [k, v] : md.attributes) r.attributes.push_back({ValidUtf8(k), ValidUtf8(v)});
   for (const auto& w : md.warnings) r.warnings.push_back(ValidUtf8(w));
 }
