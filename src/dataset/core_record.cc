@@ -85,20 +85,15 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   process.environment = options.environment;
   CrashAnalysis analysis = ProcessCore(core, symbols, process);
   if (analysis.identity && analysis.identity->job) {
+    // JobAttributeKeys()'s order.
     const JobIdentity& job = *analysis.identity->job;
-    auto add = [&](const char* key, const std::string& value) {
-      if (!value.empty()) r.attributes.push_back({key, ValidUtf8(value)});
-    };
     auto number = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
-    add("launcher", job.launcher);
-    add("job_id", job.job_id);
-    add("job_step", job.step.value_or(""));
-    add("job_restart", number(job.restart));
-    add("rank", number(job.rank));
-    add("world_size", number(job.world_size));
-    add("local_rank", number(job.local_rank));
-    add("job_node", job.node);
-    add("gpus", job.gpus);
+    const std::string values[] = {job.launcher,        job.job_id,          job.step.value_or(""),
+                                  number(job.restart), number(job.rank),    number(job.world_size),
+                                  number(job.local_rank), job.node,         job.gpus};
+    const auto& keys = JobAttributeKeys();
+    for (size_t i = 0; i < keys.size() && i < std::size(values); ++i)
+      if (!values[i].empty()) r.attributes.push_back({keys[i], ValidUtf8(values[i])});
   }
   const std::optional<FaultContext>& fault = analysis.fault_context;
   if (analysis.diagnosis) {
