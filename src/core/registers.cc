@@ -24,6 +24,19 @@ std::optional<Reg> RegFromName(std::string_view name) {
   return std::nullopt;
 }
 
+std::string SizedRegName(SizedReg r) {
+  std::string_view name = RegName(r.reg);
+  if (r.bits == 64) return std::string(name);
+  // r8..r15 take a "d"; the others trade their "r" for an "e".
+  if (name.size() >= 2 && name[1] >= '0' && name[1] <= '9') return std::string(name) + "d";
+  return "e" + std::string(name.substr(1));
+}
+
+uint64_t SizedRegValue(const Registers& regs, SizedReg r) {
+  uint64_t v = regs[r.reg];
+  return r.bits >= 64 ? v : v & ((uint64_t{1} << r.bits) - 1);
+}
+
 std::string RegistersJsonText(const Registers& r) {
   std::string out;
   out.reserve(std::size(kRegDisplayOrder) * 32);  // "name":"0x" and 16 digits each

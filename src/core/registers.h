@@ -34,6 +34,18 @@ struct Registers {
   uint64_t sp() const { return (*this)[Reg::rsp]; }
 };
 
+// A register as an instruction names it: the 64-bit register, or its low
+// half under an address-size prefix (0x67: `(%r8d)`, `0x10(%eip)`).
+struct SizedReg {
+  Reg reg = Reg::rax;
+  uint8_t bits = 64;  // 64 or 32
+  bool operator==(const SizedReg&) const = default;
+};
+// gdb's name: "rax", "eax", "r8d", "rip", "eip".
+std::string SizedRegName(SizedReg r);
+// Its value: the register, cut to its width.
+uint64_t SizedRegValue(const Registers& regs, SizedReg r);
+
 // {"rip":"0x...",...}: every register in display order, as compact JSON
 // text built directly (a scan stores one per thread).
 std::string RegistersJsonText(const Registers& r);

@@ -11,15 +11,12 @@
 #include "core/byte_view.h"
 #include "core/elf_image.h"
 #include "core/signals.h"
-#include "diagnose/advice.h"
 #include "diagnose/runtime_readers.h"
 #include "symbolize/disassembler.h"
 #include "text/text.h"
 
 namespace coroner {
 
-const std::vector<std::string> kSyndromes = {"null-deref", "bad-pointer", "write-to-readonly", "return-to-null", "call-to-null", "wild-jump", "misaligned-stack", "stack-overflow", "abort-assert", "uncaught-exception", "heap-corruption", "abort", "illegal-instruction", "fpe", "bus-error", "gpu-fault", "external-signal", "other"};
-const std::vector<std::string> kContexts = {"runtime", "exit-time", "signal-handler", "exception-unwind", "module-load"};
 
 std::string_view AddressKindName(AddressKind kind) {
   switch (kind) {
@@ -38,29 +35,60 @@ std::string_view AddressKindName(AddressKind kind) {
 }
 
 std::string_view SyndromeName(Syndrome syndrome) {
-  auto i = static_cast<size_t>(syndrome);
-  return i < kSyndromes.size() ? std::string_view(kSyndromes[i]) : std::string_view("other");
+  switch (syndrome) {
+    case Syndrome::kNullDeref: return "null-deref";
+    case Syndrome::kBadPointer: return "bad-pointer";
+    case Syndrome::kWriteToReadonly: return "write-to-readonly";
+    case Syndrome::kReturnToNull: return "return-to-null";
+    case Syndrome::kCallToNull: return "call-to-null";
+    case Syndrome::kWildJump: return "wild-jump";
+    case Syndrome::kMisalignedStack: return "misaligned-stack";
+    case Syndrome::kStackOverflow: return "stack-overflow";
+    case Syndrome::kAbortAssert: return "abort-assert";
+    case Syndrome::kUncaughtException: return "uncaught-exception";
+    case Syndrome::kHeapCorruption: return "heap-corruption";
+    case Syndrome::kAbort: return "abort";
+    case Syndrome::kIllegalInstruction: return "illegal-instruction";
+    case Syndrome::kFpe: return "fpe";
+    case Syndrome::kBusError: return "bus-error";
+    case Syndrome::kGpuFault: return "gpu-fault";
+    case Syndrome::kExternalSignal: return "external-signal";
+    case Syndrome::kOther: return "other";
+  }
+  return "other";
+}
+
+std::optional<Syndrome> SyndromeFromName(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(Syndrome::kOther); ++i) {
+    if (SyndromeName(static_cast<Syndrome>(i)) == name) return static_cast<Syndrome>(i);
+  }
+  return std::nullopt;
 }
 
 std::string_view ContextName(CrashContext context) {
-  auto i = static_cast<size_t>(context);
-  return i < kContexts.size() ? std::string_view(kContexts[i]) : std::string_view("runtime");
+  switch (context) {
+    case CrashContext::kRuntime: return "runtime";
+    case CrashContext::kExitTime: return "exit-time";
+    case CrashContext::kSignalHandler: return "signal-handler";
+    case CrashContext::kExceptionUnwind: return "exception-unwind";
+    case CrashContext::kModuleLoad: return "module-load";
+  }
+  return "runtime";
+}
+
+size_t FaultOrigin(const Backtrace* bt, const std::optional<FaultContext>& fc) {
+  if (!bt || !fc) return 0;
+  for (size_t i = 0; i < bt->frames.size(); ++i) {
+    if (bt->frames[i].signal_trampoline && bt->frames[i].sp == fc->frame_address) return i + 1;
+  }
+  return 0;
 }
 
 std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc) {
   std::vector<const Frame*> out;
   if (!bt) return out;
   out.reserve(bt->frames.size());
-  size_t from = 0;
-  if (fc) {
-    for (size_t i = 0; i < bt->frames.size(); ++i) {
-      if (bt->frames[i].signal_trampoline && bt->frames[i].sp == fc->frame_address) {
-        from = i + 1;
-        break;
-      }
-    }
-  }
-  for (size_t i = from; i < bt->frames.size(); ++i) out.push_back(&bt->frames[i]);
+  for (size_t i = FaultOrigin(bt, fc); i < bt->frames.size(); ++i) out.push_back(&bt->frames[i]);
   return out;
 }
 
@@ -78,18 +106,49 @@ bool OneOf(std::string_view s, std::initializer_list<std::string_view> names) {
   return false;
 }
 
-
-// "230 (clock_nanosleep)": the number, and the name of the calls threads
-// wait in.
-std::string SyscallName(uint64_t nr) {
-  static const std::pair<uint64_t, const char*> kNames[] = {
-      {0, "read"},       {1, "write"},        {7, "poll"},          {23, "select"},      {34, "pause"},
-      {35, "nanosleep"}, {43, "accept"},      {45, "recvfrom"},     {47, "recvmsg"},     {61, "wait4"},
-      {202, "futex"},    {230, "clock_nanosleep"}, {232, "epoll_wait"}, {270, "pselect6"}, {271, "ppoll"},
-      {281, "epoll_pwait"}, {288, "accept4"}};
-  for (const auto& [n, name] : kNames)
-    if (n == nr) return std::to_string(nr) + " (" + name + ")";
-  return std::to_string(nr);
+// The x86_64 system calls a thread is found in: what a thread blocked in
+// one waits for, and whether it sends a signal (abort() and raise() block
+// in one of those while their signal arrives).
+struct SyscallEntry {
+  uint64_t nr;
+  const char* name;
+  WaitKind wait;
+  bool sends_signal = false;
+};
+constexpr SyscallEntry kSyscalls[] = {
+    {0, "read", WaitKind::kRead},
+    {1, "write", WaitKind::kOtherSyscall},
+    {7, "poll", WaitKind::kPoll},
+    {17, "pread64", WaitKind::kRead},
+    {19, "readv", WaitKind::kRead},
+    {23, "select", WaitKind::kPoll},
+    {34, "pause", WaitKind::kPause},
+    {35, "nanosleep", WaitKind::kSleep},
+    {43, "accept", WaitKind::kAccept},
+    {45, "recvfrom", WaitKind::kRead},
+    {47, "recvmsg", WaitKind::kRead},
+    {61, "wait4", WaitKind::kWaitChild},
+    {62, "kill", WaitKind::kOtherSyscall, true},
+    {129, "rt_sigqueueinfo", WaitKind::kOtherSyscall, true},
+    {130, "rt_sigsuspend", WaitKind::kPause},
+    {200, "tkill", WaitKind::kOtherSyscall, true},
+    {202, "futex", WaitKind::kFutex},
+    {230, "clock_nanosleep", WaitKind::kSleep},
+    {232, "epoll_wait", WaitKind::kPoll},
+    {234, "tgkill", WaitKind::kOtherSyscall, true},
+    {247, "waitid", WaitKind::kWaitChild},
+    {270, "pselect6", WaitKind::kPoll},
+    {271, "ppoll", WaitKind::kPoll},
+    {281, "epoll_pwait", WaitKind::kPoll},
+    {288, "accept4", WaitKind::kAccept},
+    {297, "rt_tgsigqueueinfo", WaitKind::kOtherSyscall, true},
+    {299, "recvmmsg", WaitKind::kRead},
+    {441, "epoll_pwait2", WaitKind::kPoll},
+};
+const SyscallEntry* FindSyscall(uint64_t nr) {
+  for (const SyscallEntry& e : kSyscalls)
+    if (e.nr == nr) return &e;
+  return nullptr;
 }
 
 // The libraries every program runs on: a thread's own code is the first
@@ -122,50 +181,41 @@ class Diagnoser {
     if (core_.threads().empty() || !core_.signal()) {
       d_.syndrome = Syndrome::kOther;
       d_.context = CrashContext::kRuntime;
-      d_.summary = "The core holds no thread registers or signal, so the crash cannot be classified.";
       return std::move(d_);
     }
+    d_.classified = true;
     const Thread& t = core_.threads()[core_.crashing_thread()];
     regs_ = fc_ ? fc_->registers : t.registers;
     sig_ = fc_ ? fc_->signal : *core_.signal();
     crashing_ = bts_.size() > core_.crashing_thread() ? &bts_[core_.crashing_thread()] : nullptr;
     frames_ = EffectiveFrames(crashing_, fc_);
-    if (fc_) {
-      d_.evidence.push_back("A fatal-signal handler caught the fault and " + HandlerEnding(*core_.signal(), *fc_) + " (" +
-                            SignalName(core_.signal()->signo) + ", " +
-                            SignalCodeName(core_.signal()->signo, core_.signal()->code).value_or("?") +
-                            "); the real fault was read from the kernel's signal frame at " +
-                            Hex(fc_->frame_address) + ".");
-    }
+    if (fc_) d_.evidence.push_back(evidence::HandlerCaughtFault{*core_.signal(), fc_->signal, fc_->frame_address});
     RedZone();
     if (report_) ClassifyRegisters();
     if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
     if (op_) d_.faulting_instruction = op_->text;
     DecideSyndrome();
-    // The misaligned-stack rules already stand on a state compiled code
-    // cannot reach (they leave setcontext, longjmp and signal frames out).
-    if (d_.syndrome == Syndrome::kMisalignedStack && !d_.evidence.empty()) d_.impossible_state = d_.evidence.back();
     if (!d_.impossible_state) PcInsideAnInstruction();
     DecideContext();
     if (report_) {
       Threads();
-      Advise(Facts(), d_);
+      Site();
     }
     return std::move(d_);
   }
 
  private:
   // --- memory and addresses ---------------------------------------------------
-  const Segment* StackSegment() const { return core_.memory().Find(regs_.sp()); }
-
-  AddressKind Classify(uint64_t v, std::string* detail) const {
+  // What `v` is as an address; `where`, when asked for, names the code or
+  // the module whose data it points into.
+  AddressKind Classify(uint64_t v, std::string* where) const {
     if (v == 0) return AddressKind::kNull;
     if (v < kNullPages) return AddressKind::kSmall;
     if (!IsCanonicalAddress(v)) return AddressKind::kNonCanonical;
     const Segment* s = core_.memory().Find(v);
     if (!s) return AddressKind::kUnmapped;
     if (s->exec) {
-      if (detail) *detail = Where(modules_, v);
+      if (where) *where = Where(modules_, v);
       return AddressKind::kCode;
     }
     for (const auto& th : core_.threads()) {
@@ -173,8 +223,9 @@ class Diagnoser {
       if (ss == s) return AddressKind::kStack;
     }
     if (s->write) {
-      if (const MappedModule* m = modules_.Find(v); m && detail) *detail = "data of " + Basename(m->module->path);
-      return modules_.Find(v) ? AddressKind::kData : AddressKind::kHeap;
+      const MappedModule* m = modules_.Find(v);
+      if (m && where) *where = Basename(m->module->path);
+      return m ? AddressKind::kData : AddressKind::kHeap;
     }
     return s->read ? AddressKind::kReadOnly : AddressKind::kNoAccess;
   }
@@ -183,17 +234,13 @@ class Diagnoser {
     for (int64_t off = 8; off <= 128; off += 8) {
       auto v = mem_.Read64(regs_.sp() - static_cast<uint64_t>(off));
       if (!v) break;
-      RedZoneWord w{-off, *v, {}};
       // The labels read only what a word is; where it points is for a report.
-      std::string detail;
-      AddressKind kind = Classify(*v, report_ ? &detail : nullptr);
-      if (kind == AddressKind::kNull) w.meaning = "zero";
-      else if (kind == AddressKind::kCode && LooksLikeReturnAddress(modules_, *v))
-        w.return_address = true, w.meaning = "return address into " +
-                    (report_ ? Where(modules_, *v - 1) + ": a call from there returned" : std::string());
-      else if (kind == AddressKind::kCode) w.meaning = "code address " + detail;
-      else if (kind == AddressKind::kStack) w.meaning = "pointer into the stack";
-      else w.meaning = AddressKindName(kind);
+      RedZoneWord w{-off, *v};
+      w.kind = Classify(*v, report_ ? &w.where : nullptr);
+      if (w.kind == AddressKind::kCode && LooksLikeReturnAddress(modules_, *v)) {
+        w.return_address = true;
+        w.where = report_ ? Where(modules_, *v - 1) : std::string();
+      }
       d_.red_zone.push_back(std::move(w));
     }
   }
@@ -203,28 +250,18 @@ class Diagnoser {
                                    Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15,
                                    Reg::rip};
     for (Reg r : kGeneral) {
-      RegisterClass c{std::string(RegName(r)), regs_[r], AddressKind::kNull, {}};
-      c.kind = Classify(c.value, &c.detail);
+      RegisterClass c{r, regs_[r], AddressKind::kNull, {}};
+      c.kind = Classify(c.value, &c.where);
       bool pointer_into_memory = c.kind == AddressKind::kHeap || c.kind == AddressKind::kData || c.kind == AddressKind::kStack;
-      if (pointer_into_memory && c.value % 8 != 0 && r != Reg::rsp && r != Reg::rbp) {
-        c.detail = c.detail.empty() ? "misaligned for a pointer" : c.detail + ", misaligned for a pointer";
-      }
-      if (c.kind == AddressKind::kUnmapped || c.kind == AddressKind::kNoAccess) c.detail = "not mapped in the process";
+      c.misaligned_pointer = pointer_into_memory && c.value % 8 != 0 && r != Reg::rsp && r != Reg::rbp;
       d_.registers.push_back(std::move(c));
     }
   }
 
-  std::optional<uint64_t> RegisterByName(const std::string& name) const {
-    if (auto r = RegFromName(name)) return regs_[*r];
-    // 32-bit names (an address-size prefix, 0x67): eax..., r8d..., eip.
-    static const std::map<std::string, std::string> k32 = {
-        {"eax", "rax"}, {"ebx", "rbx"}, {"ecx", "rcx"}, {"edx", "rdx"}, {"esi", "rsi"},   {"edi", "rdi"},
-        {"ebp", "rbp"}, {"esp", "rsp"}, {"r8d", "r8"},  {"r9d", "r9"},  {"r10d", "r10"}, {"r11d", "r11"},
-        {"r12d", "r12"}, {"r13d", "r13"}, {"r14d", "r14"}, {"r15d", "r15"}, {"eip", "rip"}};
-    if (auto it = k32.find(name); it != k32.end()) {
-      if (auto r = RegFromName(it->second)) return regs_[*r] & 0xffffffff;
-    }
-    return std::nullopt;
+  // The operand's base register and its value; none for rip-relative.
+  std::optional<std::pair<SizedReg, uint64_t>> DataBase() const {
+    if (!op_ || !op_->base || op_->base->reg == Reg::rip) return std::nullopt;
+    return std::pair{*op_->base, SizedRegValue(regs_, *op_->base)};
   }
 
   // The innermost frame in a GPU runtime: ROCm's libhsa-runtime64 or
@@ -247,6 +284,15 @@ class Diagnoser {
     return false;
   }
 
+  std::optional<std::string> InstructionText() const {
+    return op_ ? std::optional<std::string>(op_->text) : std::nullopt;
+  }
+
+  void Decide(Syndrome s, Evidence e) {
+    d_.syndrome = s;
+    d_.evidence.push_back(std::move(e));
+  }
+
   // --- syndrome ----------------------------------------------------------------
   // A signal another process sent (kill, tkill, sigqueue with its pid): a
   // watchdog's, a supervisor's or an operator's, not a fault of this
@@ -260,46 +306,20 @@ class Diagnoser {
     bool own = core_.process() && core_.process()->pid == *s.sender_pid;
     for (const auto& t : core_.threads()) own |= t.tid == *s.sender_pid;
     ThreadWait wait = ThreadWaitOf(regs_, modules_);
-    const std::optional<uint64_t>& syscall = wait.syscall;
-    bool interrupted = wait.interrupted;
-    uint64_t pc = regs_.pc();
     if (own) {
       // Sent by the process itself. abort() and raise() send from the
       // thread that gets the signal, blocked in the sending system call.
       // Blocked in any other one, the thread did not cause it: a handler
       // re-sent a signal it received (node's, after a kill), or another
       // thread sent it.
-      constexpr uint64_t kKill = 62, kTkill = 200, kTgkill = 234, kRtSigqueueinfo = 129, kRtTgsigqueueinfo = 297;
-      bool sending = syscall && (*syscall == kKill || *syscall == kTkill || *syscall == kTgkill ||
-                                 *syscall == kRtSigqueueinfo || *syscall == kRtTgsigqueueinfo);
-      if (sending || (!syscall && !interrupted)) return false;
+      const SyscallEntry* call = wait.syscall ? FindSyscall(*wait.syscall) : nullptr;
+      if ((call && call->sends_signal) || wait.kind == WaitKind::kRunning) return false;
     }
-    d_.syndrome = Syndrome::kExternalSignal;
-    std::string how = s.code == 0 ? "kill()" : s.code == -1 ? "sigqueue()" : "tkill()";
-    std::string code = " (" + SignalCodeName(s.signo, s.code).value_or("?") + ")";
-    if (own) {
-      d_.evidence.push_back(SignalName(s.signo) + " was sent by this process itself (pid " + std::to_string(*s.sender_pid) +
-                            ") with " + how + code +
-                            " while the thread was in a system call, where no instruction faults: a "
-                            "signal handler re-sent a signal it received, or another thread sent it. The first "
-                            "sender is not in the core.");
-    } else {
-      d_.evidence.push_back(SignalName(s.signo) + " was sent by pid " + std::to_string(*s.sender_pid) +
-                            (s.sender_uid ? " (uid " + std::to_string(*s.sender_uid) + ")" : std::string()) +
-                            " with " + how + code +
-                            ": no instruction of this process faulted, and the core holds no fault address.");
-    }
+    Decide(Syndrome::kExternalSignal, evidence::SignalSent{s, own});
     std::string where = crashing_ && !crashing_->frames.empty() && !crashing_->frames[0].function.empty()
                             ? crashing_->frames[0].function
-                            : Where(modules_, pc);
-    if (syscall) {
-      d_.evidence.push_back("The thread was blocked in system call " + SyscallName(*syscall) + " in " + where + ".");
-    } else if (interrupted) {
-      d_.evidence.push_back("The thread was in a system call in " + where +
-                            ", which an earlier signal interrupted (it returned EINTR).");
-    } else {
-      d_.evidence.push_back("The thread was running in " + where + ".");
-    }
+                            : Where(modules_, regs_.pc());
+    d_.evidence.push_back(evidence::ThreadWasIn{wait, where});
     return true;
   }
 
@@ -320,53 +340,35 @@ class Diagnoser {
         bool below_ra = below2 && LooksLikeReturnAddress(modules_, *below2);
         if (above_ra || below_ra) {
           uint64_t ra = above_ra ? *above : *below2;
-          d_.syndrome = Syndrome::kMisalignedStack;
-          d_.evidence.push_back("`ret` popped " + Hex(pc) + ", which is not code, while the return address " + Hex(ra) + " into " +
-                                Where(modules_, ra - 1) + " sits one slot away: rsp was off by 8.");
+          Decide(Syndrome::kMisalignedStack, evidence::RetPoppedNonCode{pc, ra, Where(modules_, ra - 1)});
+          d_.impossible_state = d_.evidence.back();
           return;
         }
-        d_.syndrome = Syndrome::kWildJump;
-        d_.evidence.push_back("`ret` popped " + Hex(pc) + " (still at [rsp-8]), which is not code: the return address was overwritten.");
-        return;
+        return Decide(Syndrome::kWildJump, evidence::RetPoppedNonCode{pc, std::nullopt, {}});
       }
-      d_.syndrome = Syndrome::kWildJump;
-      std::string detail;
-      d_.evidence.push_back("pc " + Hex(pc) + " is not in executable memory (" + std::string(AddressKindName(Classify(pc, &detail))) + ").");
-      return;
+      return Decide(Syndrome::kWildJump, evidence::PcNotCode{pc, Classify(pc, nullptr)});
     }
     if (signo == SIGSEGV && StackOverflow()) return;
-    if (fault && MisalignedStack()) return;
+    if (fault && MisalignedStack()) {
+      // Compiled code cannot reach this state (the rules leave setcontext,
+      // longjmp and signal frames out).
+      d_.impossible_state = d_.evidence.back();
+      return;
+    }
     if (signo == SIGSEGV && op_ && op_->is_ret) {
       // A ret that faulted: the word it would return to is not code.
       if (auto target = mem_.Read64(sp); target && !modules_.IsCode(*target)) {
-        d_.syndrome = Syndrome::kWildJump;
-        d_.evidence.push_back("The faulting instruction is `ret`, and the return address at [rsp] is " + Hex(*target) +
-                              ", which is not code.");
-        return;
+        return Decide(Syndrome::kWildJump, evidence::RetTargetNotCode{*target});
       }
     }
+    evidence::SignalAt at{sig_, Where(modules_, pc), InstructionText()};
     switch (signo) {
-      case SIGILL:
-        d_.syndrome = Syndrome::kIllegalInstruction;
-        d_.evidence.push_back("SIGILL " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
-                              (op_ ? ": " + op_->text : std::string()));
-        return;
-      case SIGFPE:
-        d_.syndrome = Syndrome::kFpe;
-        d_.evidence.push_back("SIGFPE " + SignalCodeName(signo, sig_.code).value_or("") + " at " + Where(modules_, pc) +
-                              (op_ ? ": " + op_->text : std::string()));
-        return;
-      case SIGBUS:
-        d_.syndrome = Syndrome::kBusError;
-        d_.evidence.push_back("SIGBUS " + SignalCodeName(signo, sig_.code).value_or("") +
-                              (sig_.fault_address ? " at " + Hex(*sig_.fault_address) : std::string()) +
-                              ": the address is mapped but its backing is gone (a file mapping past the end of the file?) or misaligned.");
-        return;
+      case SIGILL: return Decide(Syndrome::kIllegalInstruction, std::move(at));
+      case SIGFPE: return Decide(Syndrome::kFpe, std::move(at));
+      case SIGBUS: return Decide(Syndrome::kBusError, std::move(at));
       case SIGSEGV: return Segv();
       case SIGABRT: return Abort();
-      default:
-        d_.syndrome = Syndrome::kOther;
-        d_.evidence.push_back("Signal " + SignalName(signo) + " (" + SignalCodeName(signo, sig_.code).value_or("?") + ").");
+      default: return Decide(Syndrome::kOther, std::move(at));
     }
   }
 
@@ -385,24 +387,15 @@ class Diagnoser {
         }
       }
     }
+    using evidence::PcZeroCause;
     if (top_is_ra && indirect) {
-      d_.syndrome = Syndrome::kCallToNull;
-      d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address just after an indirect call in " +
-                            Where(modules_, *top - 1) + ": a call through a NULL function pointer.");
-      return;
+      return Decide(Syndrome::kCallToNull, evidence::PcZero{PcZeroCause::kIndirectCall, *top, Where(modules_, *top - 1)});
     }
-    if (below && *below == 0) {
-      d_.syndrome = Syndrome::kReturnToNull;
-      d_.evidence.push_back("pc is 0 and the word just below rsp ([rsp-8], still intact in the red zone) is 0: a `ret` popped a NULL return address.");
-      return;
-    }
+    if (below && *below == 0) return Decide(Syndrome::kReturnToNull, evidence::PcZero{PcZeroCause::kReturn});
     if (top_is_ra) {
-      d_.syndrome = Syndrome::kCallToNull;
-      d_.evidence.push_back("pc is 0 and [rsp] = " + Hex(*top) + " is a return address into " + Where(modules_, *top - 1) + ".");
-      return;
+      return Decide(Syndrome::kCallToNull, evidence::PcZero{PcZeroCause::kCall, *top, Where(modules_, *top - 1)});
     }
-    d_.syndrome = Syndrome::kWildJump;
-    d_.evidence.push_back("pc is 0, but neither [rsp] is a return address nor [rsp-8] is 0.");
+    Decide(Syndrome::kWildJump, evidence::PcZero{PcZeroCause::kUnknown});
   }
 
   bool StackOverflow() {
@@ -426,10 +419,7 @@ class Diagnoser {
     if (const Segment* g = core_.memory().Find(addr); g && !g->read && !g->write && g->end() == stack->vaddr) in_guard = true;
     bool sp_out = !core_.memory().Find(sp) && sp < stack->vaddr && stack->vaddr - sp <= kGuard;
     if (!(below || in_guard || sp_out)) return false;
-    d_.syndrome = Syndrome::kStackOverflow;
-    d_.evidence.push_back("The fault address " + Hex(addr) + " is " + std::to_string(stack->vaddr - std::min(addr, stack->vaddr)) +
-                          " bytes below the stack mapping at " + Hex(stack->vaddr) + (in_guard ? " (its guard page)" : "") +
-                          "; rsp is " + Hex(sp) + ".");
+    Decide(Syndrome::kStackOverflow, evidence::BelowStack{addr, stack->vaddr, sp, in_guard});
     size_t depth = crashing_ ? crashing_->frames.size() : 0;
     if (depth > 0) {
       std::map<std::string, size_t> counts;
@@ -437,8 +427,7 @@ class Diagnoser {
       auto most = std::max_element(counts.begin(), counts.end(),
                                    [](const auto& a, const auto& b) { return a.second < b.second; });
       if (most->second > 16 && !most->first.empty()) {
-        d_.evidence.push_back(most->first + " appears in " + std::to_string(most->second) + " of the first " +
-                              std::to_string(depth) + " frames: unbounded recursion.");
+        d_.evidence.push_back(evidence::Recursion{most->first, most->second, depth});
       }
     }
     return true;
@@ -455,14 +444,8 @@ class Diagnoser {
     uint64_t pc = regs_.pc();
     BoundaryAt at = InstructionBoundaryAt(modules_, pc);
     if (at.where != InstructionBoundary::kInside) return;
-    const Instruction& in = at.straddling;
-    std::string e = "pc " + Hex(pc) + " is " + std::to_string(pc - in.address) + " bytes into the " +
-                    std::to_string(in.bytes.size() / 2) + "-byte instruction `" + in.text + "` at " +
-                    Where(modules_, in.address) +
-                    ", decoded from the function's start: no jump or return of compiled code lands inside an "
-                    "instruction (a corrupted return address or function pointer, or a bad CPU).";
-    d_.evidence.push_back(e);
-    d_.impossible_state = e;
+    d_.evidence.push_back(evidence::PcInsideInstruction{pc, at.straddling, Where(modules_, at.straddling.address)});
+    d_.impossible_state = d_.evidence.back();
   }
 
   bool MisalignedStack() {
@@ -472,16 +455,14 @@ class Diagnoser {
     // CFA alone does not decide; an instruction that needs the alignment does.)
     const Frame* f0 = frames_.empty() ? nullptr : frames_[0];
     if (f0 && f0->cfa && *f0->cfa % 16 == 8 && f0->trust != FrameTrust::kSignal && op_ && op_->needs_alignment) {
-      d_.syndrome = Syndrome::kMisalignedStack;
-      d_.evidence.push_back("The crashing frame's CFA is " + Hex(*f0->cfa) + ", 8 bytes off the 16-byte alignment the ABI requires, and `" +
-                            op_->text + "` requires a 16-byte aligned operand: rsp is off by 8.");
+      Decide(Syndrome::kMisalignedStack, evidence::MisalignedFrame{*f0->cfa, op_->text});
       return true;
     }
-    if (op_ && op_->needs_alignment && (op_->base == "rsp" || op_->base == "rbp") && sig_.code == 0x80) {
-      uint64_t base = *RegisterByName(op_->base);
+    bool stack_base = op_ && op_->base && (op_->base->reg == Reg::rsp || op_->base->reg == Reg::rbp);
+    if (op_ && op_->needs_alignment && stack_base && sig_.code == 0x80) {
+      uint64_t base = SizedRegValue(regs_, *op_->base);
       if ((base + static_cast<uint64_t>(op_->displacement)) % 16 != 0) {
-        d_.syndrome = Syndrome::kMisalignedStack;
-        d_.evidence.push_back("`" + op_->text + "` needs a 16-byte aligned stack operand; " + op_->base + " = " + Hex(base) + ".");
+        Decide(Syndrome::kMisalignedStack, evidence::MisalignedStackOperand{op_->text, *op_->base, base});
         return true;
       }
     }
@@ -491,8 +472,7 @@ class Diagnoser {
       auto prev = mem_.Read64(regs_.sp() - 8);
       bool at_ok = at && LooksLikeReturnAddress(modules_, *at);
       if (!at_ok && ((next && LooksLikeReturnAddress(modules_, *next)) || (prev && LooksLikeReturnAddress(modules_, *prev)))) {
-        d_.syndrome = Syndrome::kMisalignedStack;
-        d_.evidence.push_back("`ret` found no return address at [rsp], but one sits 8 bytes away: rsp is off by 8.");
+        Decide(Syndrome::kMisalignedStack, evidence::ReturnAddressOneSlotAway{});
         return true;
       }
     }
@@ -506,51 +486,36 @@ class Diagnoser {
     // faulting instruction's operand says where it went.
     bool sent = sig_.code <= 0;
     std::optional<uint64_t> effective;
-    bool pc_relative = op_ && (op_->base == "rip" || op_->base == "eip");
-    if (op_ && !op_->base.empty() && !pc_relative) {
-      if (auto b = RegisterByName(op_->base)) {
-        uint64_t e = *b + static_cast<uint64_t>(op_->displacement);
-        if (!op_->index.empty()) {
-          if (auto i = RegisterByName(op_->index)) e += *i * static_cast<uint64_t>(op_->scale);
-        }
-        effective = e;
-      }
+    std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
+    if (base) {
+      uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
+      if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
+      effective = e;
     }
     uint64_t addr = sent ? effective.value_or(sig_.fault_address.value_or(0)) : sig_.fault_address.value_or(0);
+    uint64_t pc = regs_.pc();
     if (!kernel && addr < kNullPages) {
-      d_.syndrome = Syndrome::kNullDeref;
-      std::string ins = op_ ? "`" + op_->text + "`" : "the instruction at " + Hex(regs_.pc());
-      auto base = op_ && !op_->base.empty() && !pc_relative ? RegisterByName(op_->base) : std::nullopt;
-      if (base) {
-        uint64_t b = *base;
-        if (b < kNullPages) {
-          d_.null_register = op_->base;
-          d_.evidence.push_back(op_->base + " = " + Hex(b) + (b == 0 ? " (NULL)" : " (a small offset from NULL)") +
-                                " when " + ins + " in " + Where(modules_, regs_.pc()) + " read or wrote " + Hex(addr) + ".");
-          return;
-        }
+      if (base && base->second < kNullPages) {
+        d_.null_register = base->first;
+        return Decide(Syndrome::kNullDeref,
+                      evidence::NullBaseRegister{base->first, base->second, InstructionText(), pc, Where(modules_, pc), addr});
       }
-      d_.evidence.push_back("The fault address " + Hex(addr) + " is in the first " + std::to_string(kNullPages / 1024) +
-                            " KiB, which are never mapped: " + ins + " in " + Where(modules_, regs_.pc()) + " dereferenced NULL.");
-      return;
+      return Decide(Syndrome::kNullDeref, evidence::NullPage{addr, InstructionText(), pc, Where(modules_, pc)});
     }
     if (WriteToReadonly(kernel ? std::nullopt : std::optional<uint64_t>(addr))) return;
-    d_.syndrome = Syndrome::kBadPointer;
     uint64_t a = kernel ? effective.value_or(0) : addr;
-    std::string why;
-    if (!IsCanonicalAddress(a)) why = "non-canonical (bits 63-48 are not a sign extension of bit 47)";
-    else if (!core_.memory().Find(a)) why = "not mapped";
-    else if (a % 8 != 0) why = "misaligned";
-    else why = "mapped without the access right needed";
-    std::string ins = op_ ? "`" + op_->text + "`" : "the instruction";
-    d_.evidence.push_back(ins + " in " + Where(modules_, regs_.pc()) + " accessed " + (kernel && !effective ? std::string("a bad address") : Hex(a)) +
-                          ", which is " + why + (kernel ? " (SI_KERNEL: the CPU raised a general-protection fault, so the kernel gives no address)" : "") + ".");
+    using evidence::BadAddress;
+    BadAddress why = !IsCanonicalAddress(a)        ? BadAddress::kNonCanonical
+                     : !core_.memory().Find(a)     ? BadAddress::kUnmapped
+                     : a % 8 != 0                  ? BadAddress::kMisaligned
+                                                   : BadAddress::kNoAccess;
+    std::optional<uint64_t> shown = kernel && !effective ? std::nullopt : std::optional<uint64_t>(a);
+    Decide(Syndrome::kBadPointer, evidence::BadAccess{InstructionText(), Where(modules_, pc), shown, why, kernel});
     std::vector<std::pair<std::string, uint64_t>> pointers;
-    if (op_ && !op_->base.empty()) {
-      if (auto b = RegisterByName(op_->base)) {
-        d_.evidence.push_back(op_->base + " = " + Hex(*b) + ".");
-        if (op_->base != "rip" && op_->base != "eip" && op_->base != "rsp") pointers.emplace_back(op_->base, *b);
-      }
+    if (op_ && op_->base) {
+      uint64_t value = SizedRegValue(regs_, *op_->base);
+      d_.evidence.push_back(evidence::BaseRegister{*op_->base, value});
+      if (op_->base->reg != Reg::rip && op_->base->reg != Reg::rsp) pointers.emplace_back(SizedRegName(*op_->base), value);
     }
     if (!kernel || effective) pointers.emplace_back("the fault address", a);
     BitFlips(pointers);
@@ -561,10 +526,7 @@ class Diagnoser {
   void BitFlips(const std::vector<std::pair<std::string, uint64_t>>& pointers) {
     d_.possible_bit_flips = PossibleBitFlips(pointers, core_.memory());
     for (const BitFlip& f : d_.possible_bit_flips) {
-      std::string to = f.original == 0 ? "NULL" : Hex(f.original) + " (" + std::string(AddressKindName(Classify(f.original, nullptr))) + ", mapped)";
-      d_.evidence.push_back(f.source + " " + Hex(f.value) + " is " + to + " with bit " + std::to_string(f.bit) +
-                            " flipped: a possible bit flip" + (f.high_confidence ? " (a high bit: no overrun reaches that far)" : "") +
-                            ". More such crashes on one host point to its CPU or memory.");
+      d_.evidence.push_back(evidence::PossibleBitFlip{f, Classify(f.original, nullptr)});
     }
   }
 
@@ -575,23 +537,20 @@ class Diagnoser {
     constexpr int kSegvAccerr = 2;
     if (!addr || sig_.code != kSegvAccerr || !op_ || !op_->writes) return false;
     const FileMapping* file = core_.FileAt(*addr);
-    std::string mapping;
+    evidence::ReadonlyMapping mapping;
     if (const Segment* s = core_.memory().Find(*addr)) {
       if (s->write) return false;
-      std::string perms = std::string(s->read ? "r" : "-") + "-" + (s->exec ? "x" : "-");
-      mapping = "the " + perms + " mapping " + Hex(s->vaddr) + "-" + Hex(s->end());
+      mapping.start = s->vaddr, mapping.end = s->end(), mapping.read = s->read, mapping.exec = s->exec;
     } else if (file && modules_.IsCode(*addr)) {
       // A core without the mapping (gdb's gcore leaves out a library's
       // unmodified code): the module's file says the loader maps it as code.
-      mapping = "the r-x mapping " + Hex(file->start) + "-" + Hex(file->end) + " (code, as the module's file maps it)";
+      mapping.start = file->start, mapping.end = file->end, mapping.exec = true, mapping.from_module_file = true;
     } else {
       return false;
     }
-    d_.syndrome = Syndrome::kWriteToReadonly;
-    if (file) mapping += " of " + file->path + " (file offset " + Hex(file->offset + (*addr - file->start)) + ")";
+    if (file) mapping.path = file->path, mapping.file_offset = file->offset + (*addr - file->start);
     d_.readonly_mapping = mapping;
-    d_.evidence.push_back("`" + op_->text + "` in " + Where(modules_, regs_.pc()) + " wrote to " + Hex(*addr) + ", in " +
-                          mapping + ", which is not writable (SEGV_ACCERR: mapped, but not for this access).");
+    Decide(Syndrome::kWriteToReadonly, evidence::WroteReadonly{op_->text, Where(modules_, regs_.pc()), *addr, mapping});
     return true;
   }
 
@@ -605,38 +564,25 @@ class Diagnoser {
     bool assert_abort = HasFrame({"__assert_fail", "__assert_fail_base", "__assert_perror_fail"});
     bool terminate = HasFrame({"std::terminate", "__cxa_throw", "__cxa_rethrow", "__gnu_cxx::__verbose_terminate_handler",
                                "__cxxabiv1::__terminate", "std::__terminate"});
-    if (assert_abort) {
-      d_.syndrome = Syndrome::kAbortAssert;
-      d_.evidence.push_back(d_.abort_message ? "glibc's assertion message: \"" + *d_.abort_message + "\""
-                                             : "__assert_fail is on the stack (no message found in __abort_msg).");
-    } else if (malloc_abort) {
-      d_.syndrome = Syndrome::kHeapCorruption;
-      d_.evidence.push_back(d_.abort_message ? "glibc malloc aborted: \"" + *d_.abort_message + "\""
-                                             : "glibc's malloc_printerr is on the stack: malloc found its heap corrupted.");
-    } else if (terminate) {
-      d_.syndrome = Syndrome::kUncaughtException;
+    if (assert_abort) return Decide(Syndrome::kAbortAssert, evidence::AssertionFailed{d_.abort_message});
+    if (malloc_abort) return Decide(Syndrome::kHeapCorruption, evidence::MallocAborted{d_.abort_message});
+    if (terminate) {
       ThrownException thrown = ReadThrownException(core_, modules_, mem_, regs_.sp());
       d_.exception_type = thrown.type;
       d_.exception_what = thrown.what;
-      std::string e = "std::terminate was called";
-      if (d_.exception_type) e += " for an exception of type " + *d_.exception_type;
-      if (d_.exception_what) e += ", what() = \"" + *d_.exception_what + "\"";
-      d_.evidence.push_back(e + ".");
-    } else if (const Frame* gpu = GpuRuntimeFrame()) {
+      return Decide(Syndrome::kUncaughtException, evidence::Terminated{thrown.type, thrown.what});
+    }
+    if (const Frame* gpu = GpuRuntimeFrame()) {
       // ROCr's VM fault handler prints "Memory access fault by GPU node-N
       // ... on address ..." to stderr and calls abort(); the CUDA driver
       // aborts on some unrecoverable GPU errors the same way.
-      d_.syndrome = Syndrome::kGpuFault;
       d_.gpu_runtime = Basename(gpu->module->module->path);
-      d_.evidence.push_back("abort() was called inside the GPU runtime (" +
-                            (gpu->function.empty() ? Hex(gpu->pc) : gpu->function) + " in " + d_.gpu_runtime +
-                            "): the runtime ends the process after the GPU reports a fault it cannot recover from.");
-      if (d_.abort_message) d_.evidence.push_back("glibc's abort message: \"" + *d_.abort_message + "\"");
-    } else {
-      d_.syndrome = Syndrome::kAbort;
-      d_.evidence.push_back(std::string("SIGABRT (") + SignalCodeName(sig_.signo, sig_.code).value_or("?") + ")" +
-                            (d_.abort_message ? ": \"" + *d_.abort_message + "\"" : std::string(", no abort message")) + ".");
+      Decide(Syndrome::kGpuFault,
+             evidence::GpuRuntimeAborted{gpu->function.empty() ? Hex(gpu->pc) : gpu->function, d_.gpu_runtime});
+      if (d_.abort_message) d_.evidence.push_back(evidence::AbortMessage{*d_.abort_message});
+      return;
     }
+    Decide(Syndrome::kAbort, evidence::AbortCalled{sig_, d_.abort_message});
   }
 
   // --- context -----------------------------------------------------------------
@@ -655,6 +601,30 @@ class Diagnoser {
            StartsWith(f, "_GLOBAL__sub_I_");
   }
 
+  // The unwinder's transfer, seen in the dead stack: control that went
+  // astray (pc 0 or not code) may have been the unwinder's own jump, and
+  // its code addresses linger below the red zone (a saved signal frame's pc
+  // at _Ux86_64_setcontext, return addresses of its frames). The nearest
+  // unwinder address, unless a saved pc inside _Ux86_64_setcontext (the
+  // signal frame of the race itself) is there.
+  std::optional<evidence::UnwinderRunning> UnwinderInDeadStack() const {
+    std::optional<evidence::UnwinderRunning> found;
+    for (uint64_t off = 136; off <= 8192; off += 8) {
+      auto v = mem_.Read64(regs_.sp() - off);
+      if (!v) break;
+      if (!modules_.IsCode(*v)) continue;
+      PcSymbol s = modules_.Symbolize(*v);
+      std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
+      if (!IsUnwinder(name)) continue;
+      bool setcontext = name == "_Ux86_64_setcontext";
+      if (!found || setcontext) {
+        found = evidence::UnwinderRunning{evidence::UnwinderSeen::kInDeadStack, name + "+" + Hex(s.symbol_offset), off};
+      }
+      if (setcontext) break;
+    }
+    return found;
+  }
+
   void DecideContext() {
     std::string unwinder_frame, exit_frame, load_frame;
     bool handler = false;
@@ -664,61 +634,33 @@ class Diagnoser {
       if (IsModuleLoad(f->function) && load_frame.empty()) load_frame = f->function;
       if (f->signal_trampoline) handler = true;
     }
+    using evidence::UnwinderSeen;
+    std::optional<evidence::UnwinderRunning> unwinder;
+    if (!unwinder_frame.empty()) unwinder = evidence::UnwinderRunning{UnwinderSeen::kOnStack, unwinder_frame};
     // The dead stack: return addresses the red zone still holds.
-    std::string dead_unwinder;
     for (const auto& w : d_.red_zone) {
-      if (!w.return_address) continue;
+      if (unwinder || !w.return_address) continue;
       PcSymbol s = modules_.Symbolize(w.value - 1);
       std::string name = !s.functions.empty() ? s.functions.back().name : s.symbol;
       if (name.empty()) name = s.symbol;
-      if (IsUnwinder(name) && dead_unwinder.empty()) dead_unwinder = name;
+      if (IsUnwinder(name)) unwinder = evidence::UnwinderRunning{UnwinderSeen::kInRedZone, name};
     }
-    // Control that went astray (pc 0 or not code) may have been the
-    // unwinder's own transfer: its code addresses linger in the dead stack
-    // below the red zone too (a saved signal frame's pc at
-    // _Ux86_64_setcontext, return addresses of its frames).
-    std::string deeper_unwinder;
-    uint64_t deeper_at = 0;
-    bool astray = d_.syndrome == Syndrome::kReturnToNull || d_.syndrome == Syndrome::kWildJump || d_.syndrome == Syndrome::kCallToNull;
-    if (astray && unwinder_frame.empty() && dead_unwinder.empty()) {
-      // The nearest unwinder address, unless a saved pc inside
-      // _Ux86_64_setcontext (the signal frame of the race itself) is there.
-      for (uint64_t off = 136; off <= 8192; off += 8) {
-        auto v = mem_.Read64(regs_.sp() - off);
-        if (!v) break;
-        if (!modules_.IsCode(*v)) continue;
-        PcSymbol s = modules_.Symbolize(*v);
-        std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
-        if (!IsUnwinder(name)) continue;
-        bool setcontext = name == "_Ux86_64_setcontext";
-        if (deeper_unwinder.empty() || setcontext) {
-          deeper_unwinder = name + "+" + Hex(s.symbol_offset);
-          deeper_at = off;
-        }
-        if (setcontext) break;
-      }
-    }
-    if (!unwinder_frame.empty() || !dead_unwinder.empty() || !deeper_unwinder.empty()) {
+    bool astray = d_.syndrome == Syndrome::kReturnToNull || d_.syndrome == Syndrome::kWildJump ||
+                  d_.syndrome == Syndrome::kCallToNull;
+    if (!unwinder && astray) unwinder = UnwinderInDeadStack();
+    if (unwinder) {
       d_.context = CrashContext::kExceptionUnwind;
-      if (!unwinder_frame.empty()) {
-        d_.evidence.push_back("The exception unwinder was running: " + unwinder_frame + " is on the stack.");
-      } else if (!dead_unwinder.empty()) {
-        d_.evidence.push_back("The exception unwinder was running: a return address into " + dead_unwinder +
-                              " is still in the red zone below rsp.");
-      } else {
-        d_.evidence.push_back("The exception unwinder was running: the dead stack " + std::to_string(deeper_at) +
-                              " bytes below rsp still holds the code address " + deeper_unwinder + ".");
-      }
+      d_.evidence.push_back(*unwinder);
       Unwinder();
     } else if (handler) {
       d_.context = CrashContext::kSignalHandler;
-      d_.evidence.push_back("The fault happened inside a signal handler: a signal frame (<signal handler called>) lies below it on the stack.");
+      d_.evidence.push_back(evidence::InSignalHandler{});
     } else if (!load_frame.empty()) {
       d_.context = CrashContext::kModuleLoad;
-      d_.evidence.push_back("A module was being loaded or initialized: " + load_frame + " is on the stack.");
+      d_.evidence.push_back(evidence::LoadingModule{load_frame});
     } else if (!exit_frame.empty()) {
       d_.context = CrashContext::kExitTime;
-      d_.evidence.push_back("The process was exiting: " + exit_frame + " is on the stack (static destructors and atexit handlers run there).");
+      d_.evidence.push_back(evidence::Exiting{exit_frame});
     } else {
       d_.context = CrashContext::kRuntime;
     }
@@ -734,16 +676,16 @@ class Diagnoser {
       d_.unwinder = StartsWith(base, "libunwind") ? "GNU libunwind (" + base + ")"
                     : StartsWith(base, "libgcc_s") ? "libgcc (" + base + ")"
                                                    : base;
-      d_.evidence.push_back("_Unwind_RaiseException binds to " + *d_.unwinder + ", the first module in load order that defines it.");
+      d_.evidence.push_back(evidence::UnwinderBinding{*d_.unwinder});
       return;
     }
   }
 
   // --- threads -----------------------------------------------------------------
   void Threads() {
-    std::map<std::string, ThreadGroup> groups;
+    std::map<std::pair<std::string, std::string>, ThreadGroup> groups;
     for (const Backtrace& bt : bts_) {
-      std::string state = ThreadWaitOf(bt.thread->registers, modules_).state;
+      ThreadWait state = ThreadWaitOf(bt.thread->registers, modules_);
       d_.thread_states.push_back(state);
       // The first frame of the thread's own code: where it waits or runs,
       // as the program sees it.
@@ -755,7 +697,7 @@ class Diagnoser {
         }
       }
       if (function.empty()) continue;
-      auto& g = groups[state + '\t' + function];
+      auto& g = groups[{ThreadStateName(state), function}];
       g.function = function;
       g.state = state;
       g.tids.push_back(bt.thread->tid);
@@ -764,29 +706,24 @@ class Diagnoser {
     for (auto& [k, g] : groups) {
       if (g.tids.size() >= 2) d_.thread_groups.push_back(g);
     }
-    std::sort(d_.thread_groups.begin(), d_.thread_groups.end(),
-              [](const ThreadGroup& a, const ThreadGroup& b) { return a.tids.size() > b.tids.size(); });
+    std::stable_sort(d_.thread_groups.begin(), d_.thread_groups.end(),
+                     [](const ThreadGroup& a, const ThreadGroup& b) { return a.tids.size() > b.tids.size(); });
     // A thread that was sent a signal did not race with anything.
     if (d_.syndrome == Syndrome::kExternalSignal) return;
     for (const auto& g : d_.thread_groups) {
-      if (g.with_crashing_thread) {
-        d_.evidence.push_back(std::to_string(g.tids.size() - 1) + " other thread(s) were " + g.state + " in " +
-                              g.function + ", the crashing thread's function: a possible data race.");
-      }
+      if (g.with_crashing_thread) d_.evidence.push_back(evidence::PossibleRace{g.tids.size() - 1, g.state, g.function});
     }
   }
 
-  // --- advice ------------------------------------------------------------------
-  // The facts the advice is written from (diagnose/advice.h).
-  AdviceFacts Facts() const {
-    AdviceFacts f;
+  // Where the fault happened, for the summary and the advice.
+  void Site() {
+    FaultSite& f = d_.site.emplace();
     f.where = frames_.empty() || frames_[0]->function.empty() ? Where(modules_, regs_.pc()) : frames_[0]->function;
     if (frames_.size() > 1) f.caller = frames_[1]->function;
     f.pc = regs_.pc();
     f.signal = sig_;
     f.delivered = *core_.signal();
     f.process_pid = core_.process() ? std::optional<int>(core_.process()->pid) : std::nullopt;
-    return f;
   }
 
   const Core& core_;
@@ -805,6 +742,27 @@ class Diagnoser {
 
 }  // namespace
 
+std::string SyscallName(uint64_t nr) {
+  const SyscallEntry* e = FindSyscall(nr);
+  return e ? std::to_string(nr) + " (" + e->name + ")" : std::to_string(nr);
+}
+
+std::string ThreadStateName(const ThreadWait& wait) {
+  switch (wait.kind) {
+    case WaitKind::kRunning: return "running";
+    case WaitKind::kInterrupted: return "interrupted system call";
+    case WaitKind::kFutex: return "futex wait";
+    case WaitKind::kPoll: return "poll";
+    case WaitKind::kSleep: return "sleep";
+    case WaitKind::kRead: return "read";
+    case WaitKind::kAccept: return "accept";
+    case WaitKind::kWaitChild: return "wait for child";
+    case WaitKind::kPause: return "pause";
+    case WaitKind::kOtherSyscall: return "system call " + SyscallName(wait.syscall.value_or(0));
+  }
+  return "running";
+}
+
 ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
   ThreadWait w;
   // A `syscall` just before pc, with the system call's number kept in
@@ -815,21 +773,13 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
   uint64_t pc = regs.pc();
   bool after_syscall = pc >= 2 && modules.ReadCode(pc - 2, b) == 2 && b[0] == std::byte{0x0f} && b[1] == std::byte{0x05};
   if (after_syscall && regs[Reg::orig_rax] != ~uint64_t{0}) w.syscall = regs[Reg::orig_rax];
-  w.interrupted = after_syscall && !w.syscall && regs[Reg::rax] == static_cast<uint64_t>(-EINTR);
   if (!w.syscall) {
-    w.state = w.interrupted ? "interrupted system call" : "running";
+    bool interrupted = after_syscall && regs[Reg::rax] == static_cast<uint64_t>(-EINTR);
+    w.kind = interrupted ? WaitKind::kInterrupted : WaitKind::kRunning;
     return w;
   }
-  switch (*w.syscall) {
-    case 202: w.state = "futex wait"; break;  // mutexes, condition variables, joins
-    case 7: case 23: case 232: case 270: case 271: case 281: case 441: w.state = "poll"; break;
-    case 35: case 230: w.state = "sleep"; break;
-    case 0: case 17: case 19: case 45: case 47: case 299: w.state = "read"; break;
-    case 43: case 288: w.state = "accept"; break;
-    case 61: case 247: w.state = "wait for child"; break;
-    case 34: case 130: w.state = "pause"; break;
-    default: w.state = "system call " + SyscallName(*w.syscall);
-  }
+  const SyscallEntry* e = FindSyscall(*w.syscall);
+  w.kind = e ? e->wait : WaitKind::kOtherSyscall;
   return w;
 }
 

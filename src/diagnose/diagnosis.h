@@ -16,6 +16,7 @@
 
 #include "core/core.h"
 #include "diagnose/bit_flips.h"
+#include "diagnose/evidence.h"
 #include "symbolize/module_map.h"
 #include "unwind/backtrace.h"
 #include "unwind/signal_context.h"
@@ -27,8 +28,9 @@ namespace coroner {
 struct RedZoneWord {
   int64_t offset;  // from rsp: -8 ... -128
   uint64_t value;
-  std::string meaning;  // "zero", "return address into f+0x12", "pointer to stack", ...
-  bool return_address = false;  // the word is a return address (a call's next instruction)
+  AddressKind kind = AddressKind::kNull;
+  bool return_address = false;  // a code address just after a call: a return address
+  std::string where;            // of a code address (of the call, for a return address); a report's only
 };
 
 // What kind of crash it was, and in what state the process was. The
@@ -63,76 +65,65 @@ enum class CrashContext {
 };
 std::string_view SyndromeName(Syndrome syndrome);
 std::string_view ContextName(CrashContext context);
+// The syndrome a stored name spells (a dataset's column); nullopt for a
+// name no syndrome has.
+std::optional<Syndrome> SyndromeFromName(std::string_view name);
 
-// What a value is as an address in the process: what a register or a
-// stack word points at. Its contract spelling (AddressKindName) is only for
-// the JSON and the reports; rules compare the enum.
-enum class AddressKind {
-  kNull,
-  kSmall,         // in the first pages: a NULL pointer plus an offset
-  kNonCanonical,  // not an x86-64 address at all
-  kUnmapped,
-  kCode,
-  kStack,
-  kData,  // a module's writable data
-  kHeap,  // other writable memory
-  kReadOnly,
-  kNoAccess,
-};
-std::string_view AddressKindName(AddressKind kind);
-
+// A general register of the crashing thread, as what it points at.
 struct RegisterClass {
-  std::string name;  // "rax"
+  Reg reg;
   uint64_t value;
   AddressKind kind;
-  std::string detail;  // "walk+0x8 in /opt/app", "misaligned", ...
+  std::string where;                // kCode: the code it points at; kData: the module whose data it is
+  bool misaligned_pointer = false;  // into memory, but not at a multiple of 8 (rsp and rbp aside)
 };
 
 struct ThreadGroup {
   std::string function;  // the first frame of the threads' own code (past libc, libstdc++, ...)
-  std::string state;     // ThreadWait::state, shared by the group
+  ThreadWait state;      // shared by the group
   std::vector<int> tids;
   bool with_crashing_thread = false;
+};
+
+// Where the fault happened, for the summary and the advice.
+struct FaultSite {
+  std::string where;   // the faulting frame's function, else the pc's module and offset
+  std::string caller;  // the function of the frame that called it; empty when unknown
+  uint64_t pc = 0;     // the fault's pc (the real fault's behind a re-raise)
+  SignalInfo signal;     // the fault's signal (the real fault's behind a re-raise)
+  SignalInfo delivered;  // the signal the process died of
+  std::optional<int> process_pid;
 };
 
 struct Diagnosis {
   Syndrome syndrome = Syndrome::kOther;
   CrashContext context = CrashContext::kRuntime;
-  std::string summary;   // one plain-English sentence
-  std::vector<std::string> evidence;
-  std::vector<std::string> next_steps;
+  bool classified = false;         // the core had a thread and a signal to classify
+  std::vector<Evidence> evidence;  // in the order the rules found it
+  std::optional<FaultSite> site;   // at a report's depth
 
   // Details behind the evidence.
   std::string faulting_instruction;       // AT&T text at the fault pc
-  std::string null_register;              // the register that held NULL (null-deref)
-  std::string readonly_mapping;           // the mapping written to (write-to-readonly), described
+  std::optional<SizedReg> null_register;  // the register that held NULL (null-deref)
+  std::optional<evidence::ReadonlyMapping> readonly_mapping;  // the mapping written to (write-to-readonly)
   std::optional<std::string> abort_message;  // glibc's __abort_msg
   std::optional<std::string> exception_type, exception_what;
   std::optional<std::string> unwinder;    // "GNU libunwind (libunwind.so.8)" or "libgcc (libgcc_s.so.1)"
   std::vector<RedZoneWord> red_zone;
   std::vector<RegisterClass> registers;
-  std::vector<ThreadGroup> thread_groups;  // of 2 or more threads
-  std::vector<std::string> thread_states;  // ThreadWait::state of each thread, in thread order
+  std::vector<ThreadGroup> thread_groups;   // of 2 or more threads
+  std::vector<ThreadWait> thread_states;    // of each thread, in thread order
   std::vector<BitFlip> possible_bit_flips;  // of a bad pointer (bad-pointer)
   // A register state compiled code cannot produce (rsp off the ABI's
   // alignment where an instruction needs it, the return address one slot
-  // from where `ret` looked): why, when there is one. Software (hand-written
-  // assembly, a setcontext race) can cause it, and so can a bad CPU; epi
-  // counts these per host.
-  std::optional<std::string> impossible_state;
+  // from where `ret` looked, a pc inside an instruction): the evidence that
+  // shows it, when there is one. Software (hand-written assembly, a
+  // setcontext race) can cause it, and so can a bad CPU; epi counts these
+  // per host.
+  std::optional<Evidence> impossible_state;
   std::string gpu_runtime;  // gpu-fault: the runtime's module ("libhsa-runtime64.so.1")
 };
 
-// What a thread was doing when the process died, as readers of gdb's
-// `info threads` put it.
-struct ThreadWait {
-  std::optional<uint64_t> syscall;  // the system call it was blocked in
-  bool interrupted = false;         // in a system call that returned EINTR
-  // "futex wait" (a mutex, a condition variable, a join), "poll" (poll,
-  // select, epoll), "sleep", "read", "accept", "wait for child", "pause",
-  // "system call N (name)", "interrupted system call" or "running".
-  std::string state;
-};
 ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 
 // How much a diagnosis says. A dataset row needs only the labels (the
@@ -150,10 +141,8 @@ Diagnosis Diagnose(const Core& core, const ModuleMap& modules, const std::vector
 
 // The frames that describe where the fault happened: all of them, or, when
 // the fault was re-raised, the ones past the signal frame that held it.
+// The index of the first of those frames.
+size_t FaultOrigin(const Backtrace* bt, const std::optional<FaultContext>& fc);
 std::vector<const Frame*> EffectiveFrames(const Backtrace* bt, const std::optional<FaultContext>& fc);
-
-// Every syndrome's and context's name, in the enums' order.
-extern const std::vector<std::string> kSyndromes;
-extern const std::vector<std::string> kContexts;
 
 }  // namespace coroner

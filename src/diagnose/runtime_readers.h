@@ -11,13 +11,11 @@
 #include <vector>
 
 #include "core/core.h"
+#include "diagnose/evidence.h"
 #include "symbolize/module_map.h"
 #include "unwind/stack_memory.h"
 
 namespace coroner {
-
-// Addresses below this are never mapped (vm.mmap_min_addr).
-inline constexpr uint64_t kNullPages = 65536;
 
 // glibc's __abort_msg (set by assert, malloc_printerr, abort with a message):
 // its text, trailing newlines and spaces removed; nullopt when no module

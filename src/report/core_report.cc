@@ -8,6 +8,7 @@
 #include "core/byte_view.h"
 #include "core/signals.h"
 #include "diagnose/peer_failure.h"
+#include "report/diagnosis_words.h"
 #include "report/value_printer.h"
 #include "unwind/frame_variables.h"
 
@@ -114,11 +115,11 @@ Json DiagnosisJson(const Diagnosis& d) {
   Json j;
   j["syndrome"] = SyndromeName(d.syndrome);
   j["context"] = ContextName(d.context);
-  j["summary"] = Text(d.summary);
-  j["evidence"] = strings(d.evidence);
-  j["next_steps"] = strings(d.next_steps);
+  j["summary"] = Text(Summary(d));
+  j["evidence"] = strings(EvidenceSentences(d));
+  j["next_steps"] = strings(NextSteps(d));
   j["faulting_instruction"] = d.faulting_instruction.empty() ? Json(nullptr) : Json(d.faulting_instruction);
-  j["null_register"] = d.null_register.empty() ? Json(nullptr) : Json(d.null_register);
+  j["null_register"] = d.null_register ? Json(SizedRegName(*d.null_register)) : Json(nullptr);
   j["abort_message"] = opt(d.abort_message);
   j["exception_type"] = opt(d.exception_type);
   j["exception_what"] = opt(d.exception_what);
@@ -132,18 +133,21 @@ Json DiagnosisJson(const Diagnosis& d) {
                          {"confidence", f.high_confidence ? "high" : "medium"}});
   }
   j["possible_bit_flips"] = std::move(flips);
-  j["impossible_state"] = opt(d.impossible_state);
+  j["impossible_state"] = d.impossible_state ? Json(Text(EvidenceSentence(*d.impossible_state))) : Json(nullptr);
   j["peer_failure"] = opt(PeerFailure(d));
   j["gpu_runtime"] = d.gpu_runtime.empty() ? Json(nullptr) : Json(Text(d.gpu_runtime));
   Json rz = Json::array();
-  for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(w.meaning)}});
+  for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(RedZoneMeaning(w))}});
   j["red_zone"] = std::move(rz);
   Json regs = Json::object();
-  for (const auto& r : d.registers) regs[r.name] = Json{{"value", Hex(r.value)}, {"kind", AddressKindName(r.kind)}, {"detail", Text(r.detail)}};
+  for (const auto& r : d.registers) {
+    regs[std::string(RegName(r.reg))] =
+        Json{{"value", Hex(r.value)}, {"kind", AddressKindName(r.kind)}, {"detail", Text(RegisterDetail(r))}};
+  }
   j["registers"] = std::move(regs);
   Json groups = Json::array();
   for (const auto& g : d.thread_groups) {
-    groups.push_back(Json{{"function", Text(g.function)}, {"state", g.state}, {"threads", g.tids.size()}, {"tids", g.tids},
+    groups.push_back(Json{{"function", Text(g.function)}, {"state", ThreadStateName(g.state)}, {"threads", g.tids.size()}, {"tids", g.tids},
                           {"with_crashing_thread", g.with_crashing_thread}});
   }
   j["thread_groups"] = std::move(groups);
@@ -329,7 +333,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
     {
       size_t k = threads.size();
       const auto& d = analysis.diagnosis;
-      tj["state"] = d && k < d->thread_states.size() ? Json(d->thread_states[k]) : Json(nullptr);
+      tj["state"] = d && k < d->thread_states.size() ? Json(ThreadStateName(d->thread_states[k])) : Json(nullptr);
     }
     tj["frames"] = Json::array();
     if (analysis.modules) {  // unwound (not --registers-only)
@@ -456,14 +460,14 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                                    fc->signal.code, code ? *code : "unknown");
     if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
     add(line);
-    add(fmt::format("  at rip {} rsp {} (a handler caught it and {})", Hex(fc->registers.pc()), Hex(fc->registers.sp()),
-                    core.signal() ? HandlerEnding(*core.signal(), *fc) : "ended the process"));
+    add(fmt::format("  at rip {} rsp {}; a handler caught it and {}", Hex(fc->registers.pc()), Hex(fc->registers.sp()),
+                    core.signal() ? HandlerEnding(*core.signal(), fc->signal) : "ended the process"));
   }
   if (const auto& d = analysis.diagnosis) {
     add(fmt::format("diagnosis: {} ({})", SyndromeName(d->syndrome), ContextName(d->context)));
     add("  signature: " + Text(analysis.signature));
-    add("  " + Text(d->summary));
-    for (const auto& e : d->evidence) add("  - " + Text(e));
+    add("  " + Text(Summary(*d)));
+    for (const auto& e : d->evidence) add("  - " + Text(EvidenceSentence(e)));
   }
   if (analysis.python) add(PythonLine(*analysis.python));
   for (const auto& g : analysis.gpu_state) add("gpu state: " + Text(g));

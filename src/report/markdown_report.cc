@@ -5,6 +5,7 @@
 #include "core/byte_view.h"
 #include "core/signals.h"
 #include "report/core_report.h"
+#include "report/diagnosis_words.h"
 
 namespace coroner {
 namespace {
@@ -35,9 +36,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     if (sig->fault_address) s += ", fault address " + Hex(*sig->fault_address);
     s += ")";
     if (a.fault_context) {
-      s += "; a handler caught it and " + HandlerEnding(*core.signal(), *a.fault_context) + " (" +
-           SignalName(core.signal()->signo) + ", " + SignalCodeName(core.signal()->signo, core.signal()->code).value_or("?") +
-           ")";
+      s += "; a handler caught it and " + HandlerEnding(*core.signal(), a.fault_context->signal);
     }
     add("**Crash signal:** " + s + "  ");
   }
@@ -46,12 +45,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   const Backtrace* bt = a.crashing_backtrace();
   // Where the fault happened: frame 0, or past the signal frame that a
   // re-raising handler left.
-  size_t origin = 0;
-  if (bt && a.fault_context) {
-    for (const auto& f : bt->frames) {
-      if (f.signal_trampoline && f.sp == a.fault_context->frame_address) origin = f.index + 1;
-    }
-  }
+  size_t origin = FaultOrigin(bt, a.fault_context);
   if (t) {
     std::string where;
     if (bt) {
@@ -87,7 +81,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     add("**Crash context:** " + std::string(ContextName(d->context)) + "  ");
     add("**Syndrome:** " + std::string(SyndromeName(d->syndrome)) + "  ");
     add("**Signature:** " + esc(a.signature) + "  ");
-    if (d->impossible_state) add("**Impossible register state:** " + esc(*d->impossible_state) + "  ");
+    if (d->impossible_state) add("**Impossible register state:** " + esc(EvidenceSentence(*d->impossible_state)) + "  ");
   }
   for (const auto& g : a.gpu_state) add("**GPU state:** " + esc(g) + "  ");
   add("**Determinism:** unknown (single occurrence)");
@@ -143,9 +137,10 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   if (d) {
     for (const auto& r : d->registers) {
       bool suspicious = r.kind == AddressKind::kNull || r.kind == AddressKind::kSmall || r.kind == AddressKind::kNonCanonical;
-      if (suspicious || r.detail.find("misaligned") != std::string::npos) {
-        add(fmt::format("- `{}` = `{}`: {}{}", r.name, Hex(r.value), AddressKindName(r.kind),
-                        r.detail.empty() ? "" : " (" + esc(r.detail) + ")"));
+      if (suspicious || r.misaligned_pointer) {
+        std::string detail = RegisterDetail(r);
+        add(fmt::format("- `{}` = `{}`: {}{}", RegName(r.reg), Hex(r.value), AddressKindName(r.kind),
+                        detail.empty() ? "" : " (" + esc(detail) + ")"));
       }
     }
   }
@@ -179,17 +174,17 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
 
   add("### Root cause");
   add("");
-  add(d ? MarkdownProse(d->summary) : std::string("Not diagnosed (registers only)."));
+  add(d ? MarkdownProse(Summary(*d)) : std::string("Not diagnosed (registers only)."));
   add("");
 
   add("### Evidence");
   add("");
   if (d) {
-    for (const auto& e : d->evidence) add("- " + MarkdownProse(e));
+    for (const auto& e : d->evidence) add("- " + MarkdownProse(EvidenceSentence(e)));
     if (d->abort_message) add("- Abort message, verbatim: " + MarkdownCode(*d->abort_message));
     if (d->unwinder) add("- Unwinder in use: " + esc(*d->unwinder));
     for (const auto& g : d->thread_groups) {
-      add(fmt::format("- {} threads {} in {}{}", g.tids.size(), esc(g.state), esc(g.function),
+      add(fmt::format("- {} threads {} in {}{}", g.tids.size(), esc(ThreadStateName(g.state)), esc(g.function),
                       g.with_crashing_thread ? " (with the crashing thread)" : ""));
     }
     // The crashing lines of the first frames whose source was found, and
@@ -225,7 +220,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
       add("Red zone (the 128 bytes below rsp, which survive signal delivery):");
       add("");
       add("```");
-      for (const auto& w : d->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, MarkdownFenced(w.meaning)));
+      for (const auto& w : d->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, MarkdownFenced(RedZoneMeaning(w))));
       add("```");
     }
   }
@@ -240,7 +235,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("");
   if (d) {
     int k = 0;
-    for (const auto& s : d->next_steps) add(fmt::format("{}. {}", ++k, MarkdownProse(s)));
+    for (const auto& s : NextSteps(*d)) add(fmt::format("{}. {}", ++k, MarkdownProse(s)));
   }
   return md;
 }

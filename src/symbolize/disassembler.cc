@@ -97,9 +97,14 @@ bool NeedsAlignment(ZydisMnemonic m) {
   return false;
 }
 
-std::string RegisterName(ZydisRegister r) {
-  const char* name = r == ZYDIS_REGISTER_NONE ? nullptr : ZydisRegisterGetString(r);
-  return name ? name : "";
+// A general register (or rip) of a memory operand, at its width.
+std::optional<SizedReg> GeneralRegister(ZydisRegister r) {
+  if (r == ZYDIS_REGISTER_NONE) return std::nullopt;
+  ZydisRegister full = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+  const char* name = ZydisRegisterGetString(full);
+  std::optional<Reg> reg = name ? RegFromName(name) : std::nullopt;
+  if (!reg) return std::nullopt;
+  return SizedReg{*reg, static_cast<uint8_t>(ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, r))};
 }
 
 }  // namespace
@@ -127,8 +132,8 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
   for (unsigned i = 0; i < count; ++i) {
     const ZydisDecodedOperand& op = d->ops[i];
     if (op.type != ZYDIS_OPERAND_TYPE_MEMORY || op.mem.type != ZYDIS_MEMOP_TYPE_MEM) continue;
-    m.base = RegisterName(op.mem.base);
-    m.index = RegisterName(op.mem.index);
+    m.base = GeneralRegister(op.mem.base);
+    m.index = GeneralRegister(op.mem.index);
     m.scale = op.mem.index == ZYDIS_REGISTER_NONE ? 1 : op.mem.scale;
     m.displacement = op.mem.disp.has_displacement ? op.mem.disp.value : 0;
     m.writes = (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) != 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registers.h"
 #include "symbolize/module_map.h"
 
 namespace coroner {
@@ -21,13 +22,14 @@ struct Instruction {
 };
 
 // The memory operand of the instruction at pc, for naming the register that
-// held a bad pointer: base and index register names (gdb's: "rax"), scale,
-// displacement. A string instruction's operands are implicit (`rep movsb`:
+// held a bad pointer: base and index registers, scale, displacement. A string instruction's operands are implicit (`rep movsb`:
 // the destination's). nullopt when the instruction has no memory operand
 // (other than a call's or push's stack slot) or cannot be decoded.
 struct MemoryOperand {
   std::string mnemonic, text;
-  std::string base, index;  // empty when absent; "rip" for rip-relative
+  // Absent when the operand has none; Reg::rip for rip-relative. A vector
+  // index (VSIB) is none of the general registers: absent too.
+  std::optional<SizedReg> base, index;
   int scale = 1;
   int64_t displacement = 0;
   bool is_ret = false, is_call = false;

@@ -128,10 +128,4 @@ std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrac
   return std::nullopt;
 }
 
-std::string HandlerEnding(const SignalInfo& core_signal, const FaultContext& fc) {
-  if (core_signal.signo == fc.signal.signo) return "re-raised it";
-  if (core_signal.signo == SIGABRT) return "called abort()";
-  return "ended the process with " + SignalName(core_signal.signo);
-}
-
 }  // namespace coroner

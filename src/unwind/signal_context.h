@@ -37,9 +37,4 @@ std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thre
 std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrace& crashing,
                                                 StackMemory& memory);
 
-// What the handler did once it had caught the fault, for reports: "re-raised
-// it" (the core's signal is the fault's), "called abort()" (ruby's [BUG]
-// handler), else "ended the process with SIGxxx".
-std::string HandlerEnding(const SignalInfo& core_signal, const FaultContext& fc);
-
 }  // namespace coroner

@@ -199,10 +199,10 @@ TEST_P(RealProgramTest, ThreadStatesAreHowTheyWaited) {
   auto a = AnalyzeCore(GetParam().core);
   const Diagnosis& d = *a->analysis.diagnosis;
   ASSERT_EQ(d.thread_states.size(), 4u);
-  EXPECT_EQ(d.thread_states[a->core->crashing_thread()], "running");
+  EXPECT_EQ(d.thread_states[a->core->crashing_thread()].kind, WaitKind::kRunning);
   std::multiset<std::string> others;
   for (size_t i = 0; i < d.thread_states.size(); ++i)
-    if (i != a->core->crashing_thread()) others.insert(d.thread_states[i]);
+    if (i != a->core->crashing_thread()) others.insert(ThreadStateName(d.thread_states[i]));
   EXPECT_EQ(others, (std::multiset<std::string>{"futex wait", "read", "sleep"}));
 }
 

@@ -15,6 +15,7 @@
 #include "core/byte_view.h"
 #include "core/core.h"
 #include "processor/processor.h"
+#include "report/diagnosis_words.h"
 #include "symbolize/symbol_provider.h"
 #include "unit/synth_machine.h"
 
@@ -34,6 +35,16 @@ Diagnosis Diagnose(const Machine& m) {
 
 std::string Name(const Diagnosis& d) { return std::string(SyndromeName(d.syndrome)); }
 
+// The first fact of kind T the rules left, or null.
+template <class T>
+const T* Fact(const Diagnosis& d) {
+  for (const Evidence& e : d.evidence)
+    if (const T* f = std::get_if<T>(&e)) return f;
+  return nullptr;
+}
+
+std::string NullRegister(const Diagnosis& d) { return d.null_register ? SizedRegName(*d.null_register) : ""; }
+
 TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   Machine m;
   m.rip = kCode + 0x20;
@@ -41,11 +52,15 @@ TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   m.regs[kRax] = 0;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
-  EXPECT_EQ(d.null_register, "rax");
+  EXPECT_EQ(NullRegister(d), "rax");
+  const auto* null = Fact<evidence::NullBaseRegister>(d);
+  ASSERT_TRUE(null);
+  EXPECT_EQ(null->reg, (SizedReg{Reg::rax, 64}));
+  EXPECT_EQ(null->value, 0u);
   // The code page is executable memory no module or file holds: JIT code,
   // named as such, not "?+0x0".
-  EXPECT_NE(d.summary.find("JIT code at " + Hex(m.rip)), std::string::npos) << d.summary;
-  EXPECT_EQ(d.summary.find("?+"), std::string::npos) << d.summary;
+  EXPECT_EQ(null->where, "JIT code at " + Hex(m.rip));
+  EXPECT_NE(Summary(d).find("JIT code at " + Hex(m.rip)), std::string::npos) << Summary(d);
   // A small offset from NULL is still NULL's page.
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x40, 0x10};  // mov 0x10(%rax),%rax
   m.fault_address = 0x10;
@@ -62,13 +77,19 @@ TEST(DiagnosisRules, AThirtyTwoBitBaseRegisterIsNamed) {
   m.fault_address = 0;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
-  EXPECT_EQ(d.null_register, "r8d");
+  EXPECT_EQ(NullRegister(d), "r8d");
+  ASSERT_TRUE(d.null_register);
+  EXPECT_EQ(*d.null_register, (SizedReg{Reg::r8, 32}));
+  // The sentence names the register as the instruction does.
+  ASSERT_TRUE(Fact<evidence::NullBaseRegister>(d));
+  EXPECT_EQ(EvidenceSentence(*Fact<evidence::NullBaseRegister>(d)).rfind("r8d = 0x0 (NULL) when `mov (%r8d),%eax`", 0), 0u);
   // eip-relative: the base is the program counter, never a NULL register.
   m.code_bytes[m.rip] = {0x67, 0x8b, 0x05, 0x10, 0x00, 0x00, 0x00};  // mov 0x10(%eip),%eax
   m.fault_address = 0x10;
   d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
-  EXPECT_EQ(d.null_register, "");
+  EXPECT_EQ(NullRegister(d), "");
+  EXPECT_TRUE(Fact<evidence::NullPage>(d));
 }
 
 // glibc's EVEX string functions (what an AVX-512 CPU runs for strlen) and
@@ -82,12 +103,12 @@ TEST(DiagnosisRules, ANullStringInAvx512CodeIsANullDerefNamingTheRegister) {
   m.regs[kRsi] = kStack + 0x100;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
-  EXPECT_EQ(d.null_register, "rdi");
+  EXPECT_EQ(NullRegister(d), "rdi");
   EXPECT_EQ(d.faulting_instruction, "vpcmpeqb (%rdi),%ymm16,%k0");  // gdb: x/i __strlen_evex+24
   m.code_bytes[m.rip] = {0xf3, 0xa4};
   d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
-  EXPECT_EQ(d.null_register, "rdi");
+  EXPECT_EQ(NullRegister(d), "rdi");
   EXPECT_EQ(d.faulting_instruction, "rep movsb %ds:(%rsi),%es:(%rdi)");
 }
 
@@ -99,9 +120,12 @@ TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
   m.code = 0x80;                             // SI_KERNEL, no address
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
-  bool said = false;
-  for (const auto& e : d.evidence) said |= e.find("non-canonical") != std::string::npos;
-  EXPECT_TRUE(said);
+  const auto* bad = Fact<evidence::BadAccess>(d);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->why, evidence::BadAddress::kNonCanonical);
+  EXPECT_TRUE(bad->general_protection);
+  EXPECT_EQ(bad->address, std::optional<uint64_t>(0xdead00000000beefull));  // computed from the operand
+  EXPECT_NE(EvidenceSentence(*bad).find("non-canonical"), std::string::npos);
   // Mapped, canonical, far from NULL: the address itself was bad.
   m.regs[kRax] = 0x7f0000001000;
   m.code = 1;
@@ -126,9 +150,11 @@ TEST(DiagnosisRules, ABadPointerOneBitFromAMappedAddressIsAPossibleBitFlip) {
   EXPECT_EQ(d.possible_bit_flips[0].original, good);
   EXPECT_EQ(d.possible_bit_flips[0].bit, 40);
   EXPECT_TRUE(d.possible_bit_flips[0].high_confidence);
-  bool said = false;
-  for (const auto& e : d.evidence) said |= e.find("bit 40 flipped") != std::string::npos;
-  EXPECT_TRUE(said);
+  const auto* flip = Fact<evidence::PossibleBitFlip>(d);
+  ASSERT_TRUE(flip);
+  EXPECT_EQ(flip->flip.bit, 40);
+  EXPECT_EQ(flip->original_kind, AddressKind::kStack);
+  EXPECT_NE(EvidenceSentence(*flip).find("bit 40 flipped"), std::string::npos);
   // Bit 63 flipped: non-canonical, a general-protection fault with no
   // address; the register still names it.
   m.regs[kRax] = good ^ (uint64_t{1} << 63);
@@ -169,8 +195,14 @@ TEST(DiagnosisRules, AStoreIntoAReadOnlyMappingIsWriteToReadonly) {
   m.fault_address = kCode + 0x100;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kWriteToReadonly) << Name(d);
-  ASSERT_FALSE(d.evidence.empty());
-  EXPECT_NE(d.evidence[0].find("r-x mapping"), std::string::npos) << d.evidence[0];
+  const auto* wrote = Fact<evidence::WroteReadonly>(d);
+  ASSERT_TRUE(wrote);
+  EXPECT_EQ(wrote->address, kCode + 0x100);
+  EXPECT_TRUE(wrote->mapping.read);
+  EXPECT_TRUE(wrote->mapping.exec);
+  EXPECT_LE(wrote->mapping.start, kCode + 0x100);
+  EXPECT_GT(wrote->mapping.end, kCode + 0x100);
+  EXPECT_NE(EvidenceSentence(*wrote).find("r-x mapping"), std::string::npos) << EvidenceSentence(*wrote);
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x08};  // mov (%rax),%rcx: a load
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
   m.code_bytes[m.rip] = {0x48, 0x89, 0x08};
@@ -251,8 +283,15 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
     Diagnosis d = Diagnose(m);
     EXPECT_EQ(d.syndrome, Syndrome::kExternalSignal) << Name(d);
     ASSERT_EQ(d.evidence.size(), 2u);
-    EXPECT_NE(d.evidence[0].find("sent by pid 4321"), std::string::npos) << d.evidence[0];
-    EXPECT_NE(d.evidence[1].find("blocked in system call"), std::string::npos) << d.evidence[1];
+    const auto* sent = std::get_if<evidence::SignalSent>(&d.evidence[0]);
+    ASSERT_TRUE(sent);
+    EXPECT_FALSE(sent->by_itself);
+    EXPECT_EQ(sent->signal.sender_pid, 4321);
+    EXPECT_NE(EvidenceSentence(d.evidence[0]).find("sent by pid 4321"), std::string::npos);
+    const auto* in = std::get_if<evidence::ThreadWasIn>(&d.evidence[1]);
+    ASSERT_TRUE(in);
+    EXPECT_TRUE(in->wait.syscall);
+    EXPECT_NE(EvidenceSentence(d.evidence[1]).find("blocked in system call"), std::string::npos);
     // From the process itself in tgkill (raise), it is what the signal says.
     m.fault_address = 1234;
     m.regs[kOrigRax] = 234;  // tgkill
@@ -262,8 +301,12 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
     m.regs[kOrigRax] = 232;  // epoll_wait
     d = Diagnose(m);
     EXPECT_EQ(d.syndrome, Syndrome::kExternalSignal) << Name(d);
-    EXPECT_NE(d.evidence[0].find("sent by this process itself"), std::string::npos) << d.evidence[0];
-    EXPECT_NE(d.evidence[1].find("epoll_wait"), std::string::npos) << d.evidence[1];
+    ASSERT_EQ(d.evidence.size(), 2u);
+    ASSERT_TRUE(std::get_if<evidence::SignalSent>(&d.evidence[0]));
+    EXPECT_TRUE(std::get<evidence::SignalSent>(d.evidence[0]).by_itself);
+    ASSERT_TRUE(std::get_if<evidence::ThreadWasIn>(&d.evidence[1]));
+    EXPECT_EQ(std::get<evidence::ThreadWasIn>(d.evidence[1]).wait, (ThreadWait{WaitKind::kPoll, 232}));
+    EXPECT_NE(EvidenceSentence(d.evidence[1]).find("232 (epoll_wait)"), std::string::npos) << EvidenceSentence(d.evidence[1]);
     // Running when it came, the thread may have raised it: not external.
     m.code_bytes.erase(kCode + 0x50);
     EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);

@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "core/signals.h"
 #include "processor/processor.h"
+#include "report/diagnosis_words.h"
 #include "source/byte_source.h"
 #include "zoo/analyzed_core.h"
 #include "zoo/gdb_compare.h"
@@ -230,7 +231,8 @@ TEST(ZooTest, CompressedCoresAreDecodedOnce) {
     EXPECT_LE(full->core->source().BytesDecoded(), size) << "decoded more than once";
     auto reference = testing::AnalyzeCore(plain);
     ASSERT_TRUE(full->analysis.diagnosis && reference->analysis.diagnosis);
-    EXPECT_EQ(full->analysis.diagnosis->summary, reference->analysis.diagnosis->summary);
+    EXPECT_EQ(Summary(*full->analysis.diagnosis), Summary(*reference->analysis.diagnosis));
+    EXPECT_EQ(EvidenceSentences(*full->analysis.diagnosis), EvidenceSentences(*reference->analysis.diagnosis));
     const Backtrace& ours = full->threads()[full->core->crashing_thread()];
     const Backtrace& want = reference->threads()[reference->core->crashing_thread()];
     ASSERT_EQ(ours.frames.size(), want.frames.size());
