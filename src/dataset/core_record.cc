@@ -108,7 +108,7 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     if (auto peer = PeerFailure(*analysis.diagnosis)) r.attributes.push_back({"peer_failure", *peer});
   }
   if (!analysis.gpu_state.empty())
-    r.attributes.push_back({"gpu_state", core.amdgpu_state_bytes() ? "amdgpu-notes" : "cuda-dump"});
+    r.attributes.push_back({"gpu_state", std::string(GpuStateName(analysis.gpu_state.front().kind))});
   if (fault) {
     r.real_signal = fault->signal.signo;
     r.real_si_code = fault->signal.code;

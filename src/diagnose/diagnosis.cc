@@ -151,15 +151,6 @@ const SyscallEntry* FindSyscall(uint64_t nr) {
   return nullptr;
 }
 
-// The libraries every program runs on: a thread's own code is the first
-// frame outside them.
-bool RuntimeLibrary(const std::string& path) {
-  for (const char* lib : {"/libc.so", "/ld-linux", "/libpthread.so", "/libstdc++.so", "/libgcc_s.so", "/libm.so",
-                          "/libdl.so", "/librt.so"})
-    if (path.find(lib) != std::string::npos) return true;
-  return false;
-}
-
 std::string Where(const ModuleMap& modules, uint64_t addr) {
   PcSymbol s = modules.Symbolize(addr);
   std::string name = !s.functions.empty() && !s.functions.back().name.empty() ? s.functions.back().name : s.symbol;
@@ -691,7 +682,7 @@ class Diagnoser {
       // as the program sees it.
       std::string function;
       for (const auto& f : bt.frames) {
-        if (!f.function.empty() && !(f.module && RuntimeLibrary(f.module->module->path))) {
+        if (!f.function.empty() && !(f.module && IsRuntimeLibrary(f.module->module->path))) {
           function = f.function;
           break;
         }
@@ -741,6 +732,14 @@ class Diagnoser {
 };
 
 }  // namespace
+
+bool IsRuntimeLibrary(std::string_view path) {
+  std::string_view base = path.substr(path.rfind('/') + 1);
+  for (std::string_view lib : {"libc.so", "ld-linux", "libpthread.so", "libstdc++.so", "libgcc_s.so", "libunwind.so",
+                               "libm.so", "libdl.so", "librt.so"})
+    if (base.starts_with(lib)) return true;
+  return false;
+}
 
 std::string SyscallName(uint64_t nr) {
   const SyscallEntry* e = FindSyscall(nr);

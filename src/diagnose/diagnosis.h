@@ -126,6 +126,11 @@ struct Diagnosis {
 
 ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 
+// The libraries every program runs on (glibc, the dynamic loader, the C++
+// runtime and its unwinders), by the module's path: a thread's own code is
+// its first frame outside them, and an unnamed frame in one is machinery.
+bool IsRuntimeLibrary(std::string_view path);
+
 // How much a diagnosis says. A dataset row needs only the labels (the
 // syndrome, the context and what decides them); a report also wants every
 // register classified, the thread groups, the summary and the next steps,

@@ -17,18 +17,16 @@ namespace {
 // GPU state that came with the core: ROCm's AMDGPU notes in it, or a CUDA
 // GPU core dump beside it with the core's name (`x.core.nvcudmp`, or the
 // name without its extensions: `x.nvcudmp` for `x.core.zst`).
-std::vector<std::string> GpuStateOf(const Core& core, const std::string& path) {
-  std::vector<std::string> out;
-  if (uint64_t n = core.amdgpu_state_bytes())
-    out.push_back("AMDGPU core state in the core's notes (" + std::to_string(n) + " bytes): ROCgdb reads the GPU's waves from it");
+std::vector<GpuState> GpuStateOf(const Core& core, const std::string& path) {
+  std::vector<GpuState> out;
+  if (uint64_t n = core.amdgpu_state_bytes()) out.push_back({GpuState::Kind::kAmdgpuNotes, n, {}});
   if (path.empty() || path.find("://") != std::string::npos) return out;
   std::string stem = path;
   for (int cut = 0; cut < 3; ++cut) {
     struct stat st;
     std::string candidate = stem + ".nvcudmp";
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      out.push_back("a CUDA GPU core dump beside the core: " + candidate + " (" + std::to_string(st.st_size) +
-                    " bytes; cuda-gdb reads it)");
+      out.push_back({GpuState::Kind::kCudaDump, static_cast<uint64_t>(st.st_size), candidate});
       break;
     }
     size_t dot = stem.rfind('.'), slash = stem.rfind('/');
@@ -50,6 +48,14 @@ std::optional<uint64_t> GlibcEnviron(const Core& core, const ModuleMap& modules)
 }
 
 }  // namespace
+
+std::string_view GpuStateName(GpuState::Kind kind) {
+  switch (kind) {
+    case GpuState::Kind::kAmdgpuNotes: return "amdgpu-notes";
+    case GpuState::Kind::kCudaDump: return "cuda-dump";
+  }
+  return "cuda-dump";
+}
 
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options) {
   CrashAnalysis a;

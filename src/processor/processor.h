@@ -50,6 +50,16 @@ constexpr size_t kMaxFramesPerCore = 65536;
 // (Frame::disassembly).
 constexpr size_t kDisassembledFrames = 64;
 
+// GPU state that came with a core, for the GPU's own debugger.
+struct GpuState {
+  enum class Kind { kAmdgpuNotes, kCudaDump };
+  Kind kind = Kind::kAmdgpuNotes;
+  uint64_t bytes = 0;
+  std::string path;  // kCudaDump: the dump's file
+};
+// The dataset's `gpu_state` attribute: "amdgpu-notes" or "cuda-dump".
+std::string_view GpuStateName(GpuState::Kind kind);
+
 struct CrashAnalysis {
   const Core* core = nullptr;
   std::string path;  // as the user named the input
@@ -74,10 +84,9 @@ struct CrashAnalysis {
   // native eval frame that runs it (trust kPython); the diagnosis is made
   // from the native frames alone.
   std::optional<PythonState> python;
-  // GPU state that came with the core, in words (GpuStateOf in the
-  // processor): ROCm's AMDGPU notes, a CUDA GPU dump beside it. Empty
-  // when there is none.
-  std::vector<std::string> gpu_state;
+  // GPU state that came with the core: ROCm's AMDGPU notes, a CUDA GPU
+  // dump beside it. Empty when there is none.
+  std::vector<GpuState> gpu_state;
   // Who the process was: its command line, the identity variables of its
   // environment (no others) and its job; from kLabels on.
   std::optional<ProcessIdentity> identity;

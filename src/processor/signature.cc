@@ -1,5 +1,7 @@
 #include "processor/signature.h"
 
+#include "diagnose/diagnosis.h"
+
 namespace coroner {
 namespace {
 
@@ -13,16 +15,6 @@ std::string CloneBase(const std::string& f) {
   return f;
 }
 
-// The runtime's own libraries: a frame in one with no name is machinery
-// (the terminate and unwind paths of a libstdc++ without symbols).
-bool SystemLibrary(const std::string& module) {
-  std::string base = module.substr(module.rfind('/') + 1);
-  for (const char* lib : {"libc.so", "libstdc++.so", "libgcc_s.so", "ld-linux", "libunwind.so", "libm.so"}) {
-    if (base.rfind(lib, 0) == 0) return true;
-  }
-  return false;
-}
-
 
 // CPython and what it calls through on the way to native code: in a thread
 // running Python code, a frame here says which interpreter path was taken,
@@ -33,7 +25,7 @@ bool PythonRuntime(const std::string& module) {
   for (const char* lib : {"python3", "libpython3", "libffi.so"}) {
     if (base.rfind(lib, 0) == 0) return true;
   }
-  return SystemLibrary(module);
+  return IsRuntimeLibrary(module);
 }
 
 }  // namespace
@@ -81,7 +73,8 @@ std::string MakeSignature(const std::string& syndrome, const std::vector<Signatu
       if (python && !f.python && PythonRuntime(f.module)) continue;
       if (!f.function.empty() && skip.Skips(CloneBase(f.function))) continue;
       // A pc in no module (a call through NULL) or unnamed runtime code says nothing of the program.
-      if (f.function.empty() && (f.module.empty() || SystemLibrary(f.module))) continue;
+      // The terminate and unwind paths of a libstdc++ without symbols.
+      if (f.function.empty() && (f.module.empty() || IsRuntimeLibrary(f.module))) continue;
       std::string n = name(f);
       if (!picked.empty() && picked.back() == n) continue;  // recursion reads as one frame
       picked.push_back(n);

@@ -64,7 +64,7 @@ SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
   for (const auto& f : crashing.frames) {
     if (!f.module) continue;
     const Module& m = *f.module->module;
-    bool is_exe = exe && exe->base == m.base;
+    bool is_exe = &m == exe;
     Component component = options.components.Find(m.path, is_exe);
     auto [it, added] = module_index.emplace(f.module, r.modules.size());
     if (added) {

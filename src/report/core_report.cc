@@ -220,6 +220,18 @@ std::string CommandLine(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+std::vector<std::string> RegisterGrid(const Registers& regs) {
+  std::vector<std::string> rows;
+  std::string row;
+  int n = 0;
+  for (Reg r : kRegDisplayOrder) {
+    row += fmt::format("  {:<9}{:#018x}", RegName(r), regs[r]);
+    if (++n % 3 == 0) rows.push_back(std::exchange(row, {}));
+  }
+  if (!row.empty()) rows.push_back(row);
+  return rows;
+}
+
 std::vector<std::string> VariableLines(const Frame& f) {
   std::vector<std::string> out;
   if (!f.variables_read) return out;
@@ -408,7 +420,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
   if (analysis.diagnosis) j["diagnosis"]["signature"] = analysis.signature;
   j["python"] = analysis.python ? PythonJson(*analysis.python) : Json(nullptr);
   Json gpu = Json::array();
-  for (const auto& g : analysis.gpu_state) gpu.push_back(Text(g));
+  for (const auto& g : analysis.gpu_state) gpu.push_back(Text(GpuStateText(g)));
   j["gpu_state"] = std::move(gpu);
   return j;
 }
@@ -470,7 +482,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     for (const auto& e : d->evidence) add("  - " + Text(EvidenceSentence(e)));
   }
   if (analysis.python) add(PythonLine(*analysis.python));
-  for (const auto& g : analysis.gpu_state) add("gpu state: " + Text(g));
+  for (const auto& g : analysis.gpu_state) add("gpu state: " + Text(GpuStateText(g)));
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
@@ -481,16 +493,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   if (!core.threads().empty()) {
     const Thread& t = core.threads()[core.crashing_thread()];
     add(fmt::format("registers of the crashing thread (LWP {}):", t.tid));
-    std::string row;
-    int n = 0;
-    for (Reg r : kRegDisplayOrder) {
-      row += fmt::format("  {:<9}{:#018x}", RegName(r), t.registers[r]);
-      if (++n % 3 == 0) {
-        add(row);
-        row.clear();
-      }
-    }
-    if (!row.empty()) add(row);
+    for (const auto& row : RegisterGrid(t.registers)) add(row);
   }
   for (size_t i = 0; analysis.modules && i < analysis.threads.size(); ++i) {
     const Backtrace& bt = analysis.threads[i];

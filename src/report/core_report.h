@@ -28,6 +28,8 @@ std::string JobLine(const JobIdentity& job);
 
 // {"rip": "0x...", ...} in gdb's register order (RegistersJsonText's object).
 nlohmann::ordered_json RegistersJson(const Registers& r);
+// The registers three to a line, in the same order, as the reports print them.
+std::vector<std::string> RegisterGrid(const Registers& regs);
 
 // "#3  0x00005555555551a0 in walk (/opt/app/prog) at prog.c:12", gdb's shape.
 std::string FrameLine(const Frame& frame);

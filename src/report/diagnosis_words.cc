@@ -380,4 +380,16 @@ std::string RegisterDetail(const RegisterClass& r) {
   return detail;
 }
 
+std::string GpuStateText(const GpuState& g) {
+  switch (g.kind) {
+    case GpuState::Kind::kAmdgpuNotes:
+      return "AMDGPU core state in the core's notes (" + std::to_string(g.bytes) +
+             " bytes): ROCgdb reads the GPU's waves from it";
+    case GpuState::Kind::kCudaDump:
+      return "a CUDA GPU core dump beside the core: " + g.path + " (" + std::to_string(g.bytes) +
+             " bytes; cuda-gdb reads it)";
+  }
+  return "";
+}
+
 }  // namespace coroner

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "diagnose/diagnosis.h"
+#include "processor/processor.h"
 
 namespace coroner {
 
@@ -27,5 +28,8 @@ std::string HandlerEnding(const SignalInfo& delivered, const SignalInfo& fault);
 std::string RedZoneMeaning(const RedZoneWord& w);
 // "walk+0x8 (app)", "data of libc.so.6, misaligned for a pointer", ...
 std::string RegisterDetail(const RegisterClass& r);
+
+// "AMDGPU core state in the core's notes (N bytes): ROCgdb reads ...".
+std::string GpuStateText(const GpuState& g);
 
 }  // namespace coroner

@@ -12,11 +12,8 @@ namespace {
 
 std::string ModulePath(const Frame& f) { return f.module ? f.module->module->path : std::string("?"); }
 
-// The executable's module path (AT_EXECFN may be a relative path).
-std::string ExecutablePath(const Core& core) {
-  const Module* exe = core.executable();
-  return exe ? exe->path : core.auxv().execfn.value_or("");
-}
+// Whether the frame ran in the executable (the module AT_PHDR is in).
+bool InExecutable(const Frame& f, const Module* exe) { return exe && f.module && f.module->module == exe; }
 
 }  // namespace
 
@@ -53,7 +50,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
       // address, is what the thread ran, not the first named caller.
       for (const auto& f : bt->frames) {
         if (f.index < origin || f.signal_trampoline) continue;
-        std::string component = esc(components.For(ModulePath(f), ModulePath(f) == ExecutablePath(core)));
+        std::string component = esc(components.For(ModulePath(f), InExecutable(f, core.executable())));
         if (!f.function.empty()) where = ", in " + esc(f.function) + ", " + component;
         else if (f.jit) where = ", in JIT code at " + Hex(f.pc);
         else if (f.module) where = ", in " + esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : "") + ", " + component;
@@ -83,7 +80,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
     add("**Signature:** " + esc(a.signature) + "  ");
     if (d->impossible_state) add("**Impossible register state:** " + esc(EvidenceSentence(*d->impossible_state)) + "  ");
   }
-  for (const auto& g : a.gpu_state) add("**GPU state:** " + esc(g) + "  ");
+  for (const auto& g : a.gpu_state) add("**GPU state:** " + esc(GpuStateText(g)) + "  ");
   add("**Determinism:** unknown (single occurrence)");
   add("");
 
@@ -92,14 +89,14 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("| Frame | Function | Library / Source | Component |");
   add("|-------|----------|-----------------|-----------|");
   if (bt) {
-    std::string exe = ExecutablePath(core);
+    const Module* exe = core.executable();
     for (const auto& f : bt->frames) {
       std::string fn = f.signal_trampoline ? "&lt;signal handler called&gt;" : f.function.empty() ? "??" : esc(f.function);
       if (f.inlined) fn += " (inlined)";
       std::string src = f.jit            ? std::string("JIT code")
                         : f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
                                        : esc(f.file) + ":" + std::to_string(f.line);
-      bool is_exe = f.module && f.module->module->path == exe;
+      bool is_exe = InExecutable(f, exe);
       std::string comp = f.trust == FrameTrust::kPython ? esc(ComponentMap::ForPython(f.file))
                          : f.module                     ? esc(components.For(f.module->module->path, is_exe))
                                                         : "-";
@@ -118,17 +115,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("");
   add("```");
   const Registers& regs = a.fault_context ? a.fault_context->registers : t ? t->registers : Registers{};
-  std::string row;
-  int n = 0;
-  for (Reg r : kRegDisplayOrder) {
-    if (r == Reg::orig_rax) continue;
-    row += fmt::format("{:<8} {:#018x}   ", RegName(r), regs[r]);
-    if (++n % 3 == 0) {
-      add(row);
-      row.clear();
-    }
-  }
-  if (!row.empty()) add(row);
+  for (const auto& row : RegisterGrid(regs)) add(row);
   add("");
   const std::vector<Instruction>& ins = CrashingInstructions(a);
   for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, MarkdownFenced(i.text)));
@@ -150,7 +137,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
   add("");
   add("| Component | Module | Build-id | Version | Git Hash |");
   add("|-----------|--------|----------|---------|----------|");
-  std::string exe = ExecutablePath(core);
+  const Module* exe = core.executable();
   const SourceReport* src = sources;
   for (const auto& m : core.modules()) {
     std::string version = "unknown", commit = "unknown";
@@ -162,7 +149,7 @@ std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& component
         if (v.path == m.path && !v.commit.empty()) commit = v.commit.substr(0, 12) + " (" + esc(v.checkout) + ")";
       }
     }
-    add(fmt::format("| {} | {} | {} | {} | {} |", esc(components.For(m.path, m.path == exe)), esc(m.path),
+    add(fmt::format("| {} | {} | {} | {} | {} |", esc(components.For(m.path, &m == exe)), esc(m.path),
                     m.build_id.empty() ? std::string("-") : m.build_id, version, commit));
   }
   if (src) {
