@@ -71,7 +71,7 @@ class CoreReader {
  public:
   CoreReader(Core& core, const CoreOptions& options) : c_(core), options_(options) {}
 
-  Expected<bool> Read() {
+  Status Read() {
     auto r = ReadHeader();
     if (!r.ok()) return r;
     r = ReadProgramHeaders();
@@ -83,7 +83,7 @@ class CoreReader {
     }
     for (const auto& note : note_segments_) ReadNotes(note);
     Finish();
-    return true;
+    return kOk;
   }
 
  private:
@@ -94,7 +94,7 @@ class CoreReader {
     return MakeError(kind, std::move(msg));
   }
 
-  Expected<bool> ReadHeader() {
+  Status ReadHeader() {
     std::byte buf[sizeof(Elf64_Ehdr)];
     auto n = c_.source_->ReadUpTo(0, buf);
     if (!n.ok()) return n.error();
@@ -132,10 +132,10 @@ class CoreReader {
       return Fail(ErrorKind::kMalformed, "e_phentsize is " + std::to_string(eh_.e_phentsize) +
                                              ", expected " + std::to_string(sizeof(Elf64_Phdr)));
     }
-    return true;
+    return kOk;
   }
 
-  Expected<bool> ReadProgramHeaders() {
+  Status ReadProgramHeaders() {
     uint64_t phnum = eh_.e_phnum;
     if (phnum == PN_XNUM) {  // the real count is in section header 0's sh_info
       auto sh = c_.source_->Read<Elf64_Shdr>(eh_.e_shoff);
@@ -178,7 +178,7 @@ class CoreReader {
       }
     }
     BuildMemory(size);
-    return true;
+    return kOk;
   }
 
   void AddProgramHeader(const Elf64_Phdr& ph) {

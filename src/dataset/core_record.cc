@@ -32,7 +32,6 @@ class BorrowedSource final : public ByteSource {
   uint64_t BytesRead() const override { return inner_.BytesRead(); }
   uint64_t BytesDecoded() const override { return inner_.BytesDecoded(); }
   bool Rereads(uint64_t offset, uint64_t size) const override { return inner_.Rereads(offset, size); }
-  std::string Kind() const override { return inner_.Kind(); }
   std::vector<SourceProblem> Problems() const override { return inner_.Problems(); }
 
  private:

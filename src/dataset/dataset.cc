@@ -99,7 +99,7 @@ class Statement {
     sqlite3_bind_int64(stmt_, next_++, v);
     return *this;
   }
-  Expected<bool> Step() {
+  Status Step() {
     // A parameter left unbound would keep the last value, whose string may
     // be gone (SQLITE_STATIC).
     if (next_ - 1 != sqlite3_bind_parameter_count(stmt_)) {
@@ -109,7 +109,7 @@ class Statement {
     int rc = sqlite3_step(stmt_);
     Reset();
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqlError(db_, "write failed");
-    return true;
+    return kOk;
   }
 
  private:
@@ -156,7 +156,7 @@ class RowBuffer {
     else return Int(static_cast<int64_t>(*v));
   }
 
-  Expected<bool> Flush() {
+  Status Flush() {
     size_t rows = values_.size() / static_cast<size_t>(columns_);
     size_t at = 0;
     for (size_t done = 0; done < rows;) {
@@ -181,7 +181,7 @@ class RowBuffer {
       done += n;
     }
     Clear();
-    return true;
+    return kOk;
   }
 
   void Clear() {
@@ -295,17 +295,17 @@ Dataset::~Dataset() {
   if (db_) sqlite3_close_v2(db_);
 }
 
-Expected<bool> Dataset::Exec(const std::string& sql) {
+Status Dataset::Exec(const std::string& sql) {
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
     std::string m = msg ? msg : "unknown error";
     sqlite3_free(msg);
     return MakeError(ErrorKind::kIo, m);
   }
-  return true;
+  return kOk;
 }
 
-Expected<bool> Dataset::CheckSchema(bool create) {
+Status Dataset::CheckSchema(bool create) {
   // A file that is not SQLite fails here, on the first read.
   auto r = Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
   if (!r.ok()) return r.error();
@@ -320,7 +320,7 @@ Expected<bool> Dataset::CheckSchema(bool create) {
         !e.ok()) {
       return e.error();
     }
-    return true;
+    return kOk;
   }
   auto v = Query("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!v.ok()) return v.error();
@@ -329,7 +329,7 @@ Expected<bool> Dataset::CheckSchema(bool create) {
     return MakeError(ErrorKind::kUnsupported, "dataset schema version " + version + ", this coroner reads version " +
                                                   std::to_string(kDatasetSchemaVersion));
   }
-  return true;
+  return kOk;
 }
 
 Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create, bool* hot_journal) {
@@ -392,7 +392,7 @@ Expected<Dataset> Dataset::OpenReadOnly(const std::string& path) {
   return OpenWith(path, SQLITE_OPEN_READONLY, false);
 }
 
-Expected<bool> Dataset::SuspendIndexes() {
+Status Dataset::SuspendIndexes() {
   std::string sql = "BEGIN IMMEDIATE;";
   for (const auto& index : kIndexes)
     if (index.suspended) sql += std::string("DROP INDEX IF EXISTS ") + index.name + ";";
@@ -400,10 +400,10 @@ Expected<bool> Dataset::SuspendIndexes() {
     Exec("ROLLBACK");
     return r.error();
   }
-  return true;
+  return kOk;
 }
 
-Expected<bool> Dataset::RestoreIndexes() {
+Status Dataset::RestoreIndexes() {
   auto present = Query("SELECT name FROM sqlite_master WHERE type = 'index'");
   if (!present.ok()) return present.error();
   std::string missing;
@@ -412,7 +412,7 @@ Expected<bool> Dataset::RestoreIndexes() {
                              [&](const auto& row) { return row[0].text == index.name; });
     if (!found) missing += std::string(index.create) + ";";
   }
-  if (missing.empty()) return true;  // no write lock for nothing
+  if (missing.empty()) return kOk;  // no write lock for nothing
   auto build = [&] {
     auto r = Exec("BEGIN IMMEDIATE;" + missing + "COMMIT;");
     if (!r.ok()) Exec("ROLLBACK");
@@ -481,8 +481,8 @@ struct Dataset::Writer {
   RowBuffer cores, attributes, threads, frames, modules;
 };
 
-Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
-  if (records.empty()) return true;
+Status Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
+  if (records.empty()) return kOk;
   if (!writer_) {
     auto w = std::make_unique<Writer>(db_);
     if (!w->ok()) return SqlError(db_, "prepare");
@@ -490,7 +490,7 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records, bool all_n
   }
   Writer& w = *writer_;
   if (auto r = Exec("BEGIN IMMEDIATE"); !r.ok()) return r.error();
-  auto fail = [this, &w](const Error& e) -> Expected<bool> {
+  auto fail = [this, &w](const Error& e) -> Status {
     for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules}) b->Clear();
     Exec("ROLLBACK");
     return e;
@@ -538,7 +538,7 @@ Expected<bool> Dataset::Write(const std::vector<CoreRecord>& records, bool all_n
   for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
     if (auto e = b->Flush(); !e.ok()) return fail(e.error());
   if (auto r = Exec("COMMIT"); !r.ok()) return fail(r.error());
-  return true;
+  return kOk;
 }
 
 std::string_view QueryRow::Text(int i) const {

@@ -81,15 +81,15 @@ class Dataset {
   // Writes the records in one transaction, each replacing any row with the
   // same path. `all_new`: the caller knows that no path is in the dataset
   // yet (a bulk load), which saves a lookup a record.
-  Expected<bool> Write(const std::vector<CoreRecord>& records, bool all_new = false);
+  Status Write(const std::vector<CoreRecord>& records, bool all_new = false);
 
   // For a bulk load: drops the secondary indexes, so that each write
   // maintains the tables alone; RestoreIndexes builds them again, a sort
   // each, which costs less than as many inserts into them. A dataset left
   // without them (a scan killed in between) answers every query, only
   // slower, and gets them back when next opened for writing.
-  Expected<bool> SuspendIndexes();
-  Expected<bool> RestoreIndexes();
+  Status SuspendIndexes();
+  Status RestoreIndexes();
 
   Expected<QueryResult> Query(const std::string& sql);
   // A statement a user typed (`coroner query`): reading only. An authorizer
@@ -112,8 +112,8 @@ class Dataset {
   // `hot_journal`, when given, is set when a read-only open failed on a
   // rollback journal that only a writer may roll back.
   static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create, bool* hot_journal = nullptr);
-  Expected<bool> Exec(const std::string& sql);
-  Expected<bool> CheckSchema(bool create);
+  Status Exec(const std::string& sql);
+  Status CheckSchema(bool create);
 
   sqlite3* db_ = nullptr;
   std::unique_ptr<Writer> writer_;  // prepared on the first Write

@@ -43,7 +43,7 @@ Expected<std::vector<std::string>> SchemaObjects(Dataset& ds) {
 // SQL over it: a trigger or view in it would run inside the merge (a trigger
 // that deletes the next shard's rows). Only a shard each of whose schema
 // objects is one of a fresh dataset's, with the same SQL, is merged.
-Expected<bool> CheckShardSchema(const std::string& path, Dataset& shard, const std::vector<std::string>& expected) {
+Status CheckShardSchema(const std::string& path, Dataset& shard, const std::vector<std::string>& expected) {
   auto objects = SchemaObjects(shard);
   if (!objects.ok()) return objects.error();
   for (const auto& o : *objects) {
@@ -54,7 +54,7 @@ Expected<bool> CheckShardSchema(const std::string& path, Dataset& shard, const s
   }
   // Fewer objects are harmless: a bulk load that was killed leaves its
   // indexes dropped, and a missing table fails the merge's own SQL.
-  return true;
+  return kOk;
 }
 
 }  // namespace
@@ -78,10 +78,10 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
   auto ds = Dataset::Open(out, true);
   if (!ds.ok()) return ds.error();
   MergeSummary summary;
-  auto run = [&](const std::string& sql) -> Expected<bool> {
+  auto run = [&](const std::string& sql) -> Status {
     auto r = ds->Query(sql);
     if (!r.ok()) return r.error();
-    return true;
+    return kOk;
   };
   auto count = [&](const std::string& sql) -> size_t {
     auto r = ds->Query(sql);
@@ -94,13 +94,13 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
   // were most of the cost of a large merge, are off while merging.
   // A rollback journal holds only the pages a merge changes, while WAL would
   // write every appended page twice; the dataset returns to WAL afterwards.
-  auto setup = [&]() -> Expected<bool> {
+  auto setup = [&]() -> Status {
     // Temporary files on disk, as SQLite's default: a merge's statements
     // are large, and the scan's in-memory setting would hold their journals in RAM.
     for (const char* sql : {"PRAGMA foreign_keys = OFF", "PRAGMA journal_mode = DELETE", "PRAGMA cache_size = -262144",
                             "PRAGMA temp_store = DEFAULT"})
       if (auto r = run(sql); !r.ok()) return r.error();
-    return true;
+    return kOk;
   };
   if (auto r = setup(); !r.ok()) return r.error();
   std::vector<std::pair<std::string, std::string>> children;  // table, its columns after `core`

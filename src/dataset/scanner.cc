@@ -181,7 +181,7 @@ class Scan {
   }
 
  private:
-  Expected<bool> Spawn(Worker& w) {
+  Status Spawn(Worker& w) {
     int cmd[2], res[2];
     if (::pipe2(cmd, O_CLOEXEC) != 0) return MakeError(ErrorKind::kIo, std::string("pipe: ") + std::strerror(errno));
     if (::pipe2(res, O_CLOEXEC) != 0) {
@@ -211,7 +211,7 @@ class Scan {
     w.result = res[0];
     w.busy.reset();
     w.buffer.clear();
-    return true;
+    return kOk;
   }
 
   void Dispatch(Worker& w) {
@@ -249,7 +249,7 @@ class Scan {
     w = Worker{};
   }
 
-  Expected<bool> Wait() {
+  Status Wait() {
     std::vector<pollfd> fds;
     std::vector<Worker*> owners;
     for (auto& w : workers_) {
@@ -257,7 +257,7 @@ class Scan {
       fds.push_back({w.result, POLLIN, 0});
       owners.push_back(&w);
     }
-    if (fds.empty()) return true;
+    if (fds.empty()) return kOk;
     int rc = ::poll(fds.data(), fds.size(), 100);
     if (rc < 0 && errno != EINTR) return MakeError(ErrorKind::kIo, std::string("poll: ") + std::strerror(errno));
     for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
@@ -281,7 +281,7 @@ class Scan {
         Reap(w, reason);
       }
     }
-    return true;
+    return kOk;
   }
 
   void Parse(Worker& w) {
@@ -324,9 +324,9 @@ class Scan {
 
   // Writes the pending records; `spent`, when given, receives them instead
   // of their being destroyed here.
-  Expected<bool> Commit(std::vector<CoreRecord>* spent = nullptr) {
+  Status Commit(std::vector<CoreRecord>* spent = nullptr) {
     last_commit_ = Clock::now();
-    if (pending_.empty()) return true;
+    if (pending_.empty()) return kOk;
     auto r = dataset_.Write(pending_, all_new_);
     if (spent) spent->swap(pending_);
     pending_.clear();
@@ -334,7 +334,7 @@ class Scan {
   }
 
   // Each crash line is an input "log:FILE:LINE", unchanged while its log is.
-  Expected<bool> ScanLogLines(std::vector<LogLine> lines, int jobs) {
+  Status ScanLogLines(std::vector<LogLine> lines, int jobs) {
     std::vector<LogLine> todo;
     for (auto& line : lines) {
       if (!options_.force && line.stamp.error.empty()) {
@@ -375,10 +375,10 @@ class Scan {
     if (bulk)
       if (auto r = dataset_.RestoreIndexes(); !r.ok()) return r.error();
     if (failed) return *failed;
-    return true;
+    return kOk;
   }
 
-  Expected<bool> LinkLogsToCores() {
+  Status LinkLogsToCores() {
     const char* pairs =
         "SELECT l.id AS log, l.path AS log_path, c.id AS core, c.path AS core_path, "
         "abs(CAST(strftime('%s', c.time) AS INTEGER) - CAST(strftime('%s', l.time) AS INTEGER)) AS dt "
@@ -395,7 +395,7 @@ class Scan {
       auto r = dataset_.Query(sql);
       if (!r.ok()) return MakeError(r.error().kind, "linking log lines to cores: " + r.error().message);
     }
-    return true;
+    return kOk;
   }
 
   void Progress(bool final) {

@@ -105,11 +105,11 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
-Expected<bool> WriteFile(const std::string& path, const std::string& text) {
+Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out.flush()) return MakeError(ErrorKind::kIo, "cannot write " + path);
-  return true;
+  return kOk;
 }
 
 }  // namespace
@@ -379,7 +379,7 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
   // One core of `population` on `host` at `t`: a link of the zoo's, and its
   // sidecar with the host's attributes then (and `extra`, JSON members).
   auto place = [&](const std::string& source, const Host& host, int64_t t, const std::string& population,
-                   const std::string& extra, std::string& path) -> Expected<bool> {
+                   const std::string& extra, std::string& path) -> Status {
     fs::create_directories(fleet.cores_dir + "/" + host.name, ec);
     char file[64];
     std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq);
@@ -395,7 +395,7 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     ++fleet.cores;
     ++fleet.per_population[population];
     fleet.population_of[path] = population;
-    return true;
+    return kOk;
   };
   for (const auto& pop : s.populations) {
     std::string source = zoo_cores_dir + "/" + pop.core + ".core";

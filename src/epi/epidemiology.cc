@@ -228,7 +228,7 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
 // The cores: each one's cluster key (its label, its signature made again,
 // or its signature) and the features its row gives (uptime and CPU-time
 // buckets, build-id, executable), into `derived`.
-Expected<bool> ReadCores(Dataset& dataset, const PopulationQuery& query,
+Status ReadCores(Dataset& dataset, const PopulationQuery& query,
                          const std::unordered_map<int64_t, std::string>& resigned, Population& pop,
                          std::vector<std::vector<uint32_t>>& derived) {
   Features& features = pop.features;
@@ -287,12 +287,12 @@ Expected<bool> ReadCores(Dataset& dataset, const PopulationQuery& query,
     for (const auto& [s, n] : syndrome_votes[i])
       if (n > best || (n == best && s < pop.cluster_syndromes[i])) best = n, pop.cluster_syndromes[i] = s;
   }
-  return true;
+  return kOk;
 }
 
 // The attributes, merged into the crashes by id (both are in id order),
 // with the row's own features and `hw_errors_Nd` from the kernel logs.
-Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
+Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
                               const std::vector<std::vector<uint32_t>>& derived, Population& pop) {
   Features& features = pop.features;
   std::vector<Crash>& crashes = pop.crashes;
@@ -375,7 +375,7 @@ Expected<bool> ReadAttributes(Dataset& dataset, const EpiOptions& options,
     }
     pop.offsets[i + 1] = static_cast<uint32_t>(pop.flat.size());
   }
-  return true;
+  return kOk;
 }
 
 Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {

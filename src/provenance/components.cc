@@ -39,7 +39,7 @@ ComponentMap::ComponentMap() {
   };
 }
 
-Expected<bool> ComponentMap::AddFile(const std::string& path) {
+Status ComponentMap::AddFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return MakeError(ErrorKind::kIo, "cannot read component map " + path);
   std::string line;
@@ -61,7 +61,7 @@ Expected<bool> ComponentMap::AddFile(const std::string& path) {
     fields.resize(4);
     user_.emplace_back(fields[0], Component{fields[1], fields[2], fields[3]});
   }
-  return true;
+  return kOk;
 }
 
 Component ComponentMap::Find(const std::string& module_path, bool executable) const {

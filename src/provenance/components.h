@@ -28,7 +28,7 @@ class ComponentMap {
  public:
   ComponentMap();  // the built-in rules
   // Adds the rules of `path` in front of the built-in ones.
-  Expected<bool> AddFile(const std::string& path);
+  Status AddFile(const std::string& path);
   // The component for a module path; `executable` when it is the process's
   // main program.
   std::string For(const std::string& module_path, bool executable) const;

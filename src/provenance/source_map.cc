@@ -42,7 +42,7 @@ bool HasPrefix(const std::string& path, const std::string& prefix) {
 
 }  // namespace
 
-Expected<bool> SourceMap::AddRule(const std::string& rule) {
+Status SourceMap::AddRule(const std::string& rule) {
   auto eq = rule.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == rule.size()) {
     return MakeError(ErrorKind::kMalformed, "a source map rule is OLD=NEW, not `" + rule + "`");
@@ -53,10 +53,10 @@ Expected<bool> SourceMap::AddRule(const std::string& rule) {
   rules_.emplace_back(from, to);
   // Longest OLD first, so that a more specific rule wins.
   std::stable_sort(rules_.begin(), rules_.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  return true;
+  return kOk;
 }
 
-Expected<bool> SourceMap::AddFile(const std::string& path) {
+Status SourceMap::AddFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return MakeError(ErrorKind::kIo, "cannot read source map " + path);
   std::string line;
@@ -64,7 +64,7 @@ Expected<bool> SourceMap::AddFile(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     if (auto r = AddRule(line); !r.ok()) return MakeError(ErrorKind::kMalformed, path + ":" + std::to_string(n) + ": " + r.error().message);
   }
-  return true;
+  return kOk;
 }
 
 void SourceMap::AddRoot(const std::string& dir) {

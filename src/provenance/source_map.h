@@ -30,9 +30,9 @@ struct ResolvedSource {
 class SourceMap {
  public:
   // "OLD=NEW"; a usage error when malformed.
-  Expected<bool> AddRule(const std::string& rule);
+  Status AddRule(const std::string& rule);
   // A file of OLD=NEW lines (`#` comments).
-  Expected<bool> AddFile(const std::string& path);
+  Status AddFile(const std::string& path);
   void AddRoot(const std::string& dir);
   const std::vector<std::string>& roots() const { return roots_; }
 

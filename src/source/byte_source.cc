@@ -33,7 +33,6 @@ class HeadCachedSource final : public ByteSource {
   uint64_t BytesDecoded() const override { return inner_->BytesDecoded(); }
   bool Rereads(uint64_t offset, uint64_t size) const override { return inner_->Rereads(offset, size); }
   void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_->Retain(ranges); }
-  std::string Kind() const override { return inner_->Kind(); }
   std::vector<SourceProblem> Problems() const override { return inner_->Problems(); }
 
   static constexpr size_t kHeadSize = 64;  // an Elf64_Ehdr
@@ -67,17 +66,6 @@ std::vector<SourceProblem> ProblemLog::After(const std::vector<SourceProblem>& i
   std::vector<SourceProblem> all = inner;
   all.insert(all.end(), problems_.begin(), problems_.end());
   return all;
-}
-
-Expected<bool> ByteSource::ReadExact(uint64_t offset, std::span<std::byte> out) {
-  auto n = ReadUpTo(offset, out);
-  if (!n.ok()) return n.error();
-  if (*n != out.size()) {
-    return MakeError(ErrorKind::kTruncated, "wanted " + std::to_string(out.size()) +
-                                                " bytes at offset " + std::to_string(offset) +
-                                                ", only " + std::to_string(*n) + " present");
-  }
-  return true;
 }
 
 const char* CompressionName(Compression c) {

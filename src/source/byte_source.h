@@ -72,8 +72,6 @@ class ByteSource {
   // compressed source).
   virtual uint64_t BytesRead() const = 0;
 
-  // A short description for messages, e.g. "zstd stream".
-  virtual std::string Kind() const = 0;
   // The problems met so far, this source's and those of the sources it reads
   // through; each is recorded once.
   virtual std::vector<SourceProblem> Problems() const { return {}; }
@@ -93,9 +91,6 @@ class ByteSource {
     (void)offset, (void)size;
     return false;
   }
-
-  // Reads exactly out.size() bytes or reports kTruncated.
-  Expected<bool> ReadExact(uint64_t offset, std::span<std::byte> out);
 
   // Reads a trivially copyable value; nullopt when the bytes are not there
   // (or the storage failed: callers that must tell the two apart use ReadUpTo).

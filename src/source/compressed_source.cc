@@ -72,8 +72,8 @@ constexpr uint64_t kDecodeSlack = 4ull << 30;
 class StreamDecoder {
  public:
   virtual ~StreamDecoder() = default;
-  virtual Expected<bool> Reset() = 0;
-  virtual Expected<bool> Step(std::span<const std::byte> in, size_t& consumed,
+  virtual Status Reset() = 0;
+  virtual Status Step(std::span<const std::byte> in, size_t& consumed,
                               std::span<std::byte> out, size_t& produced, bool& ended, bool& boundary) = 0;
 };
 
@@ -81,14 +81,14 @@ class ZstdDecoder final : public StreamDecoder {
  public:
   ZstdDecoder() : ctx_(ZSTD_createDCtx()) {}
   ~ZstdDecoder() override { ZSTD_freeDCtx(ctx_); }
-  Expected<bool> Reset() override {
+  Status Reset() override {
     if (!ctx_) return MakeError(ErrorKind::kIo, "zstd: out of memory");
     ZSTD_DCtx_reset(ctx_, ZSTD_reset_session_and_parameters);
     // Bound the window a hostile frame may ask for (128 MiB, zstd's default cap).
     ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, 27);
-    return true;
+    return kOk;
   }
-  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+  Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
     ZSTD_inBuffer ib{in.data(), in.size(), 0};
     ZSTD_outBuffer ob{out.data(), out.size(), 0};
@@ -100,7 +100,7 @@ class ZstdDecoder final : public StreamDecoder {
     // A frame may be followed by another (concatenated frames): the stream
     // ends only with the input.
     ended = false;
-    return true;
+    return kOk;
   }
 
  private:
@@ -111,12 +111,12 @@ class Lz4Decoder final : public StreamDecoder {
  public:
   Lz4Decoder() { LZ4F_createDecompressionContext(&ctx_, LZ4F_VERSION); }
   ~Lz4Decoder() override { LZ4F_freeDecompressionContext(ctx_); }
-  Expected<bool> Reset() override {
+  Status Reset() override {
     if (!ctx_) return MakeError(ErrorKind::kIo, "lz4: out of memory");
     LZ4F_resetDecompressionContext(ctx_);
-    return true;
+    return kOk;
   }
-  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+  Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
     size_t src = in.size(), dst = out.size();
     size_t r = LZ4F_decompress(ctx_, out.data(), &dst, in.data(), &src, nullptr);
@@ -125,7 +125,7 @@ class Lz4Decoder final : public StreamDecoder {
     produced = dst;
     boundary = r == 0;  // the frame is complete
     ended = false;  // as for zstd, frames may be concatenated
-    return true;
+    return kOk;
   }
 
  private:
@@ -135,16 +135,16 @@ class Lz4Decoder final : public StreamDecoder {
 class XzDecoder final : public StreamDecoder {
  public:
   ~XzDecoder() override { lzma_end(&strm_); }
-  Expected<bool> Reset() override {
+  Status Reset() override {
     lzma_end(&strm_);
     strm_ = LZMA_STREAM_INIT;
     // 512 MiB bounds the dictionary a hostile header may ask for.
     if (lzma_stream_decoder(&strm_, 512ull << 20, LZMA_CONCATENATED) != LZMA_OK) {
       return MakeError(ErrorKind::kIo, "xz: cannot start decoder");
     }
-    return true;
+    return kOk;
   }
-  Expected<bool> Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
+  Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
     strm_.next_in = reinterpret_cast<const uint8_t*>(in.data());
     strm_.avail_in = in.size();
@@ -159,7 +159,7 @@ class XzDecoder final : public StreamDecoder {
     if (r != LZMA_OK && r != LZMA_STREAM_END && r != LZMA_BUF_ERROR) {
       return MakeError(ErrorKind::kIo, "xz: corrupt data (lzma error " + std::to_string(r) + ")");
     }
-    return true;
+    return kOk;
   }
 
  private:
@@ -172,7 +172,7 @@ class CompressedSource final : public ByteSource {
                    Compression c)
       : inner_(std::move(inner)), decoder_(std::move(decoder)), compression_(c) {}
 
-  Expected<bool> Start() {
+  Status Start() {
     auto r = decoder_->Reset();
     if (!r.ok()) return r.error();
     in_offset_ = in_pos_ = in_len_ = 0;
@@ -181,7 +181,7 @@ class CompressedSource final : public ByteSource {
     ended_ = false;
     boundary_ = false;
     current_.clear();
-    return true;
+    return kOk;
   }
 
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
@@ -215,7 +215,6 @@ class CompressedSource final : public ByteSource {
     }
     return false;
   }
-  std::string Kind() const override { return std::string(CompressionName(compression_)) + " stream"; }
 
   void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
     for (const auto& [begin, end] : ranges) {
@@ -262,7 +261,7 @@ class CompressedSource final : public ByteSource {
   }
 
   // Decodes until the current block is full or the stream ends.
-  Expected<bool> DecodeMore() {
+  Status DecodeMore() {
     if (current_.empty()) current_.reserve(kBlockSize);
     if (in_pos_ == in_len_ && !input_eof_) {
       in_buf_.resize(kInputChunk);
@@ -310,7 +309,7 @@ class CompressedSource final : public ByteSource {
       Insert(index, std::move(current_));
       current_ = {};
     }
-    return true;
+    return kOk;
   }
 
   // A core is mostly zeros (untouched pages of big mappings): a full block

@@ -28,8 +28,10 @@ struct Error {
   std::string message;  // one line, says what was expected and where
 };
 
+// Callers must look at what they got: an error dropped on the floor is a
+// lost row or a silently partial answer.
 template <typename T>
-class Expected {
+class [[nodiscard]] Expected {
  public:
   Expected(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
   Expected(Error error) : v_(std::move(error)) {}  // NOLINT
@@ -50,6 +52,11 @@ class Expected {
  private:
   std::variant<T, Error> v_;
 };
+
+// "Nothing, or an error": what a step with no value returns.
+struct Ok {};
+using Status = Expected<Ok>;
+inline constexpr Ok kOk{};
 
 inline Error MakeError(ErrorKind kind, std::string message) {
   return Error{kind, std::move(message)};

@@ -43,7 +43,6 @@ class FileSource final : public ByteSource {
   }
   std::optional<uint64_t> Size() const override { return size_; }
   uint64_t BytesRead() const override { return bytes_read_; }
-  std::string Kind() const override { return "file"; }
   std::vector<SourceProblem> Problems() const override { return problems_.problems(); }
 
  private:

@@ -122,10 +122,10 @@ class HttpSource final : public ByteSource {
         deadline_(std::chrono::steady_clock::now() + std::chrono::seconds(options.total_seconds)) {}
 
   // Fetches the head, which also tells the size and the modification time.
-  Expected<bool> Start() {
+  Status Start() {
     auto r = Fetch(0, std::max<uint64_t>(1, options_.first_fetch));
     if (!r.ok()) return r.error();
-    return true;
+    return kOk;
   }
 
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
@@ -163,7 +163,6 @@ class HttpSource final : public ByteSource {
 
   std::optional<uint64_t> Size() const override { return size_; }
   uint64_t BytesRead() const override { return bytes_read_; }
-  std::string Kind() const override { return "http"; }
   std::vector<SourceProblem> Problems() const override { return problems_.problems(); }
   RemoteFileInfo Info() const { return info_; }
 
@@ -176,7 +175,7 @@ class HttpSource final : public ByteSource {
   void Touch(Block& b) { lru_.splice(lru_.begin(), lru_, b.lru); }
 
   // Fetches [start, start+len) (clipped to the size once known) into blocks.
-  Expected<bool> Fetch(uint64_t start, uint64_t len) {
+  Status Fetch(uint64_t start, uint64_t len) {
     if (size_known_) len = std::min(len, size_ - start);
     std::string last_error;
     for (int attempt = 0; attempt < options_.attempts; ++attempt) {
@@ -202,7 +201,7 @@ class HttpSource final : public ByteSource {
       if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r.overflow && whole_file)) {
         if (r.status == 416) {  // beyond the end
           if (r.total) SetSize(*r.total);
-          return true;
+          return kOk;
         }
         if (r.status == 206 || whole_file) {
           uint64_t got_start = whole_file ? 0 : r.range_start.value_or(UINT64_MAX);
@@ -220,7 +219,7 @@ class HttpSource final : public ByteSource {
             continue;
           }
           Store(start, r.body);
-          return true;
+          return kOk;
         }
         last_error = "HTTP " + std::to_string(r.status);
         if (r.status == 408 || r.status == 429 || r.status >= 500) continue;

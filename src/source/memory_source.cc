@@ -19,7 +19,6 @@ class MemorySource final : public ByteSource {
   }
   std::optional<uint64_t> Size() const override { return bytes_.size(); }
   uint64_t BytesRead() const override { return read_; }
-  std::string Kind() const override { return "memory"; }
 
  private:
   std::vector<std::byte> bytes_;

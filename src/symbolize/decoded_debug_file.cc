@@ -138,7 +138,7 @@ Expected<Layout> Plan(Elf* elf) {
 
 // Decodes one compressed section's payload into `out`, which must come out
 // exactly full.
-Expected<bool> Decode(Elf_Scn* scn, std::span<std::byte> out) {
+Status Decode(Elf_Scn* scn, std::span<std::byte> out) {
   Elf_Data* raw = elf_rawdata(scn, nullptr);
   auto ch = CompressionHeader(scn);
   if (!ch.ok()) return ch.error();
@@ -160,10 +160,10 @@ Expected<bool> Decode(Elf_Scn* scn, std::span<std::byte> out) {
     produced = r;
   }
   if (produced != out.size()) return MakeError(ErrorKind::kMalformed, "debug file: a section decodes to another size than its header says");
-  return true;
+  return kOk;
 }
 
-Expected<bool> Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
+Status Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
   if (out.size() != layout.size) return MakeError(ErrorKind::kIo, "debug file: image buffer of the wrong size");
   GElf_Ehdr geh;
   if (!gelf_getehdr(elf, &geh)) return MakeError(ErrorKind::kMalformed, "debug file: unreadable ELF header");
@@ -213,7 +213,7 @@ Expected<bool> Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
     }
     std::memcpy(out.data() + layout.shoff + i * sizeof sh, &sh, sizeof sh);
   }
-  return true;
+  return kOk;
 }
 
 // Anonymous memory for an image; nullptr when none.
@@ -360,7 +360,7 @@ Expected<uint64_t> DecodedImageSize(Elf* elf) {
   return layout->size;
 }
 
-Expected<bool> WriteDecodedImage(Elf* elf, std::span<std::byte> out) {
+Status WriteDecodedImage(Elf* elf, std::span<std::byte> out) {
   auto layout = Plan(elf);
   if (!layout.ok()) return layout.error();
   return Write(elf, *layout, out);

@@ -71,6 +71,6 @@ Expected<uint64_t> DecodedImageSize(Elf* elf);
 // the ELF header, program headers, every section (decoded where it was
 // compressed) and the section headers, with offsets, sizes and flags
 // rewritten. An error when a section does not decode to its stated size.
-Expected<bool> WriteDecodedImage(Elf* elf, std::span<std::byte> out);
+Status WriteDecodedImage(Elf* elf, std::span<std::byte> out);
 
 }  // namespace coroner
