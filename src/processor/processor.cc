@@ -86,7 +86,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
     AddTailCallFrames(bt, modules);
     budget -= std::min(budget, bt.frames.size());
     if (o.max_frames < options.unwind.max_frames && bt.frames.size() >= o.max_frames) {
-      bt.stop_reason = "the core's budget of " + std::to_string(kMaxFramesPerCore) + " frames for all threads is spent";
+      bt.stop_reason = {StopReason::Kind::kCoreBudget, kMaxFramesPerCore};
     }
   }
   // A core without threads still gets the rules that need none.

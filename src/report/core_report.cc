@@ -354,7 +354,7 @@ Json CoreToJson(const CrashAnalysis& analysis) {
         if (f.disassembly) fj["disassembly"] = InstructionsJson(*f.disassembly);
         tj["frames"].push_back(std::move(fj));
       }
-      tj["stop_reason"] = bt.stop_reason;
+      tj["stop_reason"] = StopReasonText(bt.stop_reason);
     }
     if (&bt == analysis.crashing_backtrace() && analysis.fault_context) {
       const FaultContext& fc = *analysis.fault_context;
@@ -502,7 +502,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
       add(FrameLine(f));
       for (const auto& line : VariableLines(f)) add("        " + line);
     }
-    if (!bt.stop_reason.empty()) add("   (" + bt.stop_reason + ")");
+    if (bt.stop_reason.kind != StopReason::Kind::kNone) add("   (" + StopReasonText(bt.stop_reason) + ")");
     if (analysis.python) {
       for (const auto& pt : analysis.python->threads) {
         if (pt.tid == static_cast<uint64_t>(bt.thread->tid) && !pt.stop_reason.empty()) {

@@ -380,6 +380,21 @@ std::string RegisterDetail(const RegisterClass& r) {
   return detail;
 }
 
+std::string StopReasonText(const StopReason& r) {
+  switch (r.kind) {
+    case StopReason::Kind::kNone: return "";
+    case StopReason::Kind::kEndOfCfi: return "end of stack (no return address in the CFI)";
+    case StopReason::Kind::kNothingFound: return "no CFI, frame pointer or return address found";
+    case StopReason::Kind::kPcNotCode: return "pc is not in executable memory and no return address found";
+    case StopReason::Kind::kReturnAddressZero: return "end of stack (return address 0)";
+    case StopReason::Kind::kStackDidNotMoveUp: return "stack pointer did not move up: corrupt or looping stack";
+    case StopReason::Kind::kFrameLimit: return "frame limit of " + std::to_string(r.limit) + " reached";
+    case StopReason::Kind::kCoreBudget:
+      return "the core's budget of " + std::to_string(r.limit) + " frames for all threads is spent";
+  }
+  return "";
+}
+
 std::string GpuStateText(const GpuState& g) {
   switch (g.kind) {
     case GpuState::Kind::kAmdgpuNotes:

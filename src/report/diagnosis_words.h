@@ -29,6 +29,10 @@ std::string RedZoneMeaning(const RedZoneWord& w);
 // "walk+0x8 (app)", "data of libc.so.6, misaligned for a pointer", ...
 std::string RegisterDetail(const RegisterClass& r);
 
+// Why a thread's walk ended: "end of stack (return address 0)", ...; empty
+// for kNone.
+std::string StopReasonText(const StopReason& r);
+
 // "AMDGPU core state in the core's notes (N bytes): ROCgdb reads ...".
 std::string GpuStateText(const GpuState& g);
 

@@ -71,7 +71,7 @@ struct Backtrace {
   const Thread* thread = nullptr;  // whose frames these are
   std::vector<Frame> frames;
   size_t physical_frames = 0;
-  std::string stop_reason;
+  StopReason stop_reason;
 };
 
 Backtrace BuildBacktrace(const Thread& thread, const ModuleMap& modules, StackMemory& memory,

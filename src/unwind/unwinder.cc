@@ -246,7 +246,7 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
         cur.signal_trampoline = true;
       }
       if (end_of_stack) {
-        result.stop_reason = "end of stack (no return address in the CFI)";
+        result.stop_reason = {StopReason::Kind::kEndOfCfi};
         break;
       }
       if (!next) next = StepFramePointer(cur, modules, mem);
@@ -258,24 +258,23 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
       next = StepScan(cur, modules, mem, options.scan_words, top_frame || !pc_is_code);
     }
     if (!next) {
-      result.stop_reason = pc_is_code ? "no CFI, frame pointer or return address found"
-                                      : "pc is not in executable memory and no return address found";
+      result.stop_reason = {pc_is_code ? StopReason::Kind::kNothingFound : StopReason::Kind::kPcNotCode};
       break;
     }
     if (next->pc == 0) {
-      result.stop_reason = "end of stack (return address 0)";
+      result.stop_reason = {StopReason::Kind::kReturnAddressZero};
       break;
     }
     // The stack grows down: a caller's frame is above its callee's, except
     // across a signal frame (an alternate signal stack).
     if (next->sp <= cur.sp && !cur.signal_trampoline) {
-      result.stop_reason = "stack pointer did not move up: corrupt or looping stack";
+      result.stop_reason = {StopReason::Kind::kStackDidNotMoveUp};
       break;
     }
     result.frames.push_back(*next);
   }
   if (result.frames.size() >= options.max_frames) {
-    result.stop_reason = "frame limit of " + std::to_string(options.max_frames) + " reached";
+    result.stop_reason = {StopReason::Kind::kFrameLimit, options.max_frames};
   }
   return result;
 }

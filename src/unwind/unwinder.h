@@ -52,9 +52,26 @@ struct UnwindOptions {
   size_t scan_words = 1024;  // how far a stack scan looks, in 8-byte words
 };
 
+// Why a walk ended (its words: StopReasonText in report/).
+struct StopReason {
+  enum class Kind {
+    kNone,                   // not stopped: a walk not made, or not cut
+    kEndOfCfi,               // the CFI says there is no return address: the stack's end
+    kNothingFound,           // no CFI, frame pointer or return address
+    kPcNotCode,              // pc outside executable memory, and no return address found
+    kReturnAddressZero,      // the stack's end by convention
+    kStackDidNotMoveUp,      // a corrupt or looping stack
+    kFrameLimit,             // the walk's own limit (`limit`)
+    kCoreBudget,             // the frames of all the core's threads together (`limit`)
+  };
+  Kind kind = Kind::kNone;
+  size_t limit = 0;
+  bool operator==(const StopReason&) const = default;
+};
+
 struct UnwindResult {
   std::vector<RawFrame> frames;
-  std::string stop_reason;  // why the walk ended, in words
+  StopReason stop_reason;
 };
 
 UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory& memory,

@@ -66,7 +66,7 @@ TEST(UnwinderRules, TheFramePointerChainIsFollowedToAZeroReturnAddress) {
   m.stack_words[fp2] = 0, m.stack_words[fp2 + 8] = kReturnB;
   m.stack_words[fp2 + 16] = 0;  // not reached: rbp 0 ends the chain
   UnwindResult r = Walk(m);
-  ASSERT_GE(r.frames.size(), 3u) << r.stop_reason;
+  ASSERT_GE(r.frames.size(), 3u) << static_cast<int>(r.stop_reason.kind);
   EXPECT_EQ(Pcs(r)[0], m.rip);
   EXPECT_EQ(Pcs(r)[1], kReturnA);
   EXPECT_EQ(Pcs(r)[2], kReturnB);
@@ -85,7 +85,7 @@ TEST(UnwinderRules, ACallThroughNullIsUnwoundFromTheWordAtRsp) {
   m.rip = 0;  // `call *%rax` with rax NULL: the return address is at [rsp]
   m.stack_words[m.rsp] = kReturnA;
   UnwindResult r = Walk(m);
-  ASSERT_GE(r.frames.size(), 2u) << r.stop_reason;
+  ASSERT_GE(r.frames.size(), 2u) << static_cast<int>(r.stop_reason.kind);
   EXPECT_EQ(r.frames[1].pc, kReturnA);
   EXPECT_EQ(r.frames[1].trust, FrameTrust::kScan);
   EXPECT_EQ(r.frames[1].sp, m.rsp + 8);
@@ -98,7 +98,7 @@ TEST(UnwinderRules, TheScanTakesOnlyCodeAddressesThatFollowACall) {
   m.stack_words[m.rsp + 8] = kStack + 0x100;    // a stack address
   m.stack_words[m.rsp + 16] = kReturnC;         // the first real return address
   UnwindResult r = Walk(m);
-  ASSERT_GE(r.frames.size(), 2u) << r.stop_reason;
+  ASSERT_GE(r.frames.size(), 2u) << static_cast<int>(r.stop_reason.kind);
   EXPECT_EQ(r.frames[1].pc, kReturnC);
   EXPECT_EQ(r.frames[1].sp, m.rsp + 24);
 }
@@ -113,9 +113,9 @@ TEST(UnwinderRules, AFramePointerThatPointsAtItselfIsFollowedOnce) {
   // Frame 1 comes from the chain. Its rbp now lies below its sp, where no
   // caller's frame can be, so the chain is not followed again (a loop
   // otherwise), and the scan above finds nothing.
-  ASSERT_EQ(r.frames.size(), 2u) << r.stop_reason;
+  ASSERT_EQ(r.frames.size(), 2u) << static_cast<int>(r.stop_reason.kind);
   EXPECT_EQ(r.frames[1].pc, kReturnA);
-  EXPECT_EQ(r.stop_reason, "no CFI, frame pointer or return address found");
+  EXPECT_EQ(r.stop_reason.kind, StopReason::Kind::kNothingFound);
 }
 
 TEST(UnwinderRules, AFramePointerBelowTheStackPointerIsNotFollowed) {
@@ -126,7 +126,7 @@ TEST(UnwinderRules, AFramePointerBelowTheStackPointerIsNotFollowed) {
   m.stack_words[fp + 8] = kReturnA;
   m.stack_words[m.rsp + 8] = kReturnB;  // what the scan finds instead
   UnwindResult r = Walk(m);
-  ASSERT_GE(r.frames.size(), 2u) << r.stop_reason;
+  ASSERT_GE(r.frames.size(), 2u) << static_cast<int>(r.stop_reason.kind);
   EXPECT_EQ(r.frames[1].pc, kReturnB);
   EXPECT_EQ(r.frames[1].trust, FrameTrust::kScan);
 }
@@ -142,7 +142,7 @@ TEST(UnwinderRules, AWalkStopsAtTheFrameLimitAndSaysSo) {
   }
   UnwindResult r = Walk(m, 4);
   EXPECT_EQ(r.frames.size(), 4u);
-  EXPECT_EQ(r.stop_reason, "frame limit of 4 reached");
+  EXPECT_EQ(r.stop_reason, (StopReason{StopReason::Kind::kFrameLimit, 4}));
 }
 
 TEST(UnwinderRules, AStackWithoutReturnAddressesEndsAtTheTopFrame) {
@@ -150,7 +150,7 @@ TEST(UnwinderRules, AStackWithoutReturnAddressesEndsAtTheTopFrame) {
   m.rip = kNotAReturn + 0x10;  // no frame pointer, nothing on the stack is a return address
   UnwindResult r = Walk(m);
   ASSERT_EQ(r.frames.size(), 1u);
-  EXPECT_EQ(r.stop_reason, "no CFI, frame pointer or return address found");
+  EXPECT_EQ(r.stop_reason.kind, StopReason::Kind::kNothingFound);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "core/core.h"
+#include "report/diagnosis_words.h"
 #include "symbolize/demangle.h"
 #include "symbolize/disassembler.h"
 #include "symbolize/symbol_provider.h"
@@ -73,7 +74,7 @@ TEST_P(BacktraceTest, FramesCarryHowTheyWereFound) {
       EXPECT_EQ(f.trust, FrameTrust::kSignal);
     }
   }
-  EXPECT_FALSE(bt.stop_reason.empty());
+  EXPECT_NE(bt.stop_reason.kind, StopReason::Kind::kNone);
 }
 
 // A frame's pc is the running instruction where the kernel saved it (frame
@@ -133,7 +134,8 @@ TEST(Backtrace, DeepRecursionHasEveryFrame) {
 TEST(Backtrace, FrameLimitIsReported) {
   auto a = Analyze(testing::ZooDir() + "/cores/stack_overflow-O0.core");
   EXPECT_EQ(a->threads()[0].frames.size(), 1024u);
-  EXPECT_EQ(a->threads()[0].stop_reason, "frame limit of 1024 reached");
+  EXPECT_EQ(a->threads()[0].stop_reason, (StopReason{StopReason::Kind::kFrameLimit, 1024}));
+  EXPECT_EQ(StopReasonText(a->threads()[0].stop_reason), "frame limit of 1024 reached");
 }
 
 }  // namespace

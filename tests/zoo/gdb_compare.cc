@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/signals.h"
+#include "report/diagnosis_words.h"
 #include "symbolize/demangle.h"
 #include "symbolize/disassembler.h"
 
@@ -63,7 +64,7 @@ size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& o
       break;
     }
   }
-  EXPECT_GE(ours.frames.size(), std::min<size_t>(gdb.size(), 64)) << what << ": " << ours.stop_reason;
+  EXPECT_GE(ours.frames.size(), std::min<size_t>(gdb.size(), 64)) << what << ": " << StopReasonText(ours.stop_reason);
   size_t n = std::min(gdb.size(), ours.frames.size());
   for (size_t i = 0; i < n; ++i) {
     const auto& g = gdb[i];
