@@ -191,8 +191,8 @@ PopulationQuery MakePopulationQuery(const EpiOptions& options) {
 }
 
 // Signatures made again with the rules' extra skip-list, from the frames of
-// each crashing thread (in the order the unwinder found them); empty
-// without one.
+// each crashing thread (in the order the unwinder found them) that the
+// processor made its signature from (SignatureFrames); empty without one.
 Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, const std::string& population,
                                                           const Rules& rules) {
   std::unordered_map<int64_t, std::string> resigned;
@@ -202,22 +202,25 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
   skip.prefixes.insert(skip.prefixes.end(), rules.skip_prefixes.begin(), rules.skip_prefixes.end());
   int64_t current = -1;
   std::string syndrome;
-  std::vector<SignatureFrame> frames;
+  bool reraised = false;
+  std::vector<StoredFrame> frames;
   auto flush = [&]() {
-    if (current >= 0) resigned[current] = MakeSignature(syndrome, frames, skip);
+    if (current >= 0) resigned[current] = MakeSignature(syndrome, SignatureFrames(frames, reraised), skip);
     frames.clear();
   };
   auto f = dataset.ForEachRow(
-      "SELECT f.core, c.syndrome, f.function, f.module, f.trust FROM frames f JOIN threads t ON t.core = f.core AND "
-      "t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN (SELECT id FROM cores "
-      "WHERE " + population + ") ORDER BY f.core, f.\"index\"",
+      "SELECT f.core, c.syndrome, c.real_signal IS NOT NULL, f.function, f.module, f.trust FROM frames f JOIN threads "
+      "t ON t.core = f.core AND t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN "
+      "(SELECT id FROM cores WHERE " + population + ") ORDER BY f.core, f.\"index\"",
       [&](const QueryRow& r) {
         if (r.Integer(0) != current) {
           flush();
           current = r.Integer(0);
           syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
+          reraised = r.Integer(2) != 0;
         }
-        frames.push_back({std::string(r.Text(2)), std::string(r.Text(3)), r.Text(4) == "scan", r.Text(4) == "python"});
+        std::optional<FrameTrust> trust = FrameTrustFromName(r.Text(5));
+        frames.push_back({std::string(r.Text(3)), std::string(r.Text(4)), trust.value_or(FrameTrust::kCfi)});
         return true;
       });
   if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);

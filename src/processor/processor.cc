@@ -128,17 +128,15 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
 
 std::string CrashSignature(const CrashAnalysis& a) {
   if (!a.diagnosis) return "";
-  std::vector<SignatureFrame> frames;
+  // What the dataset keeps of each frame, so that epi re-signing from the
+  // rows makes the same signature.
+  std::vector<StoredFrame> frames;
   if (const Backtrace* crashing = a.crashing_backtrace()) {
-    // Past a handler's frames to where the fault happened; a signal
-    // trampoline and a tail call's frame name nothing of the program's.
-    for (const Frame* f : EffectiveFrames(crashing, a.fault_context)) {
-      if (f->signal_trampoline || f->trust == FrameTrust::kTailCall) continue;
-      frames.push_back({ValidUtf8(f->function), f->module ? ValidUtf8(f->module->module->path) : std::string(),
-                        f->trust == FrameTrust::kScan, f->trust == FrameTrust::kPython});
-    }
+    frames.reserve(crashing->frames.size());
+    for (const Frame& f : crashing->frames)
+      frames.push_back({ValidUtf8(f.function), f.module ? ValidUtf8(f.module->module->path) : std::string(), f.trust});
   }
-  return MakeSignature(std::string(SyndromeName(a.diagnosis->syndrome)), frames);
+  return MakeSignature(std::string(SyndromeName(a.diagnosis->syndrome)), SignatureFrames(frames, a.fault_context.has_value()));
 }
 
 const std::vector<Instruction>& CrashingInstructions(const CrashAnalysis& a) {

@@ -1,5 +1,7 @@
 #include "processor/signature.h"
 
+#include <algorithm>
+
 #include "diagnose/diagnosis.h"
 
 namespace coroner {
@@ -29,6 +31,22 @@ bool PythonRuntime(const std::string& module) {
 }
 
 }  // namespace
+
+std::vector<SignatureFrame> SignatureFrames(const std::vector<StoredFrame>& frames, bool reraised) {
+  size_t from = 0;
+  if (reraised) {
+    auto first = std::find_if(frames.begin(), frames.end(), [](const StoredFrame& f) { return f.trust == FrameTrust::kSignal; });
+    if (first != frames.end()) from = static_cast<size_t>(first - frames.begin());
+  }
+  std::vector<SignatureFrame> out;
+  out.reserve(frames.size() - from);
+  for (size_t i = from; i < frames.size(); ++i) {
+    const StoredFrame& f = frames[i];
+    if (f.trust == FrameTrust::kTailCall) continue;
+    out.push_back({f.function, f.module, f.trust == FrameTrust::kScan, f.trust == FrameTrust::kPython});
+  }
+  return out;
+}
 
 const SkipList& SkipList::Default() {
   static const SkipList kDefault{

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "unwind/unwinder.h"
+
 namespace coroner {
 
 struct SignatureFrame {
@@ -20,6 +22,22 @@ struct SignatureFrame {
   bool scanned = false;  // found by stack scan
   bool python = false;   // a Python function (trust python), named by its qualified name
 };
+
+// A frame of the crashing thread with what a dataset row keeps of it: the
+// processor and epi (re-signing with a rules file's skip-list) make a
+// signature from the same facts.
+struct StoredFrame {
+  std::string function;  // empty when unknown
+  std::string module;    // path; empty when none
+  FrameTrust trust = FrameTrust::kCfi;
+};
+
+// The frames a signature is made from, in the unwinder's order: when a
+// handler re-raised the fault (`reraised`: the processor recovered the real
+// fault's context from a signal frame), from the first frame found through
+// a signal frame on, where the fault happened; never a tail call's frame
+// (it names a function that jumped on, not one on the stack).
+std::vector<SignatureFrame> SignatureFrames(const std::vector<StoredFrame>& frames, bool reraised);
 
 struct SkipList {
   std::vector<std::string> exact;

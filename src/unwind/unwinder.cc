@@ -191,6 +191,13 @@ const char* FrameTrustName(FrameTrust t) {
   return "unknown";
 }
 
+std::optional<FrameTrust> FrameTrustFromName(std::string_view name) {
+  for (FrameTrust t : {FrameTrust::kContext, FrameTrust::kCfi, FrameTrust::kFp, FrameTrust::kScan, FrameTrust::kSignal,
+                       FrameTrust::kTailCall, FrameTrust::kPython})
+    if (name == FrameTrustName(t)) return t;
+  return std::nullopt;
+}
+
 DwarfRegisters ToDwarfRegisters(const Registers& r) {
   DwarfRegisters d;
   const Reg order[] = {Reg::rax, Reg::rdx, Reg::rcx, Reg::rbx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp, Reg::r8,

@@ -28,6 +28,8 @@ namespace coroner {
 // _PyEval_EvalFrameDefault frame it sits in runs (python/python_stacks.h).
 enum class FrameTrust { kContext, kCfi, kFp, kScan, kSignal, kTailCall, kPython };
 const char* FrameTrustName(FrameTrust t);
+// The trust a stored name spells (a dataset's frames.trust); nullopt for none.
+std::optional<FrameTrust> FrameTrustFromName(std::string_view name);
 
 // Registers in DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
 using DwarfRegisters = std::array<std::optional<uint64_t>, 17>;

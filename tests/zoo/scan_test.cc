@@ -172,6 +172,31 @@ TEST_F(ScanTest, AnalyzeAndScanAgreeOnEveryZooCore) {
   EXPECT_GT(frames_compared, 300u);
 }
 
+// epi re-signs the cores from their stored frames when a rules file adds to
+// the skip-list; with an addition that names no frame, it makes each core's
+// signature again exactly as the scan stored it: re-raised faults (the
+// handler's frames left out), tail calls and Python frames included.
+TEST_F(ScanTest, EpiResignsFromTheRowsAsTheProcessorSigned) {
+  std::string rules = *work_ + "/noop-skip.toml";
+  std::ofstream(rules) << "[signature]\nskip = [\"no_function_is_called_this\"]\n";
+  auto counts = [](const std::string& out) {
+    std::map<std::string, int> by_signature;
+    const auto report = nlohmann::json::parse(out);
+    for (const auto& c : report["clusters"]) by_signature[c["signature"].get<std::string>()] += c["count"].get<int>();
+    return by_signature;
+  };
+  auto stored = Coroner("epi --db " + Db("ref") + " --json");
+  ASSERT_EQ(stored.status, 0) << stored.err;
+  auto resigned = Coroner("epi --db " + Db("ref") + " --json --rules " + rules);
+  ASSERT_EQ(resigned.status, 0) << resigned.err;
+  auto want = counts(stored.out);
+  EXPECT_GT(want.size(), 20u);
+  EXPECT_EQ(counts(resigned.out), want);
+  // The re-raised faults are among them, named by the code that faulted
+  // (reraise.c's parse_header), not by the handler that re-raised.
+  EXPECT_TRUE(want.count("null-deref | __strlen_evex | parse_header | main")) << stored.out.substr(0, 2000);
+}
+
 TEST_F(ScanTest, MetadataFromTheSidecars) {
   auto rows = LoadRows(Db("ref"));
   for (const auto& c : fleet_->cores) {
