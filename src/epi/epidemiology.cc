@@ -8,10 +8,11 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "processor/signature.h"
 #include "dataset/timestamps.h"
+#include "diagnose/diagnosis.h"
 #include "epi/exposure.h"
 #include "epi/statistics.h"
+#include "processor/signature.h"
 
 namespace coroner {
 namespace {
@@ -262,8 +263,10 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         }
         c.cluster = it->second;
         ++syndrome_votes[c.cluster][syndrome];
-        c.external = syndrome == "external-signal";
-        c.passive = c.external || syndrome == "abort" || syndrome == "abort-assert" || syndrome == "uncaught-exception";
+        std::optional<Syndrome> label = SyndromeFromName(syndrome);
+        c.external = label == Syndrome::kExternalSignal;
+        c.passive = c.external || label == Syndrome::kAbort || label == Syndrome::kAbortAssert ||
+                    label == Syndrome::kUncaughtException;
         std::vector<uint32_t> own;
         if (c.uptime) {
           for (const auto& t : kUptime)
@@ -1057,7 +1060,7 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
     f.cluster = rank_of[c.cluster];
     f.bit_flip = c.bit_flip;
     f.impossible_state = c.impossible_state;
-    f.gpu_fault = result.clusters[f.cluster].syndrome == "gpu-fault";
+    f.gpu_fault = SyndromeFromName(result.clusters[f.cluster].syndrome) == Syndrome::kGpuFault;
     facts.push_back(std::move(f));
   }
   VerdictOptions verdict;

@@ -16,13 +16,13 @@ constexpr int64_t kDaySeconds = 86400;
 // own line precedes a crash.
 constexpr int64_t kGpuJoinSeconds = 60;
 
-bool IsGpuLine(const HardwareEvent& e) { return e.kind.rfind("gpu-", 0) == 0; }
-bool IsCrashLine(const HardwareEvent& e) { return e.kind == "segfault" || e.kind == "trap"; }
+bool IsGpuLine(const HardwareEvent& e) { return IsGpuEvent(e.kind); }
+bool IsCrashLine(const HardwareEvent& e) { return e.kind == EventKind::kSegfault || e.kind == EventKind::kTrap; }
 bool IsMachineError(const HardwareEvent& e) {
-  return e.kind == "mce" || e.kind == "edac" || e.kind == "memory-failure";
+  return e.kind == EventKind::kMce || e.kind == EventKind::kEdac || e.kind == EventKind::kMemoryFailure;
 }
 bool IsGpuHardwareError(const HardwareEvent& e) {
-  return (e.kind == "gpu-xid" && e.xid && IsHardwareXid(*e.xid)) || e.kind == "gpu-ras";
+  return (e.kind == EventKind::kGpuXid && e.xid && IsHardwareXid(*e.xid)) || e.kind == EventKind::kGpuRas;
 }
 // Attributes that name a physical machine rather than the host (VM) itself.
 bool NamesMachine(const std::string& attribute) {
@@ -258,7 +258,7 @@ void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
 }
 
 void AddGpuError(Subject& s, const HardwareEvent& e) {
-  std::string what = e.kind == "gpu-ras" ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
+  std::string what = e.kind == EventKind::kGpuRas ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
   ++s.gpu_errors[e.gpu][what];
   if (s.machine) s.gpu_vms[e.gpu].insert(e.host);
 }
@@ -271,9 +271,9 @@ void AddHostLine(Subject& s, const HardwareEvent& e, std::optional<int> cpus) {
   } else if (IsMachineError(e)) {
     ++s.machine_errors;
     if (s.machine_words.size() < 3) {
-      std::string w = e.kind == "mce" ? "MCE" : e.kind == "edac" ? "EDAC error" : "memory failure";
-      if (e.kind == "mce" && e.bank) w += " bank " + std::to_string(*e.bank);
-      if (e.kind == "mce" && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
+      std::string w = e.kind == EventKind::kMce ? "MCE" : e.kind == EventKind::kEdac ? "EDAC error" : "memory failure";
+      if (e.kind == EventKind::kMce && e.bank) w += " bank " + std::to_string(*e.bank);
+      if (e.kind == EventKind::kMce && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
       if (e.time) w += " on " + FormatIso8601(*e.time).substr(0, 10);
       s.machine_words.push_back(w);
     }
@@ -522,7 +522,7 @@ void JudgeHosts(const Evidence& ev, std::map<std::string, Subject> hosts, const 
   // the host does not have is not the kernel's.
   std::map<std::string, int> cpu_count;
   for (const auto& e : ev.events)
-    if (e.kind == "cpu-count" && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
+    if (e.kind == EventKind::kCpuCount && e.cpu && *e.cpu > 0) cpu_count[e.host] = std::max(cpu_count[e.host], *e.cpu);
   auto cpus_of = [&](const std::string& host) -> std::optional<int> {
     auto it = cpu_count.find(host);
     return it == cpu_count.end() ? std::nullopt : std::optional<int>(it->second);

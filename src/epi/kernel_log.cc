@@ -153,7 +153,7 @@ void ProcessOfPageFault(std::string_view rest, HardwareEvent& e) {
 std::optional<HardwareEvent> Classify(std::string_view msg) {
   HardwareEvent e;
   if (size_t at = msg.find("]: segfault at "); at != std::string_view::npos) {
-    e.kind = "segfault";
+    e.kind = EventKind::kSegfault;
     NamePid(msg, at, e);
     std::string_view rest = msg.substr(at);
     e.address = ParseHex(After(rest, "segfault at ", kHexDigits));
@@ -162,7 +162,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     return e;
   }
   if (size_t at = msg.find("traps: "); at != std::string_view::npos && Has(msg, " ip:")) {
-    e.kind = "trap";
+    e.kind = EventKind::kTrap;
     std::string_view rest = msg.substr(at + 7);
     size_t close = rest.find("] ");
     NamePid(rest, close, e);
@@ -181,7 +181,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     if (size_t comma = rest.find(", "); comma != std::string_view::npos) {
       std::string_view n = Run(rest, comma + 2, kDigits);
       if (!n.empty() && rest.substr(comma + 2 + n.size()).rfind(" CPU", 0) == 0) {
-        e.kind = "cpu-count";
+        e.kind = EventKind::kCpuCount;
         e.cpu = Int(n);
         if (e.cpu) return e;
       }
@@ -192,11 +192,11 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
   // driver's start-up ("EDAC MC: Ver: 3.0.0", "Giving out device ...").
   if (Has(msg, "EDAC")) {
     if (!IsEdacError(msg)) return std::nullopt;
-    e.kind = "edac";
+    e.kind = EventKind::kEdac;
     return e;
   }
   if (Has(msg, "Memory failure: ")) {
-    e.kind = "memory-failure";
+    e.kind = EventKind::kMemoryFailure;
     if (auto pfn = ParseHex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
     return e;
   }
@@ -206,14 +206,14 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
   // enabled (TM1)", "mce: CPU supports 32 MCE banks").
   if (Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
       Has(msg, "Machine Check")) {
-    e.kind = "mce";
+    e.kind = EventKind::kMce;
     if (size_t at = msg.find("CPU"); at != std::string_view::npos)
       e.cpu = Int(Run(msg, at + 3 + (at + 3 < msg.size() && msg[at + 3] == ' '), kDigits));
     e.bank = Int(After(msg, "Bank ", kDigits));
     return e;
   }
   if (size_t at = msg.find("Xid ("); at != std::string_view::npos) {
-    e.kind = "gpu-xid";
+    e.kind = EventKind::kGpuXid;
     e.gpu = PciAddress(msg, "Xid (PCI:");
     std::string_view rest = msg.substr(at);
     size_t colon = rest.find("): ");
@@ -239,7 +239,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     return e;
   }
   if (size_t at = msg.find("Memory access fault by GPU"); at != std::string_view::npos) {
-    e.kind = "gpu-memory-fault";
+    e.kind = EventKind::kGpuMemoryFault;
     NamePid(msg, at >= 2 ? msg.rfind(']', at) : std::string_view::npos, e);
     std::string_view rest = msg.substr(std::min(msg.size(), at + 27));
     e.gpu = std::string(rest.substr(0, std::min(rest.find(' '), size_t{32})));
@@ -250,7 +250,7 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
   if (Has(msg, "amdgpu")) {
     e.gpu = PciAddress(msg, "amdgpu ");
     if (Has(msg, "page fault (")) {
-      e.kind = "gpu-amdgpu";
+      e.kind = EventKind::kGpuPageFault;
       e.detail = "page fault";
       if (size_t p = msg.find("for process "); p != std::string_view::npos) ProcessOfPageFault(msg.substr(p + 12), e);
       return e;
@@ -259,14 +259,14 @@ std::optional<HardwareEvent> Classify(std::string_view msg) {
     // before it): they describe that fault, not the hardware.
     if (IsPageFaultDecode(msg)) return std::nullopt;
     if (Has(msg, "GPU reset")) {
-      e.kind = "gpu-reset";
+      e.kind = EventKind::kGpuReset;
       return e;
     }
     // RAS: ECC errors the GPU corrected or could not, pages retired for
     // them, and the CPER records newer drivers write for each.
     if (Has(msg, "correctable hardware error") || Has(msg, "bad page") || Has(msg, "Bad page") ||
         Has(msg, "retired page") || Has(msg, "CPER")) {
-      e.kind = "gpu-ras";
+      e.kind = EventKind::kGpuRas;
       return e;
     }
     // Anything else amdgpu says (start-up, "RAS INFO", ring timeouts of a
@@ -379,7 +379,7 @@ class KernelLogParser {
     e->time = p.time;
     e->line = std::string(line.substr(0, 300));
     if (!e->time) ++untimed_;
-    if (e->kind == "gpu-amdgpu" && e->detail == "page fault") last_page_fault_[e->host] = log_.events.size();
+    if (e->kind == EventKind::kGpuPageFault) last_page_fault_[e->host] = log_.events.size();
     log_.events.push_back(std::move(*e));
   }
 
@@ -433,9 +433,42 @@ bool IsHardwareXid(int xid) {
 }
 
 bool IsHardwareError(const HardwareEvent& e) {
-  if (e.kind == "gpu-xid") return !e.xid || IsHardwareXid(*e.xid);
-  if (e.kind == "gpu-amdgpu") return e.detail != "page fault";
-  return e.kind == "mce" || e.kind == "edac" || e.kind == "memory-failure" || e.kind == "gpu-ras";
+  switch (e.kind) {
+    case EventKind::kGpuXid: return !e.xid || IsHardwareXid(*e.xid);
+    case EventKind::kMce:
+    case EventKind::kEdac:
+    case EventKind::kMemoryFailure:
+    case EventKind::kGpuRas: return true;
+    case EventKind::kSegfault:
+    case EventKind::kTrap:
+    case EventKind::kGpuPageFault:
+    case EventKind::kGpuReset:
+    case EventKind::kGpuMemoryFault:
+    case EventKind::kCpuCount: return false;
+  }
+  return false;
+}
+
+std::string_view EventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kSegfault: return "segfault";
+    case EventKind::kTrap: return "trap";
+    case EventKind::kMce: return "mce";
+    case EventKind::kMemoryFailure: return "memory-failure";
+    case EventKind::kEdac: return "edac";
+    case EventKind::kGpuXid: return "gpu-xid";
+    case EventKind::kGpuPageFault: return "gpu-amdgpu";
+    case EventKind::kGpuReset: return "gpu-reset";
+    case EventKind::kGpuRas: return "gpu-ras";
+    case EventKind::kGpuMemoryFault: return "gpu-memory-fault";
+    case EventKind::kCpuCount: return "cpu-count";
+  }
+  return "segfault";
+}
+
+bool IsGpuEvent(EventKind kind) {
+  return kind == EventKind::kGpuXid || kind == EventKind::kGpuPageFault || kind == EventKind::kGpuReset ||
+         kind == EventKind::kGpuRas || kind == EventKind::kGpuMemoryFault;
 }
 
 KernelLog ParseKernelLog(const std::string& text, const std::string& default_host, int year) {

@@ -33,14 +33,22 @@
 
 namespace coroner {
 
+// What a kernel log line reports.
+enum class EventKind {
+  kSegfault, kTrap,                // the kernel's lines about a crashing process
+  kMce, kMemoryFailure, kEdac,     // the machine
+  kGpuXid, kGpuPageFault, kGpuReset, kGpuRas, kGpuMemoryFault,  // a GPU (kGpuPageFault: amdgpu's)
+  kCpuCount,                       // the boot's "smp: Brought up N nodes, M CPUs": `cpu` is M
+};
+// "segfault", "trap", "mce", "memory-failure", "edac", "gpu-xid",
+// "gpu-amdgpu", "gpu-reset", "gpu-ras", "gpu-memory-fault", "cpu-count".
+std::string_view EventKindName(EventKind kind);
+bool IsGpuEvent(EventKind kind);
+
 struct HardwareEvent {
   std::string host;
   std::optional<int64_t> time;  // seconds since the epoch; nullopt when the line has none
-  // "segfault", "trap" (the kernel's lines about a crashing process);
-  // "mce", "memory-failure", "edac" (the machine); "gpu-xid",
-  // "gpu-amdgpu", "gpu-reset", "gpu-ras", "gpu-memory-fault" (a GPU);
-  // "cpu-count" (the boot's "smp: Brought up N nodes, M CPUs": `cpu` is M).
-  std::string kind;
+  EventKind kind = EventKind::kSegfault;
   std::string line;             // the log line, cut to 300 bytes
   // What the line names, when it does.
   std::optional<int> pid;

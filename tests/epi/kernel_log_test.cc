@@ -24,7 +24,7 @@ TEST(KernelLogLines, SegfaultWithTheCpuItLikelyRanOn) {
       "error 14\n");
   ASSERT_EQ(log.events.size(), 2u);
   const HardwareEvent& a = log.events[0];
-  EXPECT_EQ(a.kind, "segfault");
+  EXPECT_EQ(EventKindName(a.kind), "segfault");
   EXPECT_EQ(a.host, "phys-we-03");
   EXPECT_EQ(a.comm, "python3");
   EXPECT_EQ(a.pid, 48213);
@@ -63,7 +63,7 @@ TEST(KernelLogLines, AFileNameCannotForgeTheCpu) {
   EXPECT_FALSE(log.events[1].cpu);
   EXPECT_EQ(log.events[1].library, "x likely on CPU 63 (core 31, socket 1)");
   EXPECT_FALSE(log.events[2].cpu);
-  EXPECT_EQ(log.events[3].kind, "cpu-count");
+  EXPECT_EQ(EventKindName(log.events[3].kind), "cpu-count");
   EXPECT_EQ(log.events[3].cpu, 4);
   EXPECT_FALSE(IsHardwareError(log.events[3]));
 }
@@ -74,7 +74,7 @@ TEST(KernelLogLines, TrapsGeneralProtectionAndDivideError) {
       "sp:7ffe5a5a5a50 error:0 in redis-server[55d0c0f00000+1a0000]\n"
       "[ 8812.120000] traps: a.out[77] trap divide error ip:401136 sp:7ffd4c3c1e40 error:0 in a.out[401000+1000]\n");
   ASSERT_EQ(log.events.size(), 2u);
-  EXPECT_EQ(log.events[0].kind, "trap");
+  EXPECT_EQ(EventKindName(log.events[0].kind), "trap");
   EXPECT_EQ(log.events[0].host, "dmesg-host");
   EXPECT_EQ(log.events[0].comm, "redis-server");
   EXPECT_EQ(log.events[0].pid, 901);
@@ -97,15 +97,15 @@ TEST(KernelLogLines, MachineChecksMemoryFailureAndEdac) {
       "2026-10-12T01:00:03+0000 phys-we-03 kernel: EDAC MC0: 1 CE memory read error on "
       "CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x3f2a1c offset:0x0 grain:32)\n");
   ASSERT_EQ(log.events.size(), 4u);
-  EXPECT_EQ(log.events[0].kind, "mce");
+  EXPECT_EQ(EventKindName(log.events[0].kind), "mce");
   EXPECT_EQ(log.events[0].cpu, 17);
   EXPECT_EQ(log.events[0].bank, 4);
-  EXPECT_EQ(log.events[1].kind, "mce");
+  EXPECT_EQ(EventKindName(log.events[1].kind), "mce");
   EXPECT_EQ(log.events[1].cpu, 5);
   EXPECT_EQ(log.events[1].bank, 6);
-  EXPECT_EQ(log.events[2].kind, "memory-failure");
+  EXPECT_EQ(EventKindName(log.events[2].kind), "memory-failure");
   EXPECT_EQ(log.events[2].address, 0x3f2a1c000u);
-  EXPECT_EQ(log.events[3].kind, "edac");
+  EXPECT_EQ(EventKindName(log.events[3].kind), "edac");
   for (const auto& e : log.events) EXPECT_TRUE(IsHardwareError(e));
 }
 
@@ -119,7 +119,7 @@ TEST(KernelLogLines, NvidiaXidWithAndWithoutPid) {
       "2026-10-14T03:12:00+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:86:00): 31, pid='<unknown>', name=<unknown>, "
       "Ch 00000008, intr 10000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f12_34560000.\n");
   ASSERT_EQ(log.events.size(), 3u);
-  EXPECT_EQ(log.events[0].kind, "gpu-xid");
+  EXPECT_EQ(EventKindName(log.events[0].kind), "gpu-xid");
   EXPECT_EQ(log.events[0].gpu, "0000:3b:00");
   EXPECT_EQ(log.events[0].xid, 79);
   EXPECT_EQ(log.events[0].pid, 48213);
@@ -157,7 +157,7 @@ TEST(KernelLogLines, AmdgpuPageFaultsOnOneLineAndSplit) {
       "0x55d1c3a4e0b0) on address 0x1000. Reason: Page not present or supervisor privilege.\n");
   ASSERT_EQ(log.events.size(), 5u);
   const HardwareEvent& a = log.events[0];
-  EXPECT_EQ(a.kind, "gpu-amdgpu");
+  EXPECT_EQ(EventKindName(a.kind), "gpu-amdgpu");
   EXPECT_EQ(a.gpu, "0000:03:00.0");
   EXPECT_EQ(a.pid, 5120);
   EXPECT_EQ(a.comm, "python3");
@@ -167,10 +167,10 @@ TEST(KernelLogLines, AmdgpuPageFaultsOnOneLineAndSplit) {
   EXPECT_EQ(b.pid, 6001);
   EXPECT_EQ(b.comm, "python3");
   EXPECT_EQ(b.address, 0x1000u);
-  EXPECT_EQ(log.events[2].kind, "gpu-reset");
-  EXPECT_EQ(log.events[3].kind, "gpu-ras");
+  EXPECT_EQ(EventKindName(log.events[2].kind), "gpu-reset");
+  EXPECT_EQ(EventKindName(log.events[3].kind), "gpu-ras");
   const HardwareEvent& r = log.events[4];
-  EXPECT_EQ(r.kind, "gpu-memory-fault");
+  EXPECT_EQ(EventKindName(r.kind), "gpu-memory-fault");
   EXPECT_EQ(r.gpu, "node-2");
   EXPECT_EQ(r.pid, 6001);
   EXPECT_EQ(r.comm, "python3");
@@ -212,7 +212,7 @@ TEST(KernelLogLines, AmdgpuFaultStatusLinesBelongToTheirFault) {
       "2026-10-14T05:00:00+0000 mi-03 kernel: amdgpu 0000:03:00.0: amdgpu: \t MAPPING_ERROR: 0x1\n");
   ASSERT_EQ(log.events.size(), 2u);
   const HardwareEvent& a = log.events[0];
-  EXPECT_EQ(a.kind, "gpu-amdgpu");
+  EXPECT_EQ(EventKindName(a.kind), "gpu-amdgpu");
   EXPECT_EQ(a.detail, "page fault");
   EXPECT_EQ(a.pid, 5120);
   EXPECT_EQ(a.address, 0x7f1234560000u);
@@ -240,10 +240,10 @@ TEST(KernelLogLines, AmdgpuErrorsByCatalogue) {
       "2026-10-14T04:10:00+0000 mi-01 kernel: [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, "
       "signaled seq=2211, emitted seq=2213\n");
   ASSERT_EQ(log.events.size(), 4u);
-  EXPECT_EQ(log.events[0].kind, "gpu-ras");
-  EXPECT_EQ(log.events[1].kind, "gpu-ras");
-  EXPECT_EQ(log.events[2].kind, "gpu-ras");
-  EXPECT_EQ(log.events[3].kind, "gpu-reset");
+  EXPECT_EQ(EventKindName(log.events[0].kind), "gpu-ras");
+  EXPECT_EQ(EventKindName(log.events[1].kind), "gpu-ras");
+  EXPECT_EQ(EventKindName(log.events[2].kind), "gpu-ras");
+  EXPECT_EQ(EventKindName(log.events[3].kind), "gpu-reset");
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(IsHardwareError(log.events[i])) << log.events[i].line;
 }
 
@@ -295,7 +295,7 @@ TEST(KernelLogLines, CutAndHostileFieldsAreLeftEmpty) {
   EXPECT_EQ(log.events[2].gpu, "");
   EXPECT_FALSE(log.events[3].pid);
   EXPECT_FALSE(log.events[4].address);
-  EXPECT_EQ(log.events[5].kind, "gpu-memory-fault");
+  EXPECT_EQ(EventKindName(log.events[5].kind), "gpu-memory-fault");
   EXPECT_FALSE(log.events[5].address);
 }
 
@@ -348,7 +348,7 @@ TEST(KernelLogJoin, AForgedCpuDoesNotDrainAHost) {
   }
   KernelLog log = Parse(text);
   for (const auto& e : log.events) {
-    if (e.kind != "segfault") continue;
+    if (e.kind != EventKind::kSegfault) continue;
     CrashFacts c;
     c.host = "h1";
     c.time = e.time;

@@ -390,7 +390,7 @@ TEST(HostileInput, KernelLogsKeepABoundedNumberOfEvents) {
   ASSERT_TRUE(log.ok()) << log.error().message;
   EXPECT_EQ(log->lines, 250001u);
   EXPECT_EQ(log->events.size(), 200000u);
-  EXPECT_EQ(log->events[0].kind, "mce");
+  EXPECT_EQ(log->events[0].kind, EventKind::kMce);
   EXPECT_EQ(log->events[0].host, "node-1");
   bool warned = false;
   for (const auto& w : log->warnings) warned |= w.find("50000 kernel log events past the first 200000") != std::string::npos;
