@@ -282,75 +282,83 @@ void AddHostLine(Subject& s, const HardwareEvent& e, std::optional<int> cpus) {
 
 // The score, evidence and verdict of one subject. `cluster_size` gives each
 // cluster's crashes; `cpus` the CPUs the host's boot lines say it has.
-HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<uint64_t>& cluster_size,
-                  std::optional<int> cpus) {
+// A verdict being made: its evidence, score and short form, and whether
+// the machine's own error records back it. Each rule below adds to it.
+struct Verdict {
   HostVerdict v;
-  v.host = name;
-  v.machine = s.machine;
-  std::set<std::string> vms = VmsOf(s);
-  v.vms.assign(vms.begin(), vms.end());
-  v.crashes = s.crashes;
-  v.cpus = s.cpus;
   std::vector<std::string> words;  // the verdict's short form
   bool record = false;             // the machine's own error records back the verdict
-  // Clusters this subject holds most of: unrelated crashes that (mostly)
-  // happen nowhere else. Clusters of one core count too: a bad CPU crashes
-  // anywhere in the code.
+};
+
+// Clusters this subject holds most of: unrelated crashes that (mostly)
+// happen nowhere else. Clusters of one core count too: a bad CPU crashes
+// anywhere in the code.
+void JudgeOwnClusters(const Subject& s, const std::vector<uint64_t>& cluster_size, Verdict& j) {
   uint64_t own = 0;
   for (const auto& [cl, n] : s.clusters) own += cl < cluster_size.size() && n * 2 >= cluster_size[cl];
-  if (s.clusters.size() >= 2 && own >= 1) {
-    std::string e = Plural(s.crashes, "crash", "crashes") + " in " + Plural(s.clusters.size(), "cluster", "clusters") +
-                    ", " + std::to_string(own) + " of them (mostly) on this " + (s.machine ? "machine" : "host") +
-                    " alone";
-    v.evidence.push_back(e);
-    if (own >= 3) v.score += 3, words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
-    else if (own == 2) v.score += 1;
-  }
+  if (s.clusters.size() < 2 || own < 1) return;
+  std::string e = Plural(s.crashes, "crash", "crashes") + " in " + Plural(s.clusters.size(), "cluster", "clusters") +
+                  ", " + std::to_string(own) + " of them (mostly) on this " + (s.machine ? "machine" : "host") +
+                  " alone";
+  j.v.evidence.push_back(e);
+  if (own >= 3) j.v.score += 3, j.words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
+  else if (own == 2) j.v.score += 1;
+}
+
+// What the cores themselves show: register states compiled code cannot
+// reach, pointers one bit from good ones, VMs that crash fresh from boot.
+void JudgeCoreStates(const Subject& s, Verdict& j) {
   if (s.impossible) {
-    v.evidence.push_back(Plural(s.impossible, "impossible register state", "impossible register states") +
-                         " (rsp off the ABI's alignment, a return address one slot away)");
-    v.score += static_cast<double>(std::min<uint64_t>(s.impossible, 3));
-    words.push_back(Plural(s.impossible, "impossible state", "impossible states"));
+    j.v.evidence.push_back(Plural(s.impossible, "impossible register state", "impossible register states") +
+                           " (rsp off the ABI's alignment, a return address one slot away)");
+    j.v.score += static_cast<double>(std::min<uint64_t>(s.impossible, 3));
+    j.words.push_back(Plural(s.impossible, "impossible state", "impossible states"));
   }
   if (s.bit_flips) {
-    v.evidence.push_back(Plural(s.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
-    v.score += static_cast<double>(std::min<uint64_t>(s.bit_flips, 3));
-    words.push_back(Plural(s.bit_flips, "possible bit flip", "possible bit flips"));
+    j.v.evidence.push_back(Plural(s.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
+    j.v.score += static_cast<double>(std::min<uint64_t>(s.bit_flips, 3));
+    j.words.push_back(Plural(s.bit_flips, "possible bit flip", "possible bit flips"));
   }
   if (s.with_uptime >= 3 && s.fresh * 10 >= s.with_uptime * 8) {
-    v.evidence.push_back(std::to_string(s.fresh) + " of " + std::to_string(s.with_uptime) +
-                         " crashes within an hour of boot: freshly started VMs");
-    v.score += 1;
+    j.v.evidence.push_back(std::to_string(s.fresh) + " of " + std::to_string(s.with_uptime) +
+                           " crashes within an hour of boot: freshly started VMs");
+    j.v.score += 1;
   }
-  if (s.crash_lines >= 3) {
-    auto top = std::max_element(s.cpus.begin(), s.cpus.end(),
-                                [](const auto& a, const auto& b) { return a.second < b.second; });
-    // The host's CPUs: its boot lines' count, else at least the highest CPU
-    // named and at least 2. Fewer CPUs than the host has makes the test
-    // weaker, never stronger.
-    uint64_t n_cpus = cpus ? static_cast<uint64_t>(*cpus)
-                           : std::max<uint64_t>(2, static_cast<uint64_t>(s.cpus.rbegin()->first) + 1);
-    double p = std::min(1.0, BinomialGreater(top->second, s.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
-                                 static_cast<double>(n_cpus));
-    if (top->second >= 3 && p < 1e-3) {
-      char e[200];
-      std::snprintf(e, sizeof e,
-                    "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu "
-                    "CPUs)",
-                    static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(s.crash_lines),
-                    top->first, p, static_cast<unsigned long long>(n_cpus));
-      v.evidence.push_back(e);
-      v.score += 3;
-      words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
-    }
-  }
+}
+
+// The kernel's crash lines naming one CPU far more than chance: the
+// host's CPUs are its boot lines' count, else at least the highest CPU
+// named and at least 2 (fewer CPUs than the host has makes the test
+// weaker, never stronger).
+void JudgeCrashCpus(const Subject& s, std::optional<int> cpus, Verdict& j) {
+  if (s.crash_lines < 3) return;
+  auto top = std::max_element(s.cpus.begin(), s.cpus.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  uint64_t n_cpus = cpus ? static_cast<uint64_t>(*cpus)
+                         : std::max<uint64_t>(2, static_cast<uint64_t>(s.cpus.rbegin()->first) + 1);
+  double p = std::min(1.0, BinomialGreater(top->second, s.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
+                               static_cast<double>(n_cpus));
+  if (top->second < 3 || p >= 1e-3) return;
+  char e[200];
+  std::snprintf(e, sizeof e,
+                "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu "
+                "CPUs)",
+                static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(s.crash_lines),
+                top->first, p, static_cast<unsigned long long>(n_cpus));
+  j.v.evidence.push_back(e);
+  j.v.score += 3;
+  j.words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
+}
+
+// The machine's and its GPUs' own error records.
+void JudgeErrorRecords(const Subject& s, Verdict& j) {
   if (s.machine_errors) {
     std::string e = Plural(s.machine_errors, "machine error", "machine errors") + " in the kernel log";
     for (size_t i = 0; i < s.machine_words.size(); ++i) e += (i ? ", " : ": ") + s.machine_words[i];
-    v.evidence.push_back(e);
-    record = true;
-    v.score += s.machine_errors >= 3 ? 3 : 2;
-    if (!s.machine_words.empty()) words.push_back(s.machine_words[0]);
+    j.v.evidence.push_back(e);
+    j.record = true;
+    j.v.score += s.machine_errors >= 3 ? 3 : 2;
+    if (!s.machine_words.empty()) j.words.push_back(s.machine_words[0]);
   }
   for (const auto& [gpu, kinds] : s.gpu_errors) {
     uint64_t n = 0;
@@ -363,41 +371,62 @@ HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<u
     uint64_t followed = joined != s.gpu_crashes.end() ? joined->second : 0;
     std::string e = "GPU " + gpu + " reported its own errors: " + list;
     if (followed) e += "; " + Plural(followed, "crash", "crashes") + " followed them";
-    v.evidence.push_back(e);
-    record = true;
+    j.v.evidence.push_back(e);
+    j.record = true;
     if (n >= 2) {
-      v.score += followed >= 2 ? 4 : 2;
-      words.push_back("GPU " + gpu + " " + list + (followed ? " before " + Plural(followed, "crash", "crashes") : ""));
+      j.v.score += followed >= 2 ? 4 : 2;
+      j.words.push_back("GPU " + gpu + " " + list + (followed ? " before " + Plural(followed, "crash", "crashes") : ""));
     }
   }
-  // What the clusters say of this subject weighs as much as a verdict's
-  // worth of its own evidence (once, however many say it): a cluster and a
-  // host never disagree.
-  for (const auto& [e, w] : s.readings) {
-    v.evidence.push_back(e);
-    words.push_back(w);
-  }
-  if (!s.readings.empty()) v.score += kSuspectScore;
-  if (v.evidence.empty() || v.score <= 0) return v;
-  // Crashes alone are chance on a host with few of them (a CI VM's three
-  // crashes in its first half hour): without an error record of the
-  // machine's own, or a finding that has its own support, a verdict needs
-  // the findings' minimum support.
-  bool supported = record || s.reading_support ||
+}
+
+// The verdict, when the score reaches it and something supports it.
+// Crashes alone are chance on a host with few of them (a CI VM's three
+// crashes in its first half hour): without an error record of the
+// machine's own, or a finding that has its own support, a verdict needs
+// the findings' minimum support.
+void Conclude(const std::string& name, const Subject& s, Verdict& j) {
+  HostVerdict& v = j.v;
+  if (v.evidence.empty() || v.score <= 0 || v.score < kSuspectScore) return;
+  bool supported = j.record || s.reading_support ||
                    (s.crashes >= kMinVerdictCrashes && s.days.size() >= kMinVerdictDays);
-  if (v.score >= kSuspectScore && !supported)
+  if (!supported) {
     v.evidence.push_back("no verdict: " + Plural(v.crashes, "crash", "crashes") +
                          " and no error record of the machine's own; a verdict on crashes alone needs " +
                          std::to_string(kMinVerdictCrashes) + " on " + std::to_string(kMinVerdictDays) +
                          " days or more");
-  if (v.score >= kSuspectScore && supported) {
-    v.verdict = name;
-    if (!v.vms.empty()) v.verdict += " (" + Plural(v.vms.size(), "VM", "VMs") + ")";
-    v.verdict += ": ";
-    for (size_t i = 0; i < words.size(); ++i) v.verdict += (i ? ", " : "") + words[i];
-    v.verdict += " — suspect hardware; drain it";
+    return;
   }
-  return v;
+  v.verdict = name;
+  if (!v.vms.empty()) v.verdict += " (" + Plural(v.vms.size(), "VM", "VMs") + ")";
+  v.verdict += ": ";
+  for (size_t i = 0; i < j.words.size(); ++i) v.verdict += (i ? ", " : "") + j.words[i];
+  v.verdict += " — suspect hardware; drain it";
+}
+
+HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<uint64_t>& cluster_size,
+                  std::optional<int> cpus) {
+  Verdict j;
+  j.v.host = name;
+  j.v.machine = s.machine;
+  std::set<std::string> vms = VmsOf(s);
+  j.v.vms.assign(vms.begin(), vms.end());
+  j.v.crashes = s.crashes;
+  j.v.cpus = s.cpus;
+  JudgeOwnClusters(s, cluster_size, j);
+  JudgeCoreStates(s, j);
+  JudgeCrashCpus(s, cpus, j);
+  JudgeErrorRecords(s, j);
+  // What the clusters say of this subject weighs as much as a verdict's
+  // worth of its own evidence (once, however many say it): a cluster and a
+  // host never disagree.
+  for (const auto& [e, w] : s.readings) {
+    j.v.evidence.push_back(e);
+    j.words.push_back(w);
+  }
+  if (!s.readings.empty()) j.v.score += kSuspectScore;
+  Conclude(name, s, j);
+  return std::move(j.v);
 }
 
 
