@@ -83,7 +83,7 @@ class CoreReader {
     }
     for (const auto& note : note_segments_) ReadNotes(note);
     Finish();
-    return kOk;
+    return Ok{};
   }
 
  private:
@@ -132,7 +132,7 @@ class CoreReader {
       return Fail(ErrorKind::kMalformed, "e_phentsize is " + std::to_string(eh_.e_phentsize) +
                                              ", expected " + std::to_string(sizeof(Elf64_Phdr)));
     }
-    return kOk;
+    return Ok{};
   }
 
   Status ReadProgramHeaders() {
@@ -178,7 +178,7 @@ class CoreReader {
       }
     }
     BuildMemory(size);
-    return kOk;
+    return Ok{};
   }
 
   void AddProgramHeader(const Elf64_Phdr& ph) {

@@ -109,7 +109,7 @@ class Statement {
     int rc = sqlite3_step(stmt_);
     Reset();
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) return SqlError(db_, "write failed");
-    return kOk;
+    return Ok{};
   }
 
  private:
@@ -181,7 +181,7 @@ class RowBuffer {
       done += n;
     }
     Clear();
-    return kOk;
+    return Ok{};
   }
 
   void Clear() {
@@ -302,7 +302,7 @@ Status Dataset::Exec(const std::string& sql) {
     sqlite3_free(msg);
     return MakeError(ErrorKind::kIo, m);
   }
-  return kOk;
+  return Ok{};
 }
 
 Status Dataset::CheckSchema(bool create) {
@@ -320,7 +320,7 @@ Status Dataset::CheckSchema(bool create) {
         !e.ok()) {
       return e.error();
     }
-    return kOk;
+    return Ok{};
   }
   auto v = Query("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!v.ok()) return v.error();
@@ -329,7 +329,7 @@ Status Dataset::CheckSchema(bool create) {
     return MakeError(ErrorKind::kUnsupported, "dataset schema version " + version + ", this coroner reads version " +
                                                   std::to_string(kDatasetSchemaVersion));
   }
-  return kOk;
+  return Ok{};
 }
 
 Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool create, bool* hot_journal) {
@@ -397,10 +397,10 @@ Status Dataset::SuspendIndexes() {
   for (const auto& index : kIndexes)
     if (index.suspended) sql += std::string("DROP INDEX IF EXISTS ") + index.name + ";";
   if (auto r = Exec(sql + "COMMIT;"); !r.ok()) {
-    Exec("ROLLBACK");
+    (void)Exec("ROLLBACK");  // best effort: the error returned is the one that matters
     return r.error();
   }
-  return kOk;
+  return Ok{};
 }
 
 Status Dataset::RestoreIndexes() {
@@ -412,10 +412,10 @@ Status Dataset::RestoreIndexes() {
                              [&](const auto& row) { return row[0].text == index.name; });
     if (!found) missing += std::string(index.create) + ";";
   }
-  if (missing.empty()) return kOk;  // no write lock for nothing
+  if (missing.empty()) return Ok{};  // no write lock for nothing
   auto build = [&] {
     auto r = Exec("BEGIN IMMEDIATE;" + missing + "COMMIT;");
-    if (!r.ok()) Exec("ROLLBACK");
+    if (!r.ok()) (void)Exec("ROLLBACK");  // best effort, as above
     return r;
   };
   // Each index is a sort of its keys. With temporary files and a small
@@ -425,9 +425,10 @@ Status Dataset::RestoreIndexes() {
   // temporary directory can be written, they are sorted again in memory,
   // as a writer's settings (restored afterwards) say.
   int helpers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)) - 1;
-  Exec("PRAGMA threads = " + std::to_string(helpers) + "; PRAGMA temp_store = FILE; PRAGMA cache_size = -512;");
+  // Settings only: a pragma SQLite refuses leaves the sort slower, not wrong.
+  (void)Exec("PRAGMA threads = " + std::to_string(helpers) + "; PRAGMA temp_store = FILE; PRAGMA cache_size = -512;");
   auto r = build();
-  Exec(std::string("PRAGMA threads = 0;") + kWriterSettings);
+  (void)Exec(std::string("PRAGMA threads = 0;") + kWriterSettings);
   if (!r.ok()) r = build();
   return r;
 }
@@ -482,7 +483,7 @@ struct Dataset::Writer {
 };
 
 Status Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
-  if (records.empty()) return kOk;
+  if (records.empty()) return Ok{};
   if (!writer_) {
     auto w = std::make_unique<Writer>(db_);
     if (!w->ok()) return SqlError(db_, "prepare");
@@ -492,7 +493,7 @@ Status Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
   if (auto r = Exec("BEGIN IMMEDIATE"); !r.ok()) return r.error();
   auto fail = [this, &w](const Error& e) -> Status {
     for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules}) b->Clear();
-    Exec("ROLLBACK");
+    (void)Exec("ROLLBACK");  // best effort: `e` is what the caller hears
     return e;
   };
   if (sqlite3_step(w.next_id.get()) != SQLITE_ROW) {
@@ -538,7 +539,7 @@ Status Dataset::Write(const std::vector<CoreRecord>& records, bool all_new) {
   for (RowBuffer* b : {&w.cores, &w.attributes, &w.threads, &w.frames, &w.modules})
     if (auto e = b->Flush(); !e.ok()) return fail(e.error());
   if (auto r = Exec("COMMIT"); !r.ok()) return fail(r.error());
-  return kOk;
+  return Ok{};
 }
 
 std::string_view QueryRow::Text(int i) const {

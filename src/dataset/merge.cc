@@ -54,7 +54,7 @@ Status CheckShardSchema(const std::string& path, Dataset& shard, const std::vect
   }
   // Fewer objects are harmless: a bulk load that was killed leaves its
   // indexes dropped, and a missing table fails the merge's own SQL.
-  return kOk;
+  return Ok{};
 }
 
 }  // namespace
@@ -81,7 +81,7 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
   auto run = [&](const std::string& sql) -> Status {
     auto r = ds->Query(sql);
     if (!r.ok()) return r.error();
-    return kOk;
+    return Ok{};
   };
   auto count = [&](const std::string& sql) -> size_t {
     auto r = ds->Query(sql);
@@ -100,7 +100,7 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
     for (const char* sql : {"PRAGMA foreign_keys = OFF", "PRAGMA journal_mode = DELETE", "PRAGMA cache_size = -262144",
                             "PRAGMA temp_store = DEFAULT"})
       if (auto r = run(sql); !r.ok()) return r.error();
-    return kOk;
+    return Ok{};
   };
   if (auto r = setup(); !r.ok()) return r.error();
   std::vector<std::pair<std::string, std::string>> children;  // table, its columns after `core`
@@ -179,14 +179,16 @@ Expected<MergeSummary> MergeDatasets(const std::string& out, const std::vector<s
         error = r.error();
       }
     }
-    if (!ok) run("ROLLBACK");
-    run("DROP TABLE IF EXISTS temp.pick");
-    run("DROP TABLE IF EXISTS temp.shift");
-    run("DETACH DATABASE shard");
+    // Clean-up, best effort: a shard's own error is the one reported.
+    if (!ok) (void)run("ROLLBACK");
+    (void)run("DROP TABLE IF EXISTS temp.pick");
+    (void)run("DROP TABLE IF EXISTS temp.shift");
+    (void)run("DETACH DATABASE shard");
     if (!ok) return MakeError(error.kind, shard + ": " + error.message);
     ++summary.shards;
   }
-  run("PRAGMA journal_mode = WAL");
+  // The writer's journal back to WAL; a refusal leaves a working dataset.
+  (void)run("PRAGMA journal_mode = WAL");
   return summary;
 }
 

@@ -211,7 +211,7 @@ class Scan {
     w.result = res[0];
     w.busy.reset();
     w.buffer.clear();
-    return kOk;
+    return Ok{};
   }
 
   void Dispatch(Worker& w) {
@@ -257,7 +257,7 @@ class Scan {
       fds.push_back({w.result, POLLIN, 0});
       owners.push_back(&w);
     }
-    if (fds.empty()) return kOk;
+    if (fds.empty()) return Ok{};
     int rc = ::poll(fds.data(), fds.size(), 100);
     if (rc < 0 && errno != EINTR) return MakeError(ErrorKind::kIo, std::string("poll: ") + std::strerror(errno));
     for (size_t i = 0; rc > 0 && i < fds.size(); ++i) {
@@ -281,7 +281,7 @@ class Scan {
         Reap(w, reason);
       }
     }
-    return kOk;
+    return Ok{};
   }
 
   void Parse(Worker& w) {
@@ -326,7 +326,7 @@ class Scan {
   // of their being destroyed here.
   Status Commit(std::vector<CoreRecord>* spent = nullptr) {
     last_commit_ = Clock::now();
-    if (pending_.empty()) return kOk;
+    if (pending_.empty()) return Ok{};
     auto r = dataset_.Write(pending_, all_new_);
     if (spent) spent->swap(pending_);
     pending_.clear();
@@ -375,7 +375,7 @@ class Scan {
     if (bulk)
       if (auto r = dataset_.RestoreIndexes(); !r.ok()) return r.error();
     if (failed) return *failed;
-    return kOk;
+    return Ok{};
   }
 
   Status LinkLogsToCores() {
@@ -395,7 +395,7 @@ class Scan {
       auto r = dataset_.Query(sql);
       if (!r.ok()) return MakeError(r.error().kind, "linking log lines to cores: " + r.error().message);
     }
-    return kOk;
+    return Ok{};
   }
 
   void Progress(bool final) {

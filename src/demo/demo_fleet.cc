@@ -109,7 +109,7 @@ Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out.flush()) return MakeError(ErrorKind::kIo, "cannot write " + path);
-  return kOk;
+  return Ok{};
 }
 
 }  // namespace
@@ -395,7 +395,7 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     ++fleet.cores;
     ++fleet.per_population[population];
     fleet.population_of[path] = population;
-    return kOk;
+    return Ok{};
   };
   for (const auto& pop : s.populations) {
     std::string source = zoo_cores_dir + "/" + pop.core + ".core";

@@ -293,7 +293,7 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
     for (const auto& [s, n] : syndrome_votes[i])
       if (n > best || (n == best && s < pop.cluster_syndromes[i])) best = n, pop.cluster_syndromes[i] = s;
   }
-  return kOk;
+  return Ok{};
 }
 
 // The attributes, merged into the crashes by id (both are in id order),
@@ -381,7 +381,7 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
     }
     pop.offsets[i + 1] = static_cast<uint32_t>(pop.flat.size());
   }
-  return kOk;
+  return Ok{};
 }
 
 Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {

@@ -42,7 +42,10 @@ std::vector<SignatureFrame> SignatureFrames(const std::vector<StoredFrame>& fram
   out.reserve(frames.size() - from);
   for (size_t i = from; i < frames.size(); ++i) {
     const StoredFrame& f = frames[i];
-    if (f.trust == FrameTrust::kTailCall) continue;
+    // A signal trampoline is the frame a frame found through a signal
+    // frame follows: machinery, named or not (a static executable's).
+    bool trampoline = i + 1 < frames.size() && frames[i + 1].trust == FrameTrust::kSignal;
+    if (f.trust == FrameTrust::kTailCall || trampoline) continue;
     out.push_back({f.function, f.module, f.trust == FrameTrust::kScan, f.trust == FrameTrust::kPython});
   }
   return out;

@@ -35,8 +35,9 @@ struct StoredFrame {
 // The frames a signature is made from, in the unwinder's order: when a
 // handler re-raised the fault (`reraised`: the processor recovered the real
 // fault's context from a signal frame), from the first frame found through
-// a signal frame on, where the fault happened; never a tail call's frame
-// (it names a function that jumped on, not one on the stack).
+// a signal frame on, where the fault happened; never a signal trampoline
+// or a tail call's frame (it names a function that jumped on, not one on
+// the stack).
 std::vector<SignatureFrame> SignatureFrames(const std::vector<StoredFrame>& frames, bool reraised);
 
 struct SkipList {

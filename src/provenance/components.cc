@@ -61,7 +61,7 @@ Status ComponentMap::AddFile(const std::string& path) {
     fields.resize(4);
     user_.emplace_back(fields[0], Component{fields[1], fields[2], fields[3]});
   }
-  return kOk;
+  return Ok{};
 }
 
 Component ComponentMap::Find(const std::string& module_path, bool executable) const {

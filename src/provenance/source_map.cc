@@ -53,7 +53,7 @@ Status SourceMap::AddRule(const std::string& rule) {
   rules_.emplace_back(from, to);
   // Longest OLD first, so that a more specific rule wins.
   std::stable_sort(rules_.begin(), rules_.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
-  return kOk;
+  return Ok{};
 }
 
 Status SourceMap::AddFile(const std::string& path) {
@@ -64,7 +64,7 @@ Status SourceMap::AddFile(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     if (auto r = AddRule(line); !r.ok()) return MakeError(ErrorKind::kMalformed, path + ":" + std::to_string(n) + ": " + r.error().message);
   }
-  return kOk;
+  return Ok{};
 }
 
 void SourceMap::AddRoot(const std::string& dir) {

@@ -86,7 +86,7 @@ class ZstdDecoder final : public StreamDecoder {
     ZSTD_DCtx_reset(ctx_, ZSTD_reset_session_and_parameters);
     // Bound the window a hostile frame may ask for (128 MiB, zstd's default cap).
     ZSTD_DCtx_setParameter(ctx_, ZSTD_d_windowLogMax, 27);
-    return kOk;
+    return Ok{};
   }
   Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
@@ -100,7 +100,7 @@ class ZstdDecoder final : public StreamDecoder {
     // A frame may be followed by another (concatenated frames): the stream
     // ends only with the input.
     ended = false;
-    return kOk;
+    return Ok{};
   }
 
  private:
@@ -114,7 +114,7 @@ class Lz4Decoder final : public StreamDecoder {
   Status Reset() override {
     if (!ctx_) return MakeError(ErrorKind::kIo, "lz4: out of memory");
     LZ4F_resetDecompressionContext(ctx_);
-    return kOk;
+    return Ok{};
   }
   Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
@@ -125,7 +125,7 @@ class Lz4Decoder final : public StreamDecoder {
     produced = dst;
     boundary = r == 0;  // the frame is complete
     ended = false;  // as for zstd, frames may be concatenated
-    return kOk;
+    return Ok{};
   }
 
  private:
@@ -142,7 +142,7 @@ class XzDecoder final : public StreamDecoder {
     if (lzma_stream_decoder(&strm_, 512ull << 20, LZMA_CONCATENATED) != LZMA_OK) {
       return MakeError(ErrorKind::kIo, "xz: cannot start decoder");
     }
-    return kOk;
+    return Ok{};
   }
   Status Step(std::span<const std::byte> in, size_t& consumed, std::span<std::byte> out,
                       size_t& produced, bool& ended, bool& boundary) override {
@@ -159,7 +159,7 @@ class XzDecoder final : public StreamDecoder {
     if (r != LZMA_OK && r != LZMA_STREAM_END && r != LZMA_BUF_ERROR) {
       return MakeError(ErrorKind::kIo, "xz: corrupt data (lzma error " + std::to_string(r) + ")");
     }
-    return kOk;
+    return Ok{};
   }
 
  private:
@@ -181,7 +181,7 @@ class CompressedSource final : public ByteSource {
     ended_ = false;
     boundary_ = false;
     current_.clear();
-    return kOk;
+    return Ok{};
   }
 
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
@@ -309,7 +309,7 @@ class CompressedSource final : public ByteSource {
       Insert(index, std::move(current_));
       current_ = {};
     }
-    return kOk;
+    return Ok{};
   }
 
   // A core is mostly zeros (untouched pages of big mappings): a full block

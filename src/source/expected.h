@@ -56,7 +56,6 @@ class [[nodiscard]] Expected {
 // "Nothing, or an error": what a step with no value returns.
 struct Ok {};
 using Status = Expected<Ok>;
-inline constexpr Ok kOk{};
 
 inline Error MakeError(ErrorKind kind, std::string message) {
   return Error{kind, std::move(message)};

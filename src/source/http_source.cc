@@ -125,7 +125,7 @@ class HttpSource final : public ByteSource {
   Status Start() {
     auto r = Fetch(0, std::max<uint64_t>(1, options_.first_fetch));
     if (!r.ok()) return r.error();
-    return kOk;
+    return Ok{};
   }
 
   Expected<size_t> ReadUpTo(uint64_t offset, std::span<std::byte> out) override {
@@ -201,7 +201,7 @@ class HttpSource final : public ByteSource {
       if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && r.overflow && whole_file)) {
         if (r.status == 416) {  // beyond the end
           if (r.total) SetSize(*r.total);
-          return kOk;
+          return Ok{};
         }
         if (r.status == 206 || whole_file) {
           uint64_t got_start = whole_file ? 0 : r.range_start.value_or(UINT64_MAX);
@@ -219,7 +219,7 @@ class HttpSource final : public ByteSource {
             continue;
           }
           Store(start, r.body);
-          return kOk;
+          return Ok{};
         }
         last_error = "HTTP " + std::to_string(r.status);
         if (r.status == 408 || r.status == 429 || r.status >= 500) continue;

@@ -160,7 +160,7 @@ Status Decode(Elf_Scn* scn, std::span<std::byte> out) {
     produced = r;
   }
   if (produced != out.size()) return MakeError(ErrorKind::kMalformed, "debug file: a section decodes to another size than its header says");
-  return kOk;
+  return Ok{};
 }
 
 Status Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
@@ -213,7 +213,7 @@ Status Write(Elf* elf, const Layout& layout, std::span<std::byte> out) {
     }
     std::memcpy(out.data() + layout.shoff + i * sizeof sh, &sh, sizeof sh);
   }
-  return kOk;
+  return Ok{};
 }
 
 // Anonymous memory for an image; nullptr when none.

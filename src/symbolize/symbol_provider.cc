@@ -93,20 +93,37 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   const std::string& id = module.build_id;
   // The binary: code bytes and .eh_frame. Opened once here and reused.
   std::shared_ptr<ModuleImage> binary;
-  auto try_binary = [&](const std::string& p, const char* how) {
-    if (binary || !Exists(p)) return;
-    std::string file_id = FileBuildId(p);
+  auto open_binary = [&](const std::string& p, const std::string& file_id, const char* how) {
     if (id.empty() || file_id == id) {
       binary = ModuleImage::Open(p, {});
       if (binary) r.binary_found_by = how;
-    } else if (std::string(how) == "path") {
-      r.path_mismatched = true;
     }
+  };
+  auto try_binary = [&](const std::string& p, const char* how) {
+    if (!binary && Exists(p)) open_binary(p, FileBuildId(p), how);
   };
   if (auto it = extra_by_build_id_.find(id); !id.empty() && it != extra_by_build_id_.end()) {
     try_binary(it->second, "exe");
   }
-  try_binary(InSysroot(options_.sysroot, module.path), "path");
+  // The file at the module's path: the core reader looked at it already
+  // (Module::file_status); only a core read without that check is looked at
+  // here.
+  std::string at_path = InSysroot(options_.sysroot, module.path);
+  switch (module.file_status) {
+    case ModuleFileStatus::kOk:
+    case ModuleFileStatus::kMismatched:
+      if (!binary) open_binary(at_path, module.file_build_id, "path");
+      break;
+    case ModuleFileStatus::kMissing:
+    case ModuleFileStatus::kUnreadable: break;
+    case ModuleFileStatus::kUnchecked:
+      if (!binary && Exists(at_path)) {
+        std::string file_id = FileBuildId(at_path);
+        open_binary(at_path, file_id, "path");
+        r.path_mismatched = !binary && !id.empty() && file_id != id;
+      }
+      break;
+  }
   for (const auto& dir : options_.debug_dirs) try_binary(BuildIdPath(dir, id, ""), "debug-dir");
   if (!binary) try_binary(Debuginfod(id, true), "debuginfod");
 
