@@ -203,7 +203,7 @@ class MarkdownReport {
       }
       // The crashing lines of the first frames whose source was found, and
       // the arguments and locals of the first frames that have them (the
-      // workflow's `bt_ full`).
+      // workflow's `bt full`).
       size_t shown = 0;
       for (const auto& f : sources_ ? sources_->frames : std::vector<SourceFrame>{}) {
         if (f.lines.empty() || f.index < origin_ || shown == 3) continue;
