@@ -38,8 +38,9 @@ int RunScanCommand(ScanOptions options, const std::string& rules_file) {
   }
   const ScanSummary& s = *summary;
   for (const auto& w : s.warnings) std::fprintf(stderr, "coroner: %s\n", w.c_str());
-  std::string out = fmt::format("scanned {} inputs in {:.1f} s: {} analyzed ({} ok, {} error), {} unchanged", s.inputs,
-                                s.seconds, s.analyzed, s.ok, s.errors, s.unchanged);
+  std::string partial = s.partial ? fmt::format(", {} partial", s.partial) : "";
+  std::string out = fmt::format("scanned {} inputs in {:.1f} s: {} analyzed ({} ok{}, {} error), {} unchanged", s.inputs,
+                                s.seconds, s.analyzed, s.ok, partial, s.errors, s.unchanged);
   if (s.seconds > 0 && s.analyzed) out += fmt::format(", {:.0f} cores/s", static_cast<double>(s.analyzed) / s.seconds);
   out += "\n";
   if (!s.bytes_per_core.empty()) {

@@ -38,6 +38,8 @@ class BorrowedSource final : public ByteSource {
   ByteSource& inner_;
 };
 
+void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols);
+
 void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
   if (const auto& p = core.process()) {
     r.pid = p->pid;
@@ -73,7 +75,16 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
   for (const auto& m : core.modules()) {
     r.modules.push_back({ValidUtf8(m.path), m.base, m.end - m.base, m.build_id, ModuleFileStatusName(m.file_status)});
   }
+  if (!options.notes_only) FillLabels(r, core, options, symbols);
+  // Last: what is missing includes what the analysis's own reads met (a
+  // stream cut, a remote read that failed).
+  r.truncated = core.truncated();
+  for (const auto& m : core.missing()) r.warnings.push_back(ValidUtf8(m));
+  for (const auto& m : core.soft_errors()) r.warnings.push_back(ValidUtf8(m));
+}
 
+// The labels: the analysis's diagnosis, signature, job and frames.
+void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
   // The labels' depth: the crashing thread alone (the diagnosis and the
   // signature need no more, and the other threads' stacks would multiply the
   // bytes read).
@@ -137,11 +148,6 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     }
   }
   r.signature = std::move(analysis.signature);
-  // Last: what is missing includes what the analysis's own reads met (a
-  // stream cut, a remote read that failed).
-  r.truncated = core.truncated();
-  for (const auto& m : core.missing()) r.warnings.push_back(ValidUtf8(m));
-  for (const auto& m : core.soft_errors()) r.warnings.push_back(ValidUtf8(m));
 }
 
 }  // namespace
@@ -222,6 +228,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     std::unique_ptr<ByteSource> owned = std::move(*source);
     CoreOptions core_options;
     core_options.sysroot = options.sysroot;
+    core_options.notes_only = options.notes_only;
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
       r.status = "error";

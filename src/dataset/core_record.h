@@ -60,8 +60,11 @@ struct CoreRecord {
   std::optional<uint64_t> size;
   std::optional<int64_t> mtime_ns;
   uint64_t bytes_read = 0;
-  std::string status = "ok";  // ok or error
-  std::string error;          // why, when status is error
+  // ok; partial: the full analysis did not finish (it timed out, or the
+  // analyzer died), and the row holds what the notes give (registers, the
+  // signal, the modules), `error` saying why; error: nothing could be read.
+  std::string status = "ok";
+  std::string error;  // why, when status is partial or error
   std::vector<std::string> warnings;  // what is missing from a partial result
   std::optional<int64_t> time, uptime;
   std::string time_source;
@@ -90,6 +93,10 @@ struct RecordOptions {
   int max_frames = 256;  // of the crashing thread
   const Inventory* inventory = nullptr;  // joined on host, when given
   EnvironmentPolicy environment;         // identity variables kept besides the built-in ones
+  // The notes alone: every thread's registers, the signal and the modules,
+  // no unwinding, no labels. What a row keeps of a core whose full analysis
+  // did not finish (a `partial` row).
+  bool notes_only = false;
 };
 
 // The attributes of a rank of a distributed job, from its core (a sidecar's

@@ -305,7 +305,7 @@ Status Dataset::Exec(const std::string& sql) {
   return Ok{};
 }
 
-Status Dataset::CheckSchema(bool create) {
+Status Dataset::CheckSchema(bool create, bool writable) {
   // A file that is not SQLite fails here, on the first read.
   auto r = Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'");
   if (!r.ok()) return r.error();
@@ -325,9 +325,32 @@ Status Dataset::CheckSchema(bool create) {
   auto v = Query("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!v.ok()) return v.error();
   std::string version = v->rows.empty() ? "none" : v->rows[0][0].text;
+  if (version == "1") {
+    // Version 1 differs only in the statuses its CHECK allows: read as it
+    // is, and widened in place by a writer (SQLite's documented way to
+    // relax a CHECK constraint: every row stays valid).
+    return writable ? UpgradeFromVersion1() : Ok{};
+  }
   if (version != std::to_string(kDatasetSchemaVersion)) {
     return MakeError(ErrorKind::kUnsupported, "dataset schema version " + version + ", this coroner reads version " +
                                                   std::to_string(kDatasetSchemaVersion));
+  }
+  return Ok{};
+}
+
+Status Dataset::UpgradeFromVersion1() {
+  auto version = Query("PRAGMA schema_version");
+  if (!version.ok()) return version.error();
+  int64_t next = version->rows[0][0].integer + 1;
+  auto r = Exec(
+      "BEGIN IMMEDIATE; PRAGMA writable_schema = ON; "
+      "UPDATE sqlite_master SET sql = replace(sql, 'CHECK (status IN (''ok'', ''error''))', "
+      "'CHECK (status IN (''ok'', ''partial'', ''error''))') WHERE type = 'table' AND name = 'cores'; "
+      "PRAGMA schema_version = " + std::to_string(next) + "; PRAGMA writable_schema = OFF; "
+      "UPDATE meta SET value = '" + std::to_string(kDatasetSchemaVersion) + "' WHERE key = 'schema_version'; COMMIT;");
+  if (!r.ok()) {
+    (void)Exec("ROLLBACK");  // best effort: the upgrade's own error is reported
+    return MakeError(r.error().kind, "upgrading the dataset from schema version 1: " + r.error().message);
   }
   return Ok{};
 }
@@ -363,7 +386,7 @@ Expected<Dataset> Dataset::OpenWith(const std::string& path, int flags, bool cre
         std::string(kWriterSettings));
     if (!r.ok()) return MakeError(ErrorKind::kUnsupported, path + ": " + r.error().message);
   }
-  if (auto r = ds.CheckSchema(create); !r.ok()) {
+  if (auto r = ds.CheckSchema(create, !(flags & SQLITE_OPEN_READONLY)); !r.ok()) {
     if (hot_journal) *hot_journal = sqlite3_extended_errcode(db) == SQLITE_READONLY_ROLLBACK;
     return MakeError(r.error().kind, path + ": " + r.error().message);
   }

@@ -23,7 +23,9 @@
 
 namespace coroner {
 
-constexpr int kDatasetSchemaVersion = 1;
+// 2: a core's status may be `partial`. A version 1 dataset is read as it
+// is, and made version 2 by the first writable open.
+constexpr int kDatasetSchemaVersion = 2;
 
 // What a re-scan compares to decide that an input is unchanged.
 struct KnownInput {
@@ -113,7 +115,8 @@ class Dataset {
   // rollback journal that only a writer may roll back.
   static Expected<Dataset> OpenWith(const std::string& path, int flags, bool create, bool* hot_journal = nullptr);
   Status Exec(const std::string& sql);
-  Status CheckSchema(bool create);
+  Status CheckSchema(bool create, bool writable);
+  Status UpgradeFromVersion1();
 
   sqlite3* db_ = nullptr;
   std::unique_ptr<Writer> writer_;  // prepared on the first Write

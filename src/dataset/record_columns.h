@@ -62,7 +62,7 @@ void CoreColumns(R& r, F&& f) {
   f(Column{"size", "INTEGER"}, r.size);
   f(Column{"mtime_ns", "INTEGER"}, r.mtime_ns);
   f(Column{"bytes_read", "INTEGER NOT NULL"}, r.bytes_read);
-  f(Column{"status", "TEXT NOT NULL CHECK (status IN ('ok', 'error'))"}, r.status);
+  f(Column{"status", "TEXT NOT NULL CHECK (status IN ('ok', 'partial', 'error'))"}, r.status);
   f(Column{"error", "TEXT", kOrNull}, r.error);
   f(Column{"warnings", "TEXT", kLines}, r.warnings);
   f(Column{"time", "TEXT", kIso8601}, r.time);

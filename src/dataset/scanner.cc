@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <thread>
 
 #include "core/signals.h"
@@ -37,6 +38,10 @@ constexpr size_t kBatch = 64;                        // records per transaction
 constexpr size_t kBulkRows = 10000;                  // log lines worth dropping and rebuilding the indexes for
 constexpr auto kCommitEvery = std::chrono::milliseconds(500);
 constexpr uint32_t kMaxMessage = 64u << 20;          // a worker's record, as JSON
+
+// Parent -> worker: the input's index (u64), with kNotesOnly set for a
+// second try that reads the notes alone (the first did not finish).
+constexpr uint64_t kNotesOnly = uint64_t{1} << 63;
 
 // Worker -> parent message: index (u64), unchanged flag (u8), length (u32), JSON.
 struct MessageHeader {
@@ -96,13 +101,17 @@ struct WorkerContext {
   record_options.sysroot = ctx.options->sysroot;
   record_options.inventory = ctx.inventory;
   record_options.environment.allow = ctx.options->environment_allow;
-  uint64_t index;
-  while (ReadAll(cmd_fd, &index, sizeof index)) {
+  RecordOptions notes_options = record_options;
+  notes_options.notes_only = true;
+  uint64_t command;
+  while (ReadAll(cmd_fd, &command, sizeof command)) {
+    const bool notes_only = command & kNotesOnly;
+    const uint64_t index = command & ~kNotesOnly;
     if (index >= ctx.inputs->size()) break;
     const std::string& input = (*ctx.inputs)[index];
     MessageHeader h{index, 0, 0};
     std::string payload;
-    if (!ctx.options->force) {
+    if (!ctx.options->force && !notes_only) {
       auto it = ctx.known->find(input);
       if (it != ctx.known->end()) {
         InputStamp st = StampInput(input);
@@ -110,7 +119,7 @@ struct WorkerContext {
       }
     }
     if (!h.unchanged) {
-      CoreRecord r = AnalyzeInput(input, record_options, symbols);
+      CoreRecord r = AnalyzeInput(input, notes_only ? notes_options : record_options, symbols);
       payload = JsonText(RecordToJson(r));
     }
     h.length = static_cast<uint32_t>(std::min<size_t>(payload.size(), kMaxMessage));
@@ -123,6 +132,8 @@ struct Worker {
   pid_t pid = -1;
   int cmd = -1, result = -1;
   std::optional<uint64_t> busy;  // the input it is analyzing
+  // Set when that is a second try, of the notes alone: why the first failed.
+  std::optional<std::string> first_failure;
   Clock::time_point started;
   std::string buffer;
 };
@@ -159,10 +170,10 @@ class Scan {
     last_commit_ = Clock::now();
     while (done_ < inputs_.size()) {
       for (auto& w : workers_) {
-        if (w.pid < 0 && next_ < inputs_.size()) {
+        if (w.pid < 0 && HasWork()) {
           if (auto r = Spawn(w); !r.ok()) return r.error();
         }
-        if (w.pid >= 0 && !w.busy && next_ < inputs_.size()) Dispatch(w);
+        if (w.pid >= 0 && !w.busy && HasWork()) Dispatch(w);
       }
       if (auto r = Wait(); !r.ok()) return r.error();
       if (pending_.size() >= kBatch || Clock::now() - last_commit_ >= kCommitEvery) {
@@ -214,15 +225,30 @@ class Scan {
     return Ok{};
   }
 
+  bool HasWork() const { return next_ < inputs_.size() || !second_tries_.empty(); }
+
+  // The second tries first: their inputs' rows are the ones still missing.
   void Dispatch(Worker& w) {
-    uint64_t index = next_++;
-    w.busy = index;
+    uint64_t command;
+    if (!second_tries_.empty()) {
+      auto [index, why] = std::move(second_tries_.front());
+      second_tries_.pop_front();
+      w.busy = index;
+      w.first_failure = std::move(why);
+      command = index | kNotesOnly;
+    } else {
+      command = next_++;
+      w.busy = command;
+      w.first_failure.reset();
+    }
     w.started = Clock::now();
     // When the worker is gone this write fails; Wait sees its EOF and records the input.
-    (void)WriteAll(w.cmd, &index, sizeof index);
+    (void)WriteAll(w.cmd, &command, sizeof command);
   }
 
-  // A worker that ended (crashed, killed): its input gets an error row.
+  // A worker that ended (crashed, killed, timed out): its input is tried
+  // again for the notes alone (a `partial` row), or, when that was the
+  // second try, gets an error row.
   void Reap(Worker& w, const std::string& reason) {
     int status = 0;
     if (w.pid > 0) {
@@ -233,7 +259,14 @@ class Scan {
         ::waitpid(w.pid, &status, 0);
       }
     }
-    if (w.busy) Record(ErrorRecord(inputs_[*w.busy], reason.empty() ? DescribeExit(status) : reason));
+    if (w.busy) {
+      std::string why = reason.empty() ? DescribeExit(status) : reason;
+      if (w.first_failure) {
+        Record(ErrorRecord(inputs_[*w.busy], *w.first_failure + "; reading the notes alone failed too: " + why));
+      } else {
+        second_tries_.emplace_back(*w.busy, std::move(why));
+      }
+    }
     ::close(w.cmd);
     ::close(w.result);
     w = Worker{};
@@ -296,7 +329,9 @@ class Scan {
       std::string payload = w.buffer.substr(sizeof h, h.length);
       w.buffer.erase(0, sizeof h + h.length);
       const std::string& input = inputs_[h.index];
+      std::optional<std::string> first_failure = std::move(w.first_failure);
       w.busy.reset();
+      w.first_failure.reset();
       if (h.unchanged) {
         ++summary_.unchanged;
         ++done_;
@@ -304,7 +339,14 @@ class Scan {
       }
       auto j = nlohmann::json::parse(payload, nullptr, false);
       auto r = j.is_discarded() ? Expected<CoreRecord>(MakeError(ErrorKind::kMalformed, "not JSON")) : RecordFromJson(j);
-      Record(r.ok() ? std::move(*r) : ErrorRecord(input, "analysis sent a malformed record: " + r.error().message));
+      CoreRecord record = r.ok() ? std::move(*r) : ErrorRecord(input, "analysis sent a malformed record: " + r.error().message);
+      if (first_failure && record.status == "ok") {
+        record.status = "partial";
+        record.error = *first_failure + "; the row holds the notes alone (registers, signal, modules)";
+      } else if (first_failure) {
+        record.error = *first_failure + "; then " + record.error;
+      }
+      Record(std::move(record));
     }
   }
 
@@ -313,6 +355,8 @@ class Scan {
     ++summary_.analyzed;
     if (r.status == "ok") {
       ++summary_.ok;
+    } else if (r.status == "partial") {
+      ++summary_.partial;
     } else {
       ++summary_.errors;
       summary_.error_kinds[r.error.substr(0, r.error.find(':'))]++;
@@ -421,6 +465,7 @@ class Scan {
   std::vector<Worker> workers_;
   std::vector<CoreRecord> pending_;
   size_t next_ = 0, done_ = 0;
+  std::deque<std::pair<uint64_t, std::string>> second_tries_;  // inputs, and why their first try failed
   size_t total_ = 0;       // inputs_ and log lines
   bool all_new_ = false;  // a bulk load of paths the dataset lacks
   ScanSummary summary_;

@@ -42,7 +42,7 @@ struct ScanSummary {
   size_t inputs = 0;     // after expansion
   size_t analyzed = 0;   // rows written by this run
   size_t unchanged = 0;  // skipped: same path, size and mtime as in the dataset
-  size_t ok = 0, errors = 0;
+  size_t ok = 0, partial = 0, errors = 0;
   uint64_t bytes_read = 0;
   std::vector<uint64_t> bytes_per_core;  // of the rows written, for the median
   double seconds = 0;

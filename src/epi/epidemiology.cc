@@ -386,7 +386,7 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
 
 Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {
   PopulationQuery query = MakePopulationQuery(options);
-  auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status = 'error' AND " + Condition(options.where) +
+  auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status <> 'ok' AND " + Condition(options.where) +
                          "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + query.unlinked + " AND " +
                          Condition(options.where) + ")");
   if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
