@@ -12,6 +12,10 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <sstream>
 #include <thread>
 
 #include "core/signals.h"
@@ -19,6 +23,7 @@
 #include "dataset/dataset.h"
 #include "dataset/inputs.h"
 #include "dataset/log_scan.h"
+#include "source/byte_source.h"
 #include "text/text.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -128,6 +133,22 @@ struct WorkerContext {
   ::_exit(0);
 }
 
+// A process's CPU time so far (user and system), from /proc; 0 when it
+// cannot be read.
+double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  size_t close = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state ... cmajflt: fields 3 to 13
+  unsigned long long utime = 0, stime = 0;
+  fields >> utime >> stime;
+  static const double kTicks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  return static_cast<double>(utime + stime) / kTicks;
+}
+
 struct Worker {
   pid_t pid = -1;
   int cmd = -1, result = -1;
@@ -135,6 +156,8 @@ struct Worker {
   // Set when that is a second try, of the notes alone: why the first failed.
   std::optional<std::string> first_failure;
   Clock::time_point started;
+  Budget budget;
+  double cpu_at_start = 0;  // the worker's CPU time when it took the input
   std::string buffer;
 };
 
@@ -242,6 +265,8 @@ class Scan {
       w.first_failure.reset();
     }
     w.started = Clock::now();
+    w.budget = BudgetFor(inputs_[*w.busy], options_.timeout_seconds);
+    w.cpu_at_start = w.budget.cpu_seconds > 0 ? ProcessCpuSeconds(w.pid) : 0;
     // When the worker is gone this write fails; Wait sees its EOF and records the input.
     (void)WriteAll(w.cmd, &command, sizeof command);
   }
@@ -308,11 +333,16 @@ class Scan {
     }
     auto now = Clock::now();
     for (auto& w : workers_) {
-      if (w.pid >= 0 && w.busy && std::chrono::duration<double>(now - w.started).count() > options_.timeout_seconds) {
-        char reason[96];
-        std::snprintf(reason, sizeof reason, "analysis timed out after %g s", options_.timeout_seconds);
-        Reap(w, reason);
+      if (w.pid < 0 || !w.busy) continue;
+      char reason[128] = "";
+      double wall = std::chrono::duration<double>(now - w.started).count();
+      if (wall > w.budget.wall_seconds) {
+        std::snprintf(reason, sizeof reason, "analysis timed out after %g s", w.budget.wall_seconds);
+      } else if (w.budget.cpu_seconds > 0 && ProcessCpuSeconds(w.pid) - w.cpu_at_start > w.budget.cpu_seconds) {
+        std::snprintf(reason, sizeof reason, "analysis of the compressed stream took more than %.0f CPU-s",
+                      w.budget.cpu_seconds);
       }
+      if (reason[0]) Reap(w, reason);
     }
     return Ok{};
   }
@@ -473,6 +503,20 @@ class Scan {
 };
 
 }  // namespace
+
+Budget BudgetFor(const std::string& input, double timeout) {
+  Budget b{0, timeout};
+  if (IsUrl(input)) return b;
+  std::ifstream in(input, std::ios::binary);
+  std::byte head[8] = {};
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  if (DetectCompression(std::span(head, static_cast<size_t>(in.gcount()))) == Compression::kNone) return b;
+  std::error_code ec;
+  uint64_t size = std::filesystem::file_size(input, ec);
+  b.cpu_seconds = timeout + (ec ? 0 : static_cast<double>(size) / kCompressedBytesPerCpuSecond);
+  b.wall_seconds = 4 * b.cpu_seconds;
+  return b;
+}
 
 Expected<ScanSummary> RunScan(const ScanOptions& options) {
   std::optional<Inventory> inventory;

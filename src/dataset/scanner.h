@@ -50,6 +50,19 @@ struct ScanSummary {
   std::map<std::string, size_t> error_kinds;  // "not-elf" -> n
 };
 
+// How long an input may take. A plain core: --timeout of wall-clock time.
+// A stream-compressed one must be decoded up to each byte it needs, which
+// takes CPU time the machine's load does not change the amount of: its
+// budget is the worker's CPU time, --timeout and one more second per
+// kCompressedBytesPerCpuSecond of the stream, and the wall clock bounds it
+// only at four times that (a hang still ends).
+inline constexpr double kCompressedBytesPerCpuSecond = 4.0 * (1 << 20);
+struct Budget {
+  double cpu_seconds = 0;   // 0: none, the wall clock alone
+  double wall_seconds = 0;
+};
+Budget BudgetFor(const std::string& input, double timeout);
+
 // Fails only when the dataset or the inventory cannot be opened or written;
 // bad inputs become error rows.
 Expected<ScanSummary> RunScan(const ScanOptions& options);

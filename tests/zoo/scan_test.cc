@@ -22,6 +22,7 @@
 
 #include "core/core.h"
 #include "dataset/dataset.h"
+#include "dataset/scanner.h"
 #include "dataset/timestamps.h"
 #include "unit/run_coroner.h"
 #include "zoo/fleet.h"
@@ -495,6 +496,29 @@ TEST_F(ScanTest, ACoreWhoseAnalysisHangsKeepsAPartialRow) {
   // The modules NT_FILE names (the vDSO is known by its memory alone).
   EXPECT_NE(modules(core).find("libc.so.6"), std::string::npos);
   EXPECT_EQ(modules(server.url()), modules(core));
+}
+
+// A plain core's time is the wall clock's; a stream-compressed core's is the
+// worker's CPU time, grown with its compressed size, the wall clock four
+// times that.
+TEST(ScanBudget, ACompressedCoreIsGivenCpuTimeByItsSize) {
+  const std::string plain = ZooDir() + "/cores/null_deref-O0.core";
+  Budget b = BudgetFor(plain, 60);
+  EXPECT_EQ(b.cpu_seconds, 0);
+  EXPECT_EQ(b.wall_seconds, 60);
+  for (const char* ext : {".zst", ".lz4", ".xz"}) {
+    const std::string packed = ZooDir() + "/cores/" + (std::string(ext) == ".xz" ? "many_threads-O0.core" : "null_deref-O0.core") + ext;
+    double size = static_cast<double>(fs::file_size(packed));
+    b = BudgetFor(packed, 60);
+    EXPECT_DOUBLE_EQ(b.cpu_seconds, 60 + size / kCompressedBytesPerCpuSecond) << packed;
+    EXPECT_DOUBLE_EQ(b.wall_seconds, 4 * b.cpu_seconds) << packed;
+  }
+  // Compression is told by the bytes, not the name.
+  std::string renamed = ::testing::TempDir() + "/budget-" + std::to_string(getpid()) + ".core";
+  fs::copy_file(ZooDir() + "/cores/null_deref-O0.core.zst", renamed, fs::copy_options::overwrite_existing);
+  EXPECT_GT(BudgetFor(renamed, 60).cpu_seconds, 60);
+  fs::remove(renamed);
+  EXPECT_EQ(BudgetFor("http://127.0.0.1:1/x.core.zst", 60).cpu_seconds, 0);  // a URL: its wall clock
 }
 
 // A version 1 dataset (its CHECK knows no `partial`) is read as it is, and
