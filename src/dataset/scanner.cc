@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <fstream>
 #include <span>
 #include <sstream>
@@ -507,13 +507,16 @@ class Scan {
 Budget BudgetFor(const std::string& input, double timeout) {
   Budget b{0, timeout};
   if (IsUrl(input)) return b;
-  std::ifstream in(input, std::ios::binary);
+  // Opened without blocking and read only when it is a regular file: a
+  // FIFO's open would wait for a writer, here in the parent.
+  int fd = ::open(input.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return b;
+  struct stat st;
   std::byte head[8] = {};
-  in.read(reinterpret_cast<char*>(head), sizeof head);
-  if (DetectCompression(std::span(head, static_cast<size_t>(in.gcount()))) == Compression::kNone) return b;
-  std::error_code ec;
-  uint64_t size = std::filesystem::file_size(input, ec);
-  b.cpu_seconds = timeout + (ec ? 0 : static_cast<double>(size) / kCompressedBytesPerCpuSecond);
+  ssize_t n = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::pread(fd, head, sizeof head, 0) : -1;
+  ::close(fd);
+  if (n <= 0 || DetectCompression(std::span(head, static_cast<size_t>(n))) == Compression::kNone) return b;
+  b.cpu_seconds = timeout + static_cast<double>(st.st_size) / kCompressedBytesPerCpuSecond;
   b.wall_seconds = 4 * b.cpu_seconds;
   return b;
 }
