@@ -118,7 +118,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   auto fail = [&](const std::string& path, const Error& error) {
     std::fprintf(stderr, "coroner: %s: %s\n", path.c_str(), error.message.c_str());
     status = 1;
-    if (json) emit(JsonText(ErrorToJson(path, error)));
+    if (json) emit(ErrorToJson(path, error));
   };
   auto report = [&](Core& core, const std::string& path) {
     ProcessOptions with_path = process;
@@ -129,7 +129,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
     if (options.format == "md" && analysis.crashing_backtrace()) {
       source_report = BuildSourceReport(core, *analysis.crashing_backtrace(), *sources);
     }
-    if (json) emit(JsonText(CoreToJson(analysis)));
+    if (json) emit(CoreToJson(analysis));
     else if (options.format == "md") emit(CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr));
     else emit(CoreToText(analysis));
   };

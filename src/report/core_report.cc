@@ -10,45 +10,49 @@
 #include "diagnose/peer_failure.h"
 #include "report/diagnosis_words.h"
 #include "report/value_printer.h"
+#include "text/json_writer.h"
 #include "unwind/frame_variables.h"
 
 namespace coroner {
 
-using Json = nlohmann::ordered_json;
 
-Json RegistersJson(const Registers& r) {
-  Json j = Json::object();
-  for (Reg reg : kRegDisplayOrder) j[std::string(RegName(reg))] = Hex(r[reg]);
-  return j;
+void WriteRegisters(JsonWriter& w, const Registers& r) {
+  w.BeginObject();
+  for (Reg reg : kRegDisplayOrder) w.Key(RegName(reg)).String(Hex(r[reg]));
+  w.EndObject();
 }
 
 namespace {
 
 std::string Text(const std::string& s) { return ValidUtf8(s); }
 
-Json HexOrNull(const std::optional<uint64_t>& v) { return v ? Json(Hex(*v)) : Json(nullptr); }
+void HexOrNull(JsonWriter& w, const std::optional<uint64_t>& v) { v ? w.String(Hex(*v)) : w.Null(); }
+// A string, or null when it is empty.
+void TextOrNull(JsonWriter& w, const std::string& s) { s.empty() ? w.Null() : w.String(Text(s)); }
+void IntOrNull(JsonWriter& w, const std::optional<int64_t>& v) { v ? w.Int(*v) : w.Null(); }
 
-Json SignalJson(const std::optional<SignalInfo>& s) {
-  if (!s) return nullptr;
-  Json j;
-  j["number"] = s->signo;
-  j["name"] = SignalName(s->signo);
-  j["code"] = s->code;
-  auto code_name = SignalCodeName(s->signo, s->code);
-  j["code_name"] = code_name ? Json(*code_name) : Json(nullptr);
-  j["fault_address"] = HexOrNull(s->fault_address);
-  j["errno"] = s->err;
-  j["sender_pid"] = s->sender_pid ? Json(*s->sender_pid) : Json(nullptr);
+void WriteSignal(JsonWriter& w, const std::optional<SignalInfo>& s) {
+  if (!s) return w.Null();
+  w.BeginObject();
+  w.Key("number").Int(s->signo);
+  w.Key("name").String(SignalName(s->signo));
+  w.Key("code").Int(s->code);
+  w.Key("code_name").StringOrNull(SignalCodeName(s->signo, s->code));
+  w.Key("fault_address");
+  HexOrNull(w, s->fault_address);
+  w.Key("errno").Int(s->err);
+  w.Key("sender_pid");
+  s->sender_pid ? w.Int(*s->sender_pid) : w.Null();
+  const char* from = "NT_SIGINFO";
   switch (s->source) {
-    case SignalInfo::Source::kSiginfoNote: j["from"] = "NT_SIGINFO"; break;
-    case SignalInfo::Source::kPrstatus: j["from"] = "NT_PRSTATUS"; break;
-    case SignalInfo::Source::kSignalFrame: j["from"] = "signal frame siginfo"; break;
-    case SignalInfo::Source::kSigcontext: j["from"] = "signal frame sigcontext"; break;
+    case SignalInfo::Source::kSiginfoNote: from = "NT_SIGINFO"; break;
+    case SignalInfo::Source::kPrstatus: from = "NT_PRSTATUS"; break;
+    case SignalInfo::Source::kSignalFrame: from = "signal frame siginfo"; break;
+    case SignalInfo::Source::kSigcontext: from = "signal frame sigcontext"; break;
   }
-  return j;
+  w.Key("from").String(from);
+  w.EndObject();
 }
-
-
 
 const char* BuildIdSourceName(Module::BuildIdSource s) {
   switch (s) {
@@ -59,13 +63,17 @@ const char* BuildIdSourceName(Module::BuildIdSource s) {
   return nullptr;
 }
 
-
-Json InstructionsJson(const std::vector<Instruction>& ins) {
-  Json a = Json::array();
+void WriteInstructions(JsonWriter& w, const std::vector<Instruction>& ins) {
+  w.BeginArray();
   for (const auto& i : ins) {
-    a.push_back(Json{{"address", Hex(i.address)}, {"bytes", i.bytes}, {"text", i.text}, {"current", i.current}});
+    w.BeginObject();
+    w.Key("address").String(Hex(i.address));
+    w.Key("bytes").String(i.bytes);
+    w.Key("text").String(i.text);
+    w.Key("current").Bool(i.current);
+    w.EndObject();
   }
-  return a;
+  w.EndArray();
 }
 
 void AddInstructions(std::string& out, const std::vector<Instruction>& ins) {
@@ -74,99 +82,153 @@ void AddInstructions(std::string& out, const std::vector<Instruction>& ins) {
   }
 }
 
-Json FrameJson(const Frame& f) {
-  Json j;
-  j["index"] = f.index;
-  j["pc"] = Hex(f.pc);
-  j["function"] = f.function.empty() ? Json(nullptr) : Json(Text(f.function));
-  j["module"] = f.module ? Json(Text(f.module->module->path)) : Json(nullptr);
-  j["jit"] = f.jit;
-  j["offset"] = HexOrNull(f.offset);
-  j["file"] = f.file.empty() ? Json(nullptr) : Json(Text(f.file));
-  j["line"] = f.line > 0 ? Json(f.line) : Json(nullptr);
-  j["inlined"] = f.inlined;
-  j["trust"] = FrameTrustName(f.trust);
-  j["kind"] = f.trust == FrameTrust::kPython ? "python" : "native";
-  j["sp"] = Hex(f.sp);
-  j["signal_frame"] = f.signal_trampoline;
-  if (f.variables_read) {
-    auto variables = [](const std::vector<Variable>& vars) {
-      Json a = Json::array();
-      for (const auto& v : vars) {
-        Json o{{"name", Text(v.name)}, {"type", Text(v.type)}, {"value", v.value ? Json(Text(PrintValue(*v.value))) : Json(nullptr)}};
-        if (!v.value) o["unavailable"] = v.unavailable;
-        a.push_back(std::move(o));
-      }
-      return a;
-    };
-    j["args"] = variables(f.args);
-    j["locals"] = variables(f.locals);
+void WriteVariables(JsonWriter& w, const std::vector<Variable>& vars) {
+  w.BeginArray();
+  for (const auto& v : vars) {
+    w.BeginObject();
+    w.Key("name").String(Text(v.name));
+    w.Key("type").String(Text(v.type));
+    w.Key("value");
+    v.value ? w.String(Text(PrintValue(*v.value))) : w.Null();
+    if (!v.value) w.Key("unavailable").String(v.unavailable);
+    w.EndObject();
   }
-  return j;
+  w.EndArray();
 }
 
-Json DiagnosisJson(const Diagnosis& d) {
-  auto strings = [](const std::vector<std::string>& v) {
-    Json a = Json::array();
-    for (const auto& s : v) a.push_back(Text(s));
-    return a;
-  };
-  auto opt = [](const std::optional<std::string>& v) { return v ? Json(Text(*v)) : Json(nullptr); };
-  Json j;
-  j["syndrome"] = SyndromeName(d.syndrome);
-  j["context"] = ContextName(d.context);
-  j["summary"] = Text(Summary(d));
-  j["evidence"] = strings(EvidenceSentences(d));
-  j["next_steps"] = strings(NextSteps(d));
-  j["faulting_instruction"] = d.faulting_instruction.empty() ? Json(nullptr) : Json(d.faulting_instruction);
-  j["null_register"] = d.null_register ? Json(SizedRegName(*d.null_register)) : Json(nullptr);
-  j["abort_message"] = opt(d.abort_message);
-  j["exception_type"] = opt(d.exception_type);
-  j["exception_what"] = opt(d.exception_what);
-  j["unwinder"] = opt(d.unwinder);
-  Json flips = Json::array();
+void WriteFrame(JsonWriter& w, const Frame& f) {
+  w.BeginObject();
+  w.Key("index").UInt(f.index);
+  w.Key("pc").String(Hex(f.pc));
+  w.Key("function");
+  TextOrNull(w, f.function);
+  w.Key("module");
+  f.module ? w.String(Text(f.module->module->path)) : w.Null();
+  w.Key("jit").Bool(f.jit);
+  w.Key("offset");
+  HexOrNull(w, f.offset);
+  w.Key("file");
+  TextOrNull(w, f.file);
+  w.Key("line");
+  f.line > 0 ? w.Int(f.line) : w.Null();
+  w.Key("inlined").Bool(f.inlined);
+  w.Key("trust").String(FrameTrustName(f.trust));
+  w.Key("kind").String(f.trust == FrameTrust::kPython ? "python" : "native");
+  w.Key("sp").String(Hex(f.sp));
+  w.Key("signal_frame").Bool(f.signal_trampoline);
+  if (f.variables_read) {
+    w.Key("args");
+    WriteVariables(w, f.args);
+    w.Key("locals");
+    WriteVariables(w, f.locals);
+  }
+  if (f.disassembly) {
+    w.Key("disassembly");
+    WriteInstructions(w, *f.disassembly);
+  }
+  w.EndObject();
+}
+
+void WriteStrings(JsonWriter& w, const std::vector<std::string>& v) {
+  w.BeginArray();
+  for (const auto& s : v) w.String(Text(s));
+  w.EndArray();
+}
+
+void WriteDiagnosis(JsonWriter& w, const Diagnosis& d, const std::string& signature) {
+  auto opt = [&w](const std::optional<std::string>& v) { v ? w.String(Text(*v)) : w.Null(); };
+  w.BeginObject();
+  w.Key("syndrome").String(SyndromeName(d.syndrome));
+  w.Key("context").String(ContextName(d.context));
+  w.Key("summary").String(Text(Summary(d)));
+  w.Key("evidence");
+  WriteStrings(w, EvidenceSentences(d));
+  w.Key("next_steps");
+  WriteStrings(w, NextSteps(d));
+  w.Key("faulting_instruction");
+  d.faulting_instruction.empty() ? w.Null() : w.String(d.faulting_instruction);
+  w.Key("null_register");
+  d.null_register ? w.String(SizedRegName(*d.null_register)) : w.Null();
+  w.Key("abort_message");
+  opt(d.abort_message);
+  w.Key("exception_type");
+  opt(d.exception_type);
+  w.Key("exception_what");
+  opt(d.exception_what);
+  w.Key("unwinder");
+  opt(d.unwinder);
+  w.Key("possible_bit_flips").BeginArray();
   for (const auto& f : d.possible_bit_flips) {
-    flips.push_back(Json{{"source", f.source},
-                         {"value", Hex(f.value)},
-                         {"original", Hex(f.original)},
-                         {"bit", f.bit},
-                         {"confidence", f.high_confidence ? "high" : "medium"}});
+    w.BeginObject();
+    w.Key("source").String(f.source);
+    w.Key("value").String(Hex(f.value));
+    w.Key("original").String(Hex(f.original));
+    w.Key("bit").Int(f.bit);
+    w.Key("confidence").String(f.high_confidence ? "high" : "medium");
+    w.EndObject();
   }
-  j["possible_bit_flips"] = std::move(flips);
-  j["impossible_state"] = d.impossible_state ? Json(Text(EvidenceSentence(*d.impossible_state))) : Json(nullptr);
-  j["peer_failure"] = opt(PeerFailure(d));
-  j["gpu_runtime"] = d.gpu_runtime.empty() ? Json(nullptr) : Json(Text(d.gpu_runtime));
-  Json rz = Json::array();
-  for (const auto& w : d.red_zone) rz.push_back(Json{{"offset", w.offset}, {"value", Hex(w.value)}, {"meaning", Text(RedZoneMeaning(w))}});
-  j["red_zone"] = std::move(rz);
-  Json regs = Json::object();
+  w.EndArray();
+  w.Key("impossible_state");
+  d.impossible_state ? w.String(Text(EvidenceSentence(*d.impossible_state))) : w.Null();
+  w.Key("peer_failure");
+  opt(PeerFailure(d));
+  w.Key("gpu_runtime");
+  TextOrNull(w, d.gpu_runtime);
+  w.Key("red_zone").BeginArray();
+  for (const auto& z : d.red_zone) {
+    w.BeginObject();
+    w.Key("offset").Int(z.offset);
+    w.Key("value").String(Hex(z.value));
+    w.Key("meaning").String(Text(RedZoneMeaning(z)));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("registers").BeginObject();
   for (const auto& r : d.registers) {
-    regs[std::string(RegName(r.reg))] =
-        Json{{"value", Hex(r.value)}, {"kind", AddressKindName(r.kind)}, {"detail", Text(RegisterDetail(r))}};
+    w.Key(RegName(r.reg)).BeginObject();
+    w.Key("value").String(Hex(r.value));
+    w.Key("kind").String(AddressKindName(r.kind));
+    w.Key("detail").String(Text(RegisterDetail(r)));
+    w.EndObject();
   }
-  j["registers"] = std::move(regs);
-  Json groups = Json::array();
+  w.EndObject();
+  w.Key("thread_groups").BeginArray();
   for (const auto& g : d.thread_groups) {
-    groups.push_back(Json{{"function", Text(g.function)}, {"state", ThreadStateName(g.state)}, {"threads", g.tids.size()}, {"tids", g.tids},
-                          {"with_crashing_thread", g.with_crashing_thread}});
+    w.BeginObject();
+    w.Key("function").String(Text(g.function));
+    w.Key("state").String(ThreadStateName(g.state));
+    w.Key("threads").UInt(g.tids.size());
+    w.Key("tids").BeginArray();
+    for (int tid : g.tids) w.Int(tid);
+    w.EndArray();
+    w.Key("with_crashing_thread").Bool(g.with_crashing_thread);
+    w.EndObject();
   }
-  j["thread_groups"] = std::move(groups);
-  return j;
+  w.EndArray();
+  w.Key("signature").String(signature);
+  w.EndObject();
 }
 
 // The interpreter and its threads; their frames are in threads[].frames.
-Json PythonJson(const PythonState& p) {
-  Json threads = Json::array();
+void WritePython(JsonWriter& w, const PythonState& p) {
+  w.BeginObject();
+  w.Key("version");
+  p.version.empty() ? w.Null() : w.String(p.version);
+  w.Key("module").String(Text(p.module));
+  w.Key("error");
+  TextOrNull(w, p.error);
+  w.Key("threads").BeginArray();
   for (const auto& t : p.threads) {
-    threads.push_back(Json{{"tid", t.tid},
-                           {"holds_gil", t.holds_gil},
-                           {"frames", t.frames.size()},
-                           {"stop_reason", t.stop_reason.empty() ? Json(nullptr) : Json(Text(t.stop_reason))}});
+    w.BeginObject();
+    w.Key("tid").UInt(t.tid);
+    w.Key("holds_gil").Bool(t.holds_gil);
+    w.Key("frames").UInt(t.frames.size());
+    w.Key("stop_reason");
+    TextOrNull(w, t.stop_reason);
+    w.EndObject();
   }
-  return Json{{"version", p.version.empty() ? Json(nullptr) : Json(p.version)},
-              {"module", Text(p.module)},
-              {"error", p.error.empty() ? Json(nullptr) : Json(Text(p.error))},
-              {"threads", std::move(threads)}};
+  w.EndArray();
+  w.EndObject();
 }
 
 // One line on the interpreter: its version, the GIL's holder, and what
@@ -189,18 +251,26 @@ const MappedModule* FindMapped(const ModuleMap* map, const Module& m) {
   return mm && mm->module == &m ? mm : nullptr;
 }
 
-Json JobJson(const std::optional<JobIdentity>& job) {
-  if (!job) return nullptr;
-  auto number = [](const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); };
-  return Json{{"launcher", job->launcher},
-              {"job_id", Text(job->job_id)},
-              {"step", job->step ? Json(Text(*job->step)) : Json(nullptr)},
-              {"restart", number(job->restart)},
-              {"rank", number(job->rank)},
-              {"world_size", number(job->world_size)},
-              {"local_rank", number(job->local_rank)},
-              {"node", job->node.empty() ? Json(nullptr) : Json(Text(job->node))},
-              {"gpus", job->gpus.empty() ? Json(nullptr) : Json(Text(job->gpus))}};
+void WriteJob(JsonWriter& w, const std::optional<JobIdentity>& job) {
+  if (!job) return w.Null();
+  w.BeginObject();
+  w.Key("launcher").String(job->launcher);
+  w.Key("job_id").String(Text(job->job_id));
+  w.Key("step");
+  job->step ? w.String(Text(*job->step)) : w.Null();
+  w.Key("restart");
+  IntOrNull(w, job->restart);
+  w.Key("rank");
+  IntOrNull(w, job->rank);
+  w.Key("world_size");
+  IntOrNull(w, job->world_size);
+  w.Key("local_rank");
+  IntOrNull(w, job->local_rank);
+  w.Key("node");
+  TextOrNull(w, job->node);
+  w.Key("gpus");
+  TextOrNull(w, job->gpus);
+  w.EndObject();
 }
 
 // What of the command line and environment could not be read, for
@@ -282,156 +352,200 @@ std::string JobLine(const JobIdentity& job) {
   return out;
 }
 
-Json CoreToJson(const CrashAnalysis& analysis) {
+std::string CoreToJson(const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
-  const std::string& path = analysis.path;
-  Json j;
-  Json c;
-  c["path"] = Text(path);
-  c["size"] = core.size() ? Json(*core.size()) : Json(nullptr);
-  c["bytes_read"] = core.bytes_read();
-  c["truncated"] = core.truncated();
-  c["missing"] = Json::array();
-  for (const auto& m : core.missing()) c["missing"].push_back(Text(m));
-  if (std::string m = IdentityMissing(analysis); !m.empty()) c["missing"].push_back(Text(m));
-  c["soft_errors"] = Json::array();
-  for (const auto& m : core.soft_errors()) c["soft_errors"].push_back(Text(m));
-  j["version"] = kAnalyzeJsonVersion;
-  j["core"] = std::move(c);
+  std::string out;
+  out.reserve(64 * 1024);
+  JsonWriter w(out);
+  w.BeginObject();
+  w.Key("version").Int(kAnalyzeJsonVersion);
+  w.Key("core").BeginObject();
+  w.Key("path").String(Text(analysis.path));
+  w.Key("size");
+  core.size() ? w.UInt(*core.size()) : w.Null();
+  w.Key("bytes_read").UInt(core.bytes_read());
+  w.Key("truncated").Bool(core.truncated());
+  w.Key("missing").BeginArray();
+  for (const auto& m : core.missing()) w.String(Text(m));
+  if (std::string m = IdentityMissing(analysis); !m.empty()) w.String(Text(m));
+  w.EndArray();
+  w.Key("soft_errors");
+  WriteStrings(w, core.soft_errors());
+  w.EndObject();
 
-  Json p;
-  if (const auto& pi = core.process()) {
-    p["pid"] = pi->pid;
-    p["ppid"] = pi->ppid;
-    p["uid"] = pi->uid;
-    p["comm"] = ValidUtf8KeepingControls(pi->comm);
-    p["args"] = ValidUtf8KeepingControls(pi->args);
-  } else {
-    p["pid"] = core.threads().empty() ? Json(nullptr) : Json(core.threads()[0].tid);
-    p["ppid"] = nullptr;
-    p["uid"] = nullptr;
-    p["comm"] = nullptr;
-    p["args"] = nullptr;
-  }
   const auto& identity = analysis.identity;
-  if (identity && !identity->argv.empty()) p["args"] = ValidUtf8KeepingControls(CommandLine(identity->argv));
-  std::string exe = core.exe_path();
-  p["exe"] = exe.empty() ? Json(nullptr) : Json(Text(exe));
+  w.Key("process").BeginObject();
+  std::optional<std::string> args;
+  if (const auto& pi = core.process()) {
+    w.Key("pid").Int(pi->pid);
+    w.Key("ppid").Int(pi->ppid);
+    w.Key("uid").Int(pi->uid);
+    w.Key("comm").String(ValidUtf8KeepingControls(pi->comm));
+    args = ValidUtf8KeepingControls(pi->args);
+  } else {
+    w.Key("pid");
+    core.threads().empty() ? w.Null() : w.Int(core.threads()[0].tid);
+    w.Key("ppid").Null();
+    w.Key("uid").Null();
+    w.Key("comm").Null();
+  }
+  if (identity && !identity->argv.empty()) args = ValidUtf8KeepingControls(CommandLine(identity->argv));
+  w.Key("args").StringOrNull(args);
+  w.Key("exe");
+  TextOrNull(w, core.exe_path());
   // Only the variables the environment policy keeps; the others counted.
   if (identity && identity->environment_read) {
-    Json env = Json::object();
-    for (const auto& [name, value] : identity->environment) env[Text(name)] = ValidUtf8KeepingControls(value);
-    p["environment"] = std::move(env);
-    p["environment_hidden"] = identity->environment_hidden;
+    w.Key("environment").BeginObject();
+    for (const auto& [name, value] : identity->environment) w.Key(Text(name)).String(ValidUtf8KeepingControls(value));
+    w.EndObject();
+    w.Key("environment_hidden").UInt(identity->environment_hidden);
   } else {
-    p["environment"] = nullptr;
-    p["environment_hidden"] = nullptr;
+    w.Key("environment").Null();
+    w.Key("environment_hidden").Null();
   }
-  j["process"] = std::move(p);
-  j["job"] = JobJson(identity ? identity->job : std::nullopt);
-  j["signal"] = SignalJson(core.signal());
-  j["crashing_thread"] = core.threads().empty() ? Json(nullptr) : Json(core.crashing_thread());
+  w.EndObject();
+  w.Key("job");
+  WriteJob(w, identity ? identity->job : std::nullopt);
+  w.Key("signal");
+  WriteSignal(w, core.signal());
+  w.Key("crashing_thread");
+  core.threads().empty() ? w.Null() : w.UInt(core.crashing_thread());
 
-  Json threads = Json::array();
-  for (const Backtrace& bt : analysis.threads) {
+  w.Key("threads").BeginArray();
+  const auto& d = analysis.diagnosis;
+  for (size_t k = 0; k < analysis.threads.size(); ++k) {
+    const Backtrace& bt = analysis.threads[k];
     const Thread& t = *bt.thread;
-    Json tj;
-    tj["tid"] = t.tid;
-    tj["registers"] = RegistersJson(t.registers);
-    tj["utime_us"] = t.utime_us;
-    tj["stime_us"] = t.stime_us;
-    tj["mxcsr"] = t.fpregs ? Json(Hex(t.fpregs->mxcsr)) : Json(nullptr);
-    tj["xstate_size"] = t.xstate_size ? Json(*t.xstate_size) : Json(nullptr);
-    {
-      size_t k = threads.size();
-      const auto& d = analysis.diagnosis;
-      tj["state"] = d && k < d->thread_states.size() ? Json(ThreadStateName(d->thread_states[k])) : Json(nullptr);
-    }
-    tj["frames"] = Json::array();
+    w.BeginObject();
+    w.Key("tid").Int(t.tid);
+    w.Key("registers");
+    WriteRegisters(w, t.registers);
+    w.Key("utime_us").UInt(t.utime_us);
+    w.Key("stime_us").UInt(t.stime_us);
+    w.Key("mxcsr");
+    t.fpregs ? w.String(Hex(t.fpregs->mxcsr)) : w.Null();
+    w.Key("xstate_size");
+    t.xstate_size ? w.UInt(*t.xstate_size) : w.Null();
+    w.Key("state");
+    d && k < d->thread_states.size() ? w.String(ThreadStateName(d->thread_states[k])) : w.Null();
+    w.Key("frames").BeginArray();
     if (analysis.modules) {  // unwound (not --registers-only)
-      for (const auto& f : bt.frames) {
-        Json fj = FrameJson(f);
-        if (f.disassembly) fj["disassembly"] = InstructionsJson(*f.disassembly);
-        tj["frames"].push_back(std::move(fj));
-      }
-      tj["stop_reason"] = StopReasonText(bt.stop_reason);
+      for (const auto& f : bt.frames) WriteFrame(w, f);
     }
+    w.EndArray();
+    if (analysis.modules) w.Key("stop_reason").String(StopReasonText(bt.stop_reason));
     if (&bt == analysis.crashing_backtrace() && analysis.fault_context) {
       const FaultContext& fc = *analysis.fault_context;
-      tj["fault_context"] = Json{{"registers", RegistersJson(fc.registers)},
-                                 {"signal", SignalJson(fc.signal)},
-                                 {"frame_address", Hex(fc.frame_address)},
-                                 {"disassembly", InstructionsJson(analysis.fault_disassembly)}};
+      w.Key("fault_context").BeginObject();
+      w.Key("registers");
+      WriteRegisters(w, fc.registers);
+      w.Key("signal");
+      WriteSignal(w, fc.signal);
+      w.Key("frame_address").String(Hex(fc.frame_address));
+      w.Key("disassembly");
+      WriteInstructions(w, analysis.fault_disassembly);
+      w.EndObject();
     }
-    threads.push_back(std::move(tj));
+    w.EndObject();
   }
-  j["threads"] = std::move(threads);
+  w.EndArray();
 
-  Json modules = Json::array();
+  w.Key("modules").BeginArray();
   for (const auto& m : core.modules()) {
-    Json mj;
-    mj["path"] = Text(m.path);
-    mj["base"] = Hex(m.base);
-    mj["end"] = Hex(m.end);
-    mj["build_id"] = m.build_id.empty() ? Json(nullptr) : Json(m.build_id);
-    auto src = BuildIdSourceName(m.build_id_source);
-    mj["build_id_source"] = src ? Json(src) : Json(nullptr);
-    mj["status"] = m.is_vdso ? Json("ok")
-                   : m.file_status == ModuleFileStatus::kUnchecked
-                       ? Json(nullptr)
-                       : Json(ModuleFileStatusName(m.file_status));
-    if (const MappedModule* mm = FindMapped(analysis.modules.get(), m)) {
-      if (mm->path_mismatched) mj["status"] = "mismatched";
-      Json sym;
-      auto or_null = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(Text(v)); };
+    w.BeginObject();
+    w.Key("path").String(Text(m.path));
+    w.Key("base").String(Hex(m.base));
+    w.Key("end").String(Hex(m.end));
+    w.Key("build_id");
+    m.build_id.empty() ? w.Null() : w.String(m.build_id);
+    w.Key("build_id_source");
+    const char* src = BuildIdSourceName(m.build_id_source);
+    src ? w.String(src) : w.Null();
+    const MappedModule* mm = FindMapped(analysis.modules.get(), m);
+    w.Key("status");
+    if (mm && mm->path_mismatched) w.String("mismatched");
+    else if (m.is_vdso) w.String("ok");
+    else if (m.file_status == ModuleFileStatus::kUnchecked) w.Null();
+    else w.String(ModuleFileStatusName(m.file_status));
+    if (mm) {
+      auto or_null = [&w](const std::string& v) { TextOrNull(w, v); };
       bool has_binary = mm->image && !mm->image->binary_path().empty();
       bool has_debug = mm->image && (mm->image->has_dwarf() || mm->image->has_symtab()) && !mm->debug_found_by.empty();
-      sym["binary"] = has_binary ? or_null(mm->image->binary_path()) : Json(nullptr);
-      sym["binary_found_by"] = or_null(mm->binary_found_by);
-      sym["debug_file"] = has_debug ? or_null(mm->image->debug_path()) : Json(nullptr);
-      sym["debug_found_by"] = has_debug ? or_null(mm->debug_found_by) : Json(nullptr);
-      sym["debug_cache"] = mm->image ? or_null(mm->image->debug_cache_path()) : Json(nullptr);
-      mj["symbols"] = std::move(sym);
+      w.Key("symbols").BeginObject();
+      w.Key("binary");
+      has_binary ? or_null(mm->image->binary_path()) : w.Null();
+      w.Key("binary_found_by");
+      or_null(mm->binary_found_by);
+      w.Key("debug_file");
+      has_debug ? or_null(mm->image->debug_path()) : w.Null();
+      w.Key("debug_found_by");
+      has_debug ? or_null(mm->debug_found_by) : w.Null();
+      w.Key("debug_cache");
+      mm->image ? or_null(mm->image->debug_cache_path()) : w.Null();
+      w.EndObject();
     }
-    modules.push_back(std::move(mj));
+    w.EndObject();
   }
-  j["modules"] = std::move(modules);
+  w.EndArray();
 
-  Json files = Json::array();
+  w.Key("mappings").BeginArray();
   for (const auto& f : core.files()) {
-    files.push_back(Json{{"start", Hex(f.start)}, {"end", Hex(f.end)}, {"offset", Hex(f.offset)},
-                         {"path", Text(f.path)}});
+    w.BeginObject();
+    w.Key("start").String(Hex(f.start));
+    w.Key("end").String(Hex(f.end));
+    w.Key("offset").String(Hex(f.offset));
+    w.Key("path").String(Text(f.path));
+    w.EndObject();
   }
-  j["mappings"] = std::move(files);
+  w.EndArray();
 
   const Auxv& a = core.auxv();
-  Json aj;
-  aj["execfn"] = a.execfn ? Json(Text(*a.execfn)) : Json(nullptr);
-  aj["platform"] = a.platform ? Json(Text(*a.platform)) : Json(nullptr);
-  aj["entry"] = HexOrNull(a.entry);
-  aj["phdr"] = HexOrNull(a.phdr);
-  aj["base"] = HexOrNull(a.base);
-  aj["pagesz"] = a.pagesz ? Json(*a.pagesz) : Json(nullptr);
-  aj["hwcap"] = HexOrNull(a.hwcap);
-  aj["hwcap2"] = HexOrNull(a.hwcap2);
-  aj["sysinfo_ehdr"] = HexOrNull(a.sysinfo_ehdr);
-  j["auxv"] = std::move(aj);
-  j["diagnosis"] = analysis.diagnosis ? DiagnosisJson(*analysis.diagnosis) : Json(nullptr);
-  if (analysis.diagnosis) j["diagnosis"]["signature"] = analysis.signature;
-  j["python"] = analysis.python ? PythonJson(*analysis.python) : Json(nullptr);
-  Json gpu = Json::array();
-  for (const auto& g : analysis.gpu_state) gpu.push_back(Text(GpuStateText(g)));
-  j["gpu_state"] = std::move(gpu);
-  return j;
+  w.Key("auxv").BeginObject();
+  w.Key("execfn");
+  a.execfn ? w.String(Text(*a.execfn)) : w.Null();
+  w.Key("platform");
+  a.platform ? w.String(Text(*a.platform)) : w.Null();
+  w.Key("entry");
+  HexOrNull(w, a.entry);
+  w.Key("phdr");
+  HexOrNull(w, a.phdr);
+  w.Key("base");
+  HexOrNull(w, a.base);
+  w.Key("pagesz");
+  a.pagesz ? w.UInt(*a.pagesz) : w.Null();
+  w.Key("hwcap");
+  HexOrNull(w, a.hwcap);
+  w.Key("hwcap2");
+  HexOrNull(w, a.hwcap2);
+  w.Key("sysinfo_ehdr");
+  HexOrNull(w, a.sysinfo_ehdr);
+  w.EndObject();
+  w.Key("diagnosis");
+  analysis.diagnosis ? WriteDiagnosis(w, *analysis.diagnosis, analysis.signature) : w.Null();
+  w.Key("python");
+  analysis.python ? WritePython(w, *analysis.python) : w.Null();
+  w.Key("gpu_state").BeginArray();
+  for (const auto& g : analysis.gpu_state) w.String(Text(GpuStateText(g)));
+  w.EndArray();
+  w.EndObject();
+  return out;
 }
 
-Json ErrorToJson(const std::string& path, const Error& error) {
-  Json j;
-  j["version"] = kAnalyzeJsonVersion;
-  j["core"] = Json{{"path", Text(path)}};
-  if (error.kind == ErrorKind::kTruncated) j["core"]["truncated"] = true;  // cut, whatever it decoded
-  j["error"] = Json{{"kind", ErrorKindName(error.kind)}, {"message", Text(error.message)}};
-  return j;
+std::string ErrorToJson(const std::string& path, const Error& error) {
+  std::string out;
+  JsonWriter w(out);
+  w.BeginObject();
+  w.Key("version").Int(kAnalyzeJsonVersion);
+  w.Key("core").BeginObject();
+  w.Key("path").String(Text(path));
+  if (error.kind == ErrorKind::kTruncated) w.Key("truncated").Bool(true);  // cut, whatever it decoded
+  w.EndObject();
+  w.Key("error").BeginObject();
+  w.Key("kind").String(ErrorKindName(error.kind));
+  w.Key("message").String(Text(error.message));
+  w.EndObject();
+  w.EndObject();
+  return out;
 }
 
 std::string CoreToText(const CrashAnalysis& analysis) {

@@ -3,11 +3,12 @@
 // the processor's CrashAnalysis.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/core.h"
 #include "processor/processor.h"
+#include "text/json_writer.h"
 #include "text/text.h"
 
 namespace coroner {
@@ -15,10 +16,12 @@ namespace coroner {
 // Version of the analyze JSON document; bump on any incompatible change.
 constexpr int kAnalyzeJsonVersion = 1;
 
-nlohmann::ordered_json CoreToJson(const CrashAnalysis& analysis);
+// One line of `analyze --json`: the analysis's JSON object, written as it
+// goes (a streaming writer: no document tree is built).
+std::string CoreToJson(const CrashAnalysis& analysis);
 
-// A JSON object for an input that could not be analyzed at all.
-nlohmann::ordered_json ErrorToJson(const std::string& path, const Error& error);
+// The JSON object for an input that could not be analyzed at all.
+std::string ErrorToJson(const std::string& path, const Error& error);
 
 std::string CoreToText(const CrashAnalysis& analysis);
 
@@ -26,8 +29,8 @@ std::string CoreToText(const CrashAnalysis& analysis);
 // HIP_VISIBLE_DEVICES=3": the job line of the text and Markdown reports.
 std::string JobLine(const JobIdentity& job);
 
-// {"rip": "0x...", ...} in gdb's register order (RegistersJsonText's object).
-nlohmann::ordered_json RegistersJson(const Registers& r);
+// {"rip":"0x...",...} in gdb's register order (RegistersJsonText's object).
+void WriteRegisters(JsonWriter& w, const Registers& r);
 // The registers three to a line, in the same order, as the reports print them.
 std::vector<std::string> RegisterGrid(const Registers& regs);
 

@@ -90,7 +90,7 @@ inline void AnalyzeEverything(std::unique_ptr<ByteSource> source, const std::str
     source_report = BuildSourceReport(**core, *analysis.crashing_backtrace(), *sources);
   }
   volatile size_t sink = 0;
-  sink = sink + JsonText(CoreToJson(analysis)).size();
+  sink = sink + CoreToJson(analysis).size();
   sink = sink + CoreToText(analysis).size();
   if (sources.ok()) {
     sink = sink + CoreToMarkdown(analysis, sources->components, source_report ? &*source_report : nullptr).size();

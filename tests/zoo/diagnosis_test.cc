@@ -236,3 +236,51 @@ TEST(UnwindRace, InjectedRaceIsReturnToNullInExceptionUnwindingWithGnuLibunwind)
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// The analyze JSON is written by a streaming writer in nlohmann::json's
+// spelling: read back by nlohmann and dumped again, every zoo core's line
+// is the same bytes (key order, escapes, numbers, nulls).
+TEST_P(DiagnosisTest, TheJsonLineIsWhatNlohmannWouldWrite) {
+  auto a = Analyze(GetParam().core);
+  std::string line = CoreToJson(a->analysis);
+  auto parsed = nlohmann::ordered_json::parse(line, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << line.substr(0, 200);
+  EXPECT_EQ(JsonText(parsed), line);
+}
+
+TEST(JsonWriter, EscapesAsNlohmannDoes) {
+  const std::string hostile = std::string("q\"b\\s/\b\f\n\r\t\x01\x1f\x7f") + "\xc3\xa9" + "\xe2\x82\xac" + "\xf0\x9f\x98\x80";
+  std::string out;
+  JsonWriter w(out);
+  w.BeginObject();
+  w.Key(hostile).String(hostile);
+  w.Key("n").BeginArray();
+  w.Int(-9223372036854775807 - 1);
+  w.UInt(18446744073709551615u);
+  w.Bool(false);
+  w.Null();
+  w.BeginObject();
+  w.EndObject();
+  w.BeginArray();
+  w.EndArray();
+  w.EndArray();
+  w.EndObject();
+  nlohmann::ordered_json j;
+  j[hostile] = hostile;
+  j["n"] = nlohmann::ordered_json::array(
+      {INT64_MIN, UINT64_MAX, false, nullptr, nlohmann::ordered_json::object(), nlohmann::ordered_json::array()});
+  EXPECT_EQ(out, JsonText(j));
+  // Bytes that are not UTF-8 are written valid, never refused.
+  std::string bad;
+  JsonWriter b(bad);
+  b.String("a\xff\xc3");
+  auto parsed = nlohmann::json::parse(bad, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << bad;
+  EXPECT_EQ(parsed.get<std::string>().rfind("a", 0), 0u);
+}
+
+}  // namespace
+}  // namespace coroner
