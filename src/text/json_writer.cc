@@ -56,7 +56,13 @@ void JsonWriter::Quote(std::string_view s) {
   if (!ValidUtf8Already(s)) s = repaired = ValidUtf8KeepingControls(s);
   out_ += '"';
   static const char kHex[] = "0123456789abcdef";
-  for (unsigned char c : s) {
+  // Runs of bytes that need no escape are appended whole.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out_.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out_ += "\\\""; break;
       case '\\': out_ += "\\\\"; break;
@@ -66,15 +72,12 @@ void JsonWriter::Quote(std::string_view s) {
       case '\r': out_ += "\\r"; break;
       case '\t': out_ += "\\t"; break;
       default:
-        if (c < 0x20) {
-          out_ += "\\u00";
-          out_ += kHex[c >> 4];
-          out_ += kHex[c & 15];
-        } else {
-          out_ += static_cast<char>(c);
-        }
+        out_ += "\\u00";
+        out_ += kHex[c >> 4];
+        out_ += kHex[c & 15];
     }
   }
+  out_.append(s.data() + run, s.size() - run);
   out_ += '"';
 }
 
