@@ -37,19 +37,17 @@ uint64_t SizedRegValue(const Registers& regs, SizedReg r) {
   return r.bits >= 64 ? v : v & ((uint64_t{1} << r.bits) - 1);
 }
 
+void WriteRegistersJson(JsonWriter& w, const Registers& r) {
+  w.BeginObject();
+  for (Reg reg : kRegDisplayOrder) w.Key(RegName(reg)).String(Hex(r[reg]));
+  w.EndObject();
+}
+
 std::string RegistersJsonText(const Registers& r) {
   std::string out;
   out.reserve(std::size(kRegDisplayOrder) * 32);  // "name":"0x" and 16 digits each
-  out += '{';
-  for (Reg reg : kRegDisplayOrder) {
-    if (out.size() > 1) out += ',';
-    out += '"';
-    out += RegName(reg);  // plain identifiers: nothing to escape
-    out += "\":\"";
-    out += Hex(r[reg]);
-    out += '"';
-  }
-  out += '}';
+  JsonWriter w(out);
+  WriteRegistersJson(w, r);
   return out;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "text/json_writer.h"
+
 namespace coroner {
 
 enum class Reg : uint8_t {
@@ -47,7 +49,8 @@ std::string SizedRegName(SizedReg r);
 uint64_t SizedRegValue(const Registers& regs, SizedReg r);
 
 // {"rip":"0x...",...}: every register in display order, as compact JSON
-// text built directly (a scan stores one per thread).
+// (the analyze JSON's `registers`; a scan stores one per thread).
+void WriteRegistersJson(JsonWriter& w, const Registers& r);
 std::string RegistersJsonText(const Registers& r);
 
 }  // namespace coroner

@@ -16,12 +16,6 @@
 namespace coroner {
 
 
-void WriteRegisters(JsonWriter& w, const Registers& r) {
-  w.BeginObject();
-  for (Reg reg : kRegDisplayOrder) w.Key(RegName(reg)).String(Hex(r[reg]));
-  w.EndObject();
-}
-
 namespace {
 
 std::string Text(const std::string& s) { return ValidUtf8(s); }
@@ -419,7 +413,7 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
     w.BeginObject();
     w.Key("tid").Int(t.tid);
     w.Key("registers");
-    WriteRegisters(w, t.registers);
+    WriteRegistersJson(w, t.registers);
     w.Key("utime_us").UInt(t.utime_us);
     w.Key("stime_us").UInt(t.stime_us);
     w.Key("mxcsr");
@@ -438,7 +432,7 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
       const FaultContext& fc = *analysis.fault_context;
       w.Key("fault_context").BeginObject();
       w.Key("registers");
-      WriteRegisters(w, fc.registers);
+      WriteRegistersJson(w, fc.registers);
       w.Key("signal");
       WriteSignal(w, fc.signal);
       w.Key("frame_address").String(Hex(fc.frame_address));

@@ -29,8 +29,6 @@ std::string CoreToText(const CrashAnalysis& analysis);
 // HIP_VISIBLE_DEVICES=3": the job line of the text and Markdown reports.
 std::string JobLine(const JobIdentity& job);
 
-// {"rip":"0x...",...} in gdb's register order (RegistersJsonText's object).
-void WriteRegisters(JsonWriter& w, const Registers& r);
 // The registers three to a line, in the same order, as the reports print them.
 std::vector<std::string> RegisterGrid(const Registers& regs);
 
