@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& e : log.events) {
         if (crashes.size() >= 64) break;
         crashes.push_back({e.host, e.time, std::nullopt, e.pid, crashes.size() % 3, e.address.has_value(),
-                           e.cpu.has_value(), e.kind == "gpu-xid"});
+                           e.cpu.has_value(), e.kind == coroner::EventKind::kGpuXid});
       }
       coroner::HardwareVerdicts v = coroner::JudgeHardware(crashes, log.events, 3);
       if (v.joined_lines > log.events.size() || v.clusters.size() != 3) __builtin_trap();
