@@ -33,22 +33,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A socket listening on 127.0.0.1 at a port the kernel chose; `url` is set
+// to PATH on it.
+int ListenOnLoopback(std::string& url, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  }
+  url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + path;
+  return fd;
+}
+
 // A URL whose server never answers: the port listens on 127.0.0.1, so the
 // connection completes in the kernel's backlog, and nothing ever accepts
 // it. An input that hangs until a timeout, whatever the machine's speed.
 class SilentServer {
  public:
   SilentServer() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 16) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    url_ = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/hangs.core";
+    fd_ = ListenOnLoopback(url_, "/hangs.core");
   }
   ~SilentServer() { close(fd_); }
   const std::string& url() const { return url_; }
@@ -68,16 +75,7 @@ class StallingServer {
       : stall_from_(stall_from), stall_to_(stall_to) {
     std::ifstream in(file, std::ios::binary);
     bytes_.assign(std::istreambuf_iterator<char>(in), {});
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 16) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::runtime_error("cannot listen on 127.0.0.1");
-    }
-    url_ = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/stalls.core";
+    fd_ = ListenOnLoopback(url_, "/stalls.core");
     thread_ = std::thread([this] { Serve(); });
   }
   ~StallingServer() {
