@@ -49,6 +49,35 @@ class X86Decoder {
     return d;
   }
 
+  // Where each instruction from the start of `code` begins, until bytes
+  // that are no instruction, and where the last ends: lengths only, no
+  // operand decoded, nothing formatted (a report prints a few instructions
+  // of a function decoded from its start).
+  std::vector<uint64_t> Starts(std::span<const std::byte> code, uint64_t address) const {
+    std::vector<uint64_t> out;
+    if (!ok_) return out;
+    size_t at = 0;
+    ZydisDecodedInstruction in;
+    while (at < code.size() &&
+           ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&decoder_, nullptr, code.data() + at, code.size() - at, &in))) {
+      out.push_back(address + at);
+      at += in.length;
+    }
+    out.push_back(address + at);
+    return out;
+  }
+
+  // The instruction at `address`, `code` starting there, as a report shows it.
+  std::optional<Instruction> Format(std::span<const std::byte> code, uint64_t address) const {
+    std::optional<Decoded> d = DecodeOne(code, address);
+    if (!d) return std::nullopt;
+    Instruction in;
+    in.address = address;
+    in.bytes = HexBytes(code.first(d->in.length));
+    in.text = std::move(d->text);
+    return in;
+  }
+
   // Instructions from the start of `code` until one does not decode.
   std::vector<Instruction> Decode(std::span<const std::byte> code, uint64_t address) const {
     std::vector<Instruction> out;
@@ -153,18 +182,21 @@ BoundaryAt InstructionBoundaryAt(const ModuleMap& modules, uint64_t pc) {
   uint64_t start = pc - sym.symbol_offset;
   std::vector<std::byte> code = Read(modules, start, static_cast<size_t>(sym.symbol_offset) + 15);
   if (code.size() < sym.symbol_offset + 1) return out;
-  for (const Instruction& in : Decoder().Decode(code, start)) {
-    uint64_t end = in.address + in.bytes.size() / 2;
-    if (in.address == pc) {
+  std::vector<uint64_t> starts = Decoder().Starts(code, start);
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    uint64_t at = starts[k], end = starts[k + 1];
+    if (at == pc) {
       out.where = InstructionBoundary::kStart;
       return out;
     }
-    if (in.address < pc && pc < end) {
+    if (at < pc && pc < end) {
+      std::optional<Instruction> in = Decoder().Format(std::span(code).subspan(at - start), at);
+      if (!in) return out;
       out.where = InstructionBoundary::kInside;
-      out.straddling = in;
+      out.straddling = std::move(*in);
       return out;
     }
-    if (in.address > pc) break;
+    if (at > pc) break;
   }
   return out;  // the decode stopped short of pc: bytes that are no instruction
 }
@@ -178,40 +210,53 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   PcSymbol sym = modules.Symbolize(exact ? pc : pc - 1);
   uint64_t start = pc;
   if (!sym.symbol.empty() && sym.symbol_offset <= kMaxFunctionPrefix) start = (exact ? pc : pc - 1) - sym.symbol_offset;
-  std::vector<Instruction> all = Decoder().Decode(Read(modules, start, static_cast<size_t>(pc - start) + kTail), start);
+  std::vector<std::byte> function = Read(modules, start, static_cast<size_t>(pc - start) + kTail);
+  std::vector<uint64_t> starts = Decoder().Starts(function, start);
   // The current instruction: at pc, or the call ending at pc.
-  auto cur = std::find_if(all.begin(), all.end(), [&](const Instruction& in) {
-    return exact ? in.address == pc : in.address + in.bytes.size() / 2 == pc;
-  });
-  if (cur == all.end()) {
-    // Out of step (data in code, a wrong symbol): decode from pc alone.
-    std::vector<std::byte> code = Read(modules, pc, kTail);
-    all = Decoder().Decode(code, pc);
-    if (all.empty() && exact && !code.empty()) {
-      // Bytes that are no instruction (a jump into data): gdb's "(bad)".
-      Instruction raw;
-      raw.address = pc;
-      raw.bytes = HexBytes(std::span(code).first(1));
-      raw.text = "(bad)";
-      raw.current = true;
-      return {raw};
+  size_t n = starts.empty() ? 0 : starts.size() - 1;  // instructions decoded
+  size_t i = 0;
+  while (i < n && !(exact ? starts[i] == pc : starts[i + 1] == pc)) ++i;
+  if (i < n) {
+    size_t first = i > before ? i - before : 0;
+    size_t last = std::min(n, i + after + 1);
+    // Stop at the end of the function when the symbol table gives its size.
+    if (start != pc && sym.symbol_size > 0) {
+      while (last > i + 1 && starts[last - 1] >= start + sym.symbol_size) --last;
     }
-    cur = all.begin();
-    if (cur == all.end() || !exact) {
-      for (auto& in : all) in.current = false;
-      if (all.size() > after) all.resize(after);
-      return all;
+    // Only the instructions shown are formatted.
+    std::vector<Instruction> shown;
+    for (size_t k = first; k < last; ++k) {
+      std::optional<Instruction> in = Decoder().Format(std::span(function).subspan(starts[k] - start), starts[k]);
+      if (!in) break;
+      in->current = k == i;
+      shown.push_back(std::move(*in));
     }
+    return shown;
   }
-  cur->current = true;
-  size_t i = static_cast<size_t>(cur - all.begin());
-  size_t first = i > before ? i - before : 0;
-  size_t last = std::min(all.size(), i + after + 1);
+  // Out of step (data in code, a wrong symbol): decode from pc alone.
+  std::vector<std::byte> code = Read(modules, pc, kTail);
+  std::vector<Instruction> all = Decoder().Decode(code, pc);
+  if (all.empty() && exact && !code.empty()) {
+    // Bytes that are no instruction (a jump into data): gdb's "(bad)".
+    Instruction raw;
+    raw.address = pc;
+    raw.bytes = HexBytes(std::span(code).first(1));
+    raw.text = "(bad)";
+    raw.current = true;
+    return {raw};
+  }
+  if (all.empty() || !exact) {
+    if (all.size() > after) all.resize(after);
+    return all;
+  }
+  all.front().current = true;
+  size_t last = std::min(all.size(), after + 1);
   // Stop at the end of the function when the symbol table gives its size.
   if (start != pc && sym.symbol_size > 0) {
-    while (last > i + 1 && all[last - 1].address >= start + sym.symbol_size) --last;
+    while (last > 1 && all[last - 1].address >= start + sym.symbol_size) --last;
   }
-  return {all.begin() + static_cast<long>(first), all.begin() + static_cast<long>(last)};
+  all.resize(last);
+  return all;
 }
 
 }  // namespace coroner
