@@ -10,6 +10,8 @@
 namespace coroner {
 namespace {
 
+thread_local uint64_t formatted = 0;
+
 // One decoded instruction: Zydis's decoding, gdb's words.
 struct Decoded {
   ZydisDecodedInstruction in;
@@ -46,6 +48,7 @@ class X86Decoder {
       return std::nullopt;
     }
     d.text = GasSpelling(buf, d.in, d.ops);
+    ++formatted;
     return d;
   }
 
@@ -137,6 +140,8 @@ std::optional<SizedReg> GeneralRegister(ZydisRegister r) {
 }
 
 }  // namespace
+
+uint64_t InstructionsFormatted() { return formatted; }
 
 std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address) {
   return Decoder().Decode(code, address);

@@ -39,6 +39,11 @@ struct MemoryOperand {
 };
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc);
 
+// Instructions this thread has formatted so far (Zydis's formatter and
+// gdb's spelling): what a report's disassembly costs, for tests that count
+// work rather than time it.
+uint64_t InstructionsFormatted();
+
 // Every instruction from the start of `code` (at `address`) until bytes that
 // are no instruction.
 std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address);

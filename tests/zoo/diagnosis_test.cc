@@ -284,3 +284,35 @@ TEST(JsonWriter, EscapesAsNlohmannDoes) {
 
 }  // namespace
 }  // namespace coroner
+
+namespace coroner {
+namespace {
+
+// A frame deep in a long function is decoded from the function's start, but
+// only the instructions a report shows are formatted: abort_assert-O0's
+// deepest caller frame sits hundreds of bytes into its glibc function.
+TEST(Disassembly, OnlyTheShownInstructionsAreFormatted) {
+  auto a = Analyze(Core("abort_assert-O0"));
+  const Backtrace* bt = a->analysis.crashing_backtrace();
+  ASSERT_TRUE(bt);
+  const Frame* deep = nullptr;
+  uint64_t deepest = 0;
+  for (const Frame& f : bt->frames) {
+    PcSymbol s = a->analysis.modules->Symbolize(f.pc - 1);
+    if (f.index > 0 && s.symbol_offset > deepest && s.symbol_offset <= 4096) deep = &f, deepest = s.symbol_offset;
+  }
+  // Far enough in that at least 11 instructions precede the call (15
+  // bytes is x86's longest): formatting all it decodes would be more than
+  // the 11 shown.
+  ASSERT_GE(deepest, 11u * 15) << "no frame far into its function";
+  uint64_t before = InstructionsFormatted();
+  std::vector<Instruction> shown = Disassemble(*a->analysis.modules, deep->pc, false);
+  uint64_t formatted = InstructionsFormatted() - before;
+  ASSERT_FALSE(shown.empty());
+  EXPECT_EQ(formatted, shown.size());
+  EXPECT_LE(shown.size(), 11u);  // 6 before, the call, 4 after
+  EXPECT_EQ(std::count_if(shown.begin(), shown.end(), [](const Instruction& i) { return i.current; }), 1);
+}
+
+}  // namespace
+}  // namespace coroner
