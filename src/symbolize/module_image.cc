@@ -308,6 +308,12 @@ ModuleImage::Functions ModuleImage::FunctionsAt(uint64_t vaddr) const {
 }
 
 std::vector<Dwarf_Die> ModuleImage::ScopesAt(uint64_t vaddr) const {
+  if (auto it = scopes_cache_.find(vaddr); it != scopes_cache_.end()) return it->second;
+  if (scopes_cache_.size() >= 65536) scopes_cache_.clear();
+  return scopes_cache_[vaddr] = LookUpScopes(vaddr);
+}
+
+std::vector<Dwarf_Die> ModuleImage::LookUpScopes(uint64_t vaddr) const {
   std::vector<Dwarf_Die> out;
   if (!has_dwarf_ || !GetDwarf()) return out;
   Dwarf_Die cu;

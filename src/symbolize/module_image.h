@@ -136,6 +136,7 @@ class ModuleImage {
   Dwarf* GetDwarf() const;
   const std::vector<Symbol>& Symbols() const;
   std::vector<SourceFunction> LookUpFunctions(uint64_t vaddr) const;
+  std::vector<Dwarf_Die> LookUpScopes(uint64_t vaddr) const;
   void LoadSymbols(Elf* elf) const;
   std::optional<Dwarf_Die> SubprogramAt(uint64_t vaddr) const;
   std::optional<CallSite> ReadCallSite(Dwarf_Die& die) const;
@@ -164,6 +165,10 @@ class ModuleImage {
   // FunctionsAt answers by address: the same library frames recur in every
   // core of a batch. Bounded; cleared when full.
   mutable std::unordered_map<uint64_t, Functions> functions_cache_;
+  // ScopesAt by address, as for FunctionsAt: dwarf_getscopes walks the CU
+  // from its root each time, and the frame variables, the functions and the
+  // call sites each ask it for the same pcs. Bounded; cleared when full.
+  mutable std::unordered_map<uint64_t, std::vector<Dwarf_Die>> scopes_cache_;
   // The tail-call frames ask, for every frame of every thread, what the call
   // returning there called and which function is running: answers by
   // address, as for FunctionsAt. Bounded; cleared when full.
