@@ -1,5 +1,8 @@
 #include "report/value_printer.h"
 
+#include <locale.h>
+#include <wctype.h>
+
 #include <fmt/format.h>
 #include <fmt/printf.h>
 
@@ -31,6 +34,17 @@ std::string EscapeChar(unsigned char c, char quote) {
   return fmt::format("\\{:03o}", c);
 }
 
+// Whether a well-formed UTF-8 sequence of 2 to 4 bytes is a character a
+// UTF-8 locale calls printable (iswprint), as gdb asks before it prints one
+// as itself: an unassigned code point or a control character is escaped.
+bool PrintableUtf8(std::span<const unsigned char> seq) {
+  static const locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  if (!utf8) return true;
+  uint32_t cp = seq[0] & (seq.size() == 2 ? 0x1f : seq.size() == 3 ? 0x0f : 0x07);
+  for (size_t k = 1; k < seq.size(); ++k) cp = (cp << 6) | (seq[k] & 0x3f);
+  return iswprint_l(static_cast<wint_t>(cp), utf8) != 0;
+}
+
 // gdb's form of a run of characters: quoted segments and folded repeats.
 // As gdb's printstr, it goes by groups of one character repeated (a valid
 // UTF-8 sequence is one character, any other high byte another): a group
@@ -48,9 +62,13 @@ std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
     return len;
   };
   auto text = [&](size_t i, size_t len) {
-    // A valid UTF-8 sequence prints as itself (gdb in a UTF-8 locale); any
-    // other byte escaped for the string's double quotes.
-    return len > 1 ? std::string(reinterpret_cast<const char*>(&chars[i]), len) : EscapeChar(chars[i], '"');
+    // A valid UTF-8 sequence of a printable character prints as itself
+    // (gdb in a UTF-8 locale); any other byte escaped for the string's
+    // double quotes.
+    if (len > 1 && PrintableUtf8(chars.subspan(i, len))) return std::string(reinterpret_cast<const char*>(&chars[i]), len);
+    std::string escaped;
+    for (size_t k = 0; k < len; ++k) escaped += EscapeChar(chars[i + k], '"');
+    return escaped;
   };
   std::string out, segment;
   auto flush = [&] {

@@ -3,6 +3,7 @@
 // it). Every value coroner shows must be gdb's; a variable coroner calls
 // `<optimized out>` must be one gdb cannot show either. On the `locals`
 // crasher, built for it, every variable gdb shows must be shown, equal.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -145,6 +146,29 @@ TEST(Variables, CalleeSavedRegistersCarryIntoCallers) {
   ASSERT_TRUE(in_libc);
   ASSERT_TRUE(in_libc->value) << in_libc->unavailable;
   EXPECT_EQ(PrintValue(*in_libc->value), PrintValue(*in_main->value));
+}
+
+// Characters as gdb prints them in a UTF-8 locale, asked of gdb itself: a
+// printable character as itself, an unassigned code point (U+07BC: the
+// bytes a freed chunk's pointer once held) or a control character escaped
+// byte by byte, ASCII's escapes as C writes them.
+TEST(Variables, CharactersPrintAsGdbPrintsThem) {
+  const std::string bytes = "\xde\xbc" "x\xc3\xa9\x01\"\\\n\xe4\xb8\xad\xc2\x85\xf0\x9f\x98\x80\xff";
+  std::string octal;
+  for (unsigned char c : bytes) octal += fmt::format("\\{:03o}", c);
+  std::string cmd = "LC_ALL=C.UTF-8 timeout 300 gdb -nx -batch -ex 'print \"" + octal + "\"' 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  ASSERT_EQ(out.rfind("$1 = ", 0), 0u) << out;
+  std::string gdb = out.substr(5, out.find_last_not_of('\n') - 4);
+  Value v;
+  v.kind = Value::Kind::kChars;
+  v.text = bytes;
+  EXPECT_EQ(PrintValue(v), gdb);
 }
 
 // The values as read, before gdb's printer: each kind and number is the
