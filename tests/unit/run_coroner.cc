@@ -12,17 +12,21 @@
 
 namespace coroner::testing {
 
-CommandResult Coroner(const std::string& args) {
-  std::string err_path = ::testing::TempDir() + "/coroner_stderr." + std::to_string(::getpid());
-  std::string cmd = std::string(std::getenv("CORONER_BIN")) + " " + args + " 2>" + err_path;
+CommandResult Run(const std::string& command) {
   CommandResult r{-1, {}, {}};
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen(command.c_str(), "r");
   if (!p) return r;
   char buf[65536];
   size_t n;
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+CommandResult Coroner(const std::string& args) {
+  std::string err_path = ::testing::TempDir() + "/coroner_stderr." + std::to_string(::getpid());
+  CommandResult r = Run(std::string(std::getenv("CORONER_BIN")) + " " + args + " 2>" + err_path);
   std::ifstream e(err_path);
   r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
   return r;

@@ -14,6 +14,10 @@ struct CommandResult {
 // `args` is appended to the binary's path as shell words.
 CommandResult Coroner(const std::string& args);
 
+// A shell command's exit status and standard output (its stderr is the
+// caller's to redirect).
+CommandResult Run(const std::string& command);
+
 // A file's bytes; empty when it cannot be read.
 std::string ReadAll(const std::string& path);
 

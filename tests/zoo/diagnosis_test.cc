@@ -8,6 +8,7 @@
 #include "report/core_report.h"
 #include "report/diagnosis_words.h"
 #include "symbolize/symbol_provider.h"
+#include "unit/run_coroner.h"
 #include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
@@ -181,12 +182,7 @@ TEST(UnwindRace, ThrowsBindToGnuLibunwind) {
   // `timeout` too, its own lazy bindings would write to the pipe grep has
   // left. grep reads to the end (no -m1), so no write meets a closed pipe.
   std::string cmd = "timeout -s KILL 600 env LD_DEBUG=bindings " + bin + " 1000000 128 100 2>&1 | grep \"_Unwind_RaiseException\"";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[1024];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
+  std::string out = testing::Run(cmd).out;
   EXPECT_NE(out.find("libunwind.so.8"), std::string::npos) << out;
 }
 

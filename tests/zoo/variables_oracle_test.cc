@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "report/value_printer.h"
+#include "unit/run_coroner.h"
 #include "zoo/analyzed_core.h"
 #include "zoo/zoo.h"
 
@@ -157,12 +158,7 @@ TEST(Variables, CharactersPrintAsGdbPrintsThem) {
   std::string octal;
   for (unsigned char c : bytes) octal += fmt::format("\\{:03o}", c);
   std::string cmd = "LC_ALL=C.UTF-8 timeout 300 gdb -nx -batch -ex 'print \"" + octal + "\"' 2>&1";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
+  std::string out = testing::Run(cmd).out;
   ASSERT_EQ(out.rfind("$1 = ", 0), 0u) << out;
   std::string gdb = out.substr(5, out.find_last_not_of('\n') - 4);
   Value v;
