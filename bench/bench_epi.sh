@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # bench_epi.sh CORONER
 #
-# `coroner epi` over 1,000,000 cores synthesized directly in a dataset: 1,000
-# hosts in 5 regions, 4 SKUs, 3 kernels, 4 releases, 6 services (6 attribute
-# rows a core), 60 signatures of skewed sizes over 90 days, one of them
-# planted on a single host. Then again with an inventory of the hosts'
-# placements (9 rows a host: a machine every 10 days, with region, SKU and
-# kernel), so every host, region, SKU, kernel and machine value is tested
-# per host-day. Target: under 10 s and 2 GiB each. Also checks that the
-# planted cluster's top finding is that host.
+# `coroner epi` over 10,000,000 cores synthesized directly in a dataset:
+# 1,000 hosts in 5 regions, 4 SKUs, 3 kernels, 4 releases, 6 services (6
+# attribute rows a core, 60M in all), 600 signatures of skewed sizes over 90
+# days, one of them planted on a single host. Then again with an inventory
+# of the hosts' placements (9 rows a host: a machine every 10 days, with
+# region, SKU and kernel), so every host, region, SKU, kernel and machine
+# value is tested per host-day. Target: under 60 s and 4 GiB each. Also
+# checks that the planted cluster's top finding is that host. EPI_ROWS sets
+# the cores (the signatures scale with them: one per 16,667 cores); KEEP=1
+# keeps the dataset.
 set -euo pipefail
 coroner=$1
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-n=${EPI_ROWS:-1000000}
+trap 'rm -rf "$work"' EXIT; [ -n "${KEEP:-}" ] && trap - EXIT && echo "dataset kept in $work"
+n=${EPI_ROWS:-10000000}
+k=$(( (n + 16666) / 16667 ))
 db=$work/fleet.db
 # An empty dataset of the current schema: scan of nothing valid, then rows.
 printf 'not a core' > "$work/empty"
@@ -24,11 +27,11 @@ PRAGMA synchronous = OFF;
 DELETE FROM cores;
 CREATE TEMP TABLE n(i INTEGER PRIMARY KEY);
 WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < $n) INSERT INTO n SELECT i FROM r;
--- Cluster k of 60 with weight ~ 1/(k+1); core i: k from a hash of i. The
+-- Cluster k of $k with weight ~ 1/(k+1); core i: k from a hash of i. The
 -- planted cluster 7 sits on host 417 only.
 CREATE TEMP TABLE c AS SELECT i,
   CASE WHEN (i * 2654435761) % 1000 < 8 THEN 7 ELSE
-    CAST(60 * (((i * 40503) % 65536) / 65536.0) * (((i * 40503) % 65536) / 65536.0) AS INTEGER) END AS k,
+    CAST($k * (((i * 40503) % 65536) / 65536.0) * (((i * 40503) % 65536) / 65536.0) AS INTEGER) END AS k,
   (i * 7919) % 1000 AS h FROM n;
 UPDATE c SET h = 417 WHERE k = 7;
 INSERT INTO cores(id, path, source, size, mtime_ns, bytes_read, status, time, time_source, uptime, pid, comm,
@@ -78,6 +81,6 @@ assert (top["attribute"], top["value"]) == ("host", "node-417"), top
 assert (sys.argv[2] == "exposure") == (top["host_days"] is not None), top
 PY
   awk -v s="$seconds" -v k="$kib" -v n="$n" -v m="$mode" 'BEGIN {
-    printf "epi_%s_%d_cores_s: %.1f (target < 10)\n", m, n, s;
-    printf "epi_%s_%d_cores_max_rss_mib: %.0f (target < 2048)\n", m, n, k / 1024; }'
+    printf "epi_%s_%d_cores_s: %.1f (target < 60 for 10M)\n", m, n, s;
+    printf "epi_%s_%d_cores_max_rss_mib: %.0f (target < 4096 for 10M)\n", m, n, k / 1024; }'
 done

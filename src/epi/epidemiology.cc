@@ -13,6 +13,7 @@
 #include "epi/exposure.h"
 #include "epi/statistics.h"
 #include "processor/signature.h"
+#include "text/string_map.h"
 
 namespace coroner {
 namespace {
@@ -83,25 +84,38 @@ std::string Percent(double share) {
   return buf;
 }
 
-// Interned attribute values ("key=value" features) and keys.
+// Interned attribute values ("key=value" features) and keys. A fleet's
+// dataset has tens of millions of attribute rows and a few thousand
+// distinct values: a value is found by its key's map without building a
+// string (heterogeneous lookup).
 struct Features {
+  using Index = StringMap<uint32_t>;
   std::vector<std::string> keys;
-  std::unordered_map<std::string, uint32_t> key_ids;
+  Index key_ids;
   std::vector<std::pair<uint32_t, std::string>> features;  // key id, value
-  std::unordered_map<std::string, uint32_t> feature_ids;   // "key\0value"
+  std::vector<Index> values;                               // by key id: value -> feature id
 
-  uint32_t Key(const std::string& key) {
-    auto [it, added] = key_ids.try_emplace(key, static_cast<uint32_t>(keys.size()));
-    if (added) keys.push_back(key);
-    return it->second;
+  uint32_t Key(std::string_view key) {
+    if (auto it = key_ids.find(key); it != key_ids.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(keys.size());
+    key_ids.emplace(std::string(key), id);
+    keys.emplace_back(key);
+    values.emplace_back();
+    return id;
   }
   uint32_t Feature(uint32_t key, std::string_view value) {
-    std::string k = std::to_string(key);
-    k += '\0';
-    k += value;
-    auto [it, added] = feature_ids.try_emplace(std::move(k), static_cast<uint32_t>(features.size()));
-    if (added) features.emplace_back(key, std::string(value));
-    return it->second;
+    Index& index = values[key];
+    if (auto it = index.find(value); it != index.end()) return it->second;
+    uint32_t id = static_cast<uint32_t>(features.size());
+    index.emplace(std::string(value), id);
+    features.emplace_back(key, std::string(value));
+    return id;
+  }
+  std::optional<uint32_t> Find(std::string_view key, std::string_view value) const {
+    auto k = key_ids.find(key);
+    if (k == key_ids.end()) return std::nullopt;
+    auto f = values[k->second].find(value);
+    return f == values[k->second].end() ? std::nullopt : std::optional<uint32_t>(f->second);
   }
 };
 
@@ -125,17 +139,6 @@ struct Crash {
 
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
 
-// A feature's id when it exists.
-std::optional<uint32_t> FindFeature(const Features& features, const std::string& key, const std::string& value) {
-  auto k = features.key_ids.find(key);
-  if (k == features.key_ids.end()) return std::nullopt;
-  std::string id = std::to_string(k->second);
-  id += '\0';
-  id += value;
-  auto f = features.feature_ids.find(id);
-  return f == features.feature_ids.end() ? std::nullopt : std::optional<uint32_t>(f->second);
-}
-
 // The parts of a core's job key, as its attributes name them (in any
 // order): job_id, job_step, job_restart.
 using JobParts = std::array<std::string, 3>;
@@ -152,17 +155,26 @@ std::string JobKey(const JobParts& p) {
 // ---------------------------------------------------------------------------
 // Stage 1, load: the population's cores, their cluster keys and features.
 
+// Features of each crash, in crash order, flat: crash i's are
+// values[offsets[i] .. offsets[i + 1]). Ten million crashes with a few
+// features each cost 4 bytes a feature, not a vector each.
+struct FlatLists {
+  std::vector<uint32_t> offsets{0}, values;
+  void Close() { offsets.push_back(static_cast<uint32_t>(values.size())); }  // ends the next crash's list
+  std::pair<const uint32_t*, const uint32_t*> Of(size_t i) const {
+    return {values.data() + offsets[i], values.data() + offsets[i + 1]};
+  }
+};
+
 struct Population {
   Features features;
   std::vector<Crash> crashes;           // in core id order
-  std::vector<uint32_t> offsets, flat;  // crash i's features: flat[offsets[i] .. offsets[i + 1])
+  FlatLists feature_lists;              // by crash
   std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
   std::vector<std::string> job_keys;                         // by Crash::job
   uint32_t k_exe = 0, k_build = 0;
 
-  std::pair<const uint32_t*, const uint32_t*> FeaturesOf(size_t i) const {
-    return {flat.data() + offsets[i], flat.data() + offsets[i + 1]};
-  }
+  std::pair<const uint32_t*, const uint32_t*> FeaturesOf(size_t i) const { return feature_lists.Of(i); }
 };
 
 // The SQL condition of the population (status ok, not a log line's twin,
@@ -171,10 +183,15 @@ struct PopulationQuery {
   std::string unlinked, population, label;
 };
 
-PopulationQuery MakePopulationQuery(const EpiOptions& options) {
+PopulationQuery MakePopulationQuery(Dataset& dataset, const EpiOptions& options) {
   PopulationQuery q;
   // A log line linked to the core of the same crash is that core's event.
-  q.unlinked = "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
+  // Most datasets have no such link: asked once (the key's index), not
+  // once per core.
+  auto linked = dataset.Query("SELECT 1 FROM attributes WHERE key = 'same_crash_as' LIMIT 1");
+  q.unlinked = linked.ok() && linked->rows.empty()
+                   ? "1"
+                   : "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
   q.population = "status = 'ok' AND " + q.unlinked + " AND " + Condition(options.where);
   q.label = "NULL";
   for (const auto& rule : options.rules.rules) {
@@ -233,14 +250,19 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
 // or its signature) and the features its row gives (uptime and CPU-time
 // buckets, build-id, executable), into `derived`.
 Status ReadCores(Dataset& dataset, const PopulationQuery& query,
-                         const std::unordered_map<int64_t, std::string>& resigned, Population& pop,
-                         std::vector<std::vector<uint32_t>>& derived) {
+                 const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
   Features& features = pop.features;
   std::unordered_map<std::string, uint32_t> cluster_ids;
   std::vector<std::unordered_map<std::string, uint64_t>> syndrome_votes;
   uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
   pop.k_build = features.Key("build_id");
   pop.k_exe = features.Key("exe");
+  std::vector<uint32_t> uptime_features, cpu_features;
+  for (const auto& t : kUptime) uptime_features.push_back(features.Feature(k_uptime, t.name));
+  uptime_features.push_back(features.Feature(k_uptime, ">=7d"));
+  for (const auto& t : kCpuTime) cpu_features.push_back(features.Feature(k_cpu, t.name));
+  cpu_features.push_back(features.Feature(k_cpu, ">=1h"));
+  std::string key;
   auto rows = dataset.ForEachRow(
       "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + query.label +
           ", pid FROM cores WHERE " + query.population + " ORDER BY id",
@@ -250,39 +272,41 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         if (!r.IsNull(1)) c.time = ParseIso8601(std::string(r.Text(1)));
         if (!r.IsNull(2)) c.uptime = r.Integer(2);
         if (!r.IsNull(9)) c.pid = static_cast<int>(r.Integer(9));
-        std::string syndrome(r.IsNull(4) ? "unknown" : r.Text(4));
+        std::string_view syndrome = r.IsNull(4) ? "unknown" : r.Text(4);
         auto again = resigned.find(c.id);
-        std::string key = !r.IsNull(8)             ? "label: " + std::string(r.Text(8))
-                          : again != resigned.end() ? again->second
-                          : !r.IsNull(5)            ? std::string(r.Text(5))
-                                                    : syndrome;
+        if (!r.IsNull(8)) key.assign("label: ").append(r.Text(8));
+        else if (again != resigned.end()) key = again->second;
+        else key = r.IsNull(5) ? syndrome : r.Text(5);
         auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
         if (added) {
           pop.cluster_keys.push_back(key);
           syndrome_votes.emplace_back();
         }
         c.cluster = it->second;
-        ++syndrome_votes[c.cluster][syndrome];
+        auto& votes = syndrome_votes[c.cluster];
+        auto vote = votes.find(std::string(syndrome));
+        if (vote == votes.end()) vote = votes.emplace(std::string(syndrome), 0).first;
+        ++vote->second;
         std::optional<Syndrome> label = SyndromeFromName(syndrome);
         c.external = label == Syndrome::kExternalSignal;
         c.passive = c.external || label == Syndrome::kAbort || label == Syndrome::kAbortAssert ||
                     label == Syndrome::kUncaughtException;
-        std::vector<uint32_t> own;
+        // The buckets are cumulative: an uptime of 30 min is <1h, <6h, ...
         if (c.uptime) {
-          for (const auto& t : kUptime)
-            if (*c.uptime < t.seconds) own.push_back(features.Feature(k_uptime, t.name));
-          if (*c.uptime >= kUptime[std::size(kUptime) - 1].seconds) own.push_back(features.Feature(k_uptime, ">=7d"));
+          for (size_t b = 0; b < std::size(kUptime); ++b)
+            if (*c.uptime < kUptime[b].seconds) derived.values.push_back(uptime_features[b]);
+          if (*c.uptime >= kUptime[std::size(kUptime) - 1].seconds) derived.values.push_back(uptime_features.back());
         }
         if (!r.IsNull(3)) {
           double cpu = r.Real(3);
-          for (const auto& t : kCpuTime)
-            if (cpu < static_cast<double>(t.seconds)) own.push_back(features.Feature(k_cpu, t.name));
-          if (cpu >= 3600) own.push_back(features.Feature(k_cpu, ">=1h"));
+          for (size_t b = 0; b < std::size(kCpuTime); ++b)
+            if (cpu < static_cast<double>(kCpuTime[b].seconds)) derived.values.push_back(cpu_features[b]);
+          if (cpu >= 3600) derived.values.push_back(cpu_features.back());
         }
-        if (!r.IsNull(7)) own.push_back(features.Feature(pop.k_build, r.Text(7)));
-        if (!r.IsNull(6)) own.push_back(features.Feature(pop.k_exe, r.Text(6)));
+        if (!r.IsNull(7)) derived.values.push_back(features.Feature(pop.k_build, r.Text(7)));
+        if (!r.IsNull(6)) derived.values.push_back(features.Feature(pop.k_exe, r.Text(6)));
+        derived.Close();
         pop.crashes.push_back(c);
-        derived.push_back(std::move(own));
         return true;
       });
   if (!rows.ok()) return MakeError(rows.error().kind, "reading cores: " + rows.error().message);
@@ -296,44 +320,74 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
   return Ok{};
 }
 
+// What an attribute key means to the loader, decided once per key.
+enum class KeyRole : uint8_t { kTested, kUntested, kBitFlip, kPid, kImpossibleState, kJobId, kJobStep, kJobRestart,
+                               kRank, kPeerFailure, kHost, kMachine, kLauncher };
+
+KeyRole RoleOf(const std::string& key) {
+  if (key == "possible_bit_flips") return KeyRole::kBitFlip;
+  if (key == "pid") return KeyRole::kPid;
+  if (key == "impossible_state") return KeyRole::kImpossibleState;
+  if (key == "job_id") return KeyRole::kJobId;
+  if (key == "job_step") return KeyRole::kJobStep;
+  if (key == "job_restart") return KeyRole::kJobRestart;
+  if (key == "rank") return KeyRole::kRank;
+  if (key == "peer_failure") return KeyRole::kPeerFailure;
+  if (Untested(key)) return KeyRole::kUntested;
+  if (key == "host") return KeyRole::kHost;
+  if (key == "machine" || key == "physical_host") return KeyRole::kMachine;
+  if (key == "launcher") return KeyRole::kLauncher;
+  return KeyRole::kTested;
+}
+
 // The attributes, merged into the crashes by id (both are in id order),
 // with the row's own features and `hw_errors_Nd` from the kernel logs.
-Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
-                              const std::vector<std::vector<uint32_t>>& derived, Population& pop) {
+Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists derived, Population& pop) {
   Features& features = pop.features;
   std::vector<Crash>& crashes = pop.crashes;
-  uint32_t k_host = features.Key("host");
+  std::vector<KeyRole> roles;  // by key id
   size_t at = 0;
-  std::vector<std::vector<uint32_t>> attrs(crashes.size());
+  FlatLists attrs;
+  attrs.offsets.reserve(crashes.size() + 1);
   std::unordered_map<size_t, JobParts> job_parts;  // only the cores of jobs pay for them
-  auto a = dataset.ForEachRow("SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core",
-                              [&](const QueryRow& r) {
-                                int64_t core = r.Integer(0);
-                                while (at < crashes.size() && crashes[at].id < core) ++at;
-                                if (at == crashes.size()) return false;
-                                if (crashes[at].id != core) return true;
-                                std::string key(r.Text(1));
-                                if (key == "possible_bit_flips") crashes[at].bit_flip = true;
-                                // systemd-coredump's pid (its xattr or file name) is the
-                                // kernel's, as the kernel log prints it; the core's own
-                                // pid is the one inside the process's pid namespace.
-                                if (key == "pid")
-                                  if (auto pid = ParseInt(r.Text(2)); pid && *pid > 0 && *pid < (1 << 30))
-                                    crashes[at].pid = static_cast<int>(*pid);
-                                if (key == "impossible_state") crashes[at].impossible_state = true;
-                                if (key == "job_id" || key == "job_step" || key == "job_restart")
-                                  job_parts[at][key == "job_id" ? 0 : key == "job_step" ? 1 : 2] = r.Text(2);
-                                if (key == "rank") crashes[at].rank = ParseInt(r.Text(2));
-                                if (key == "peer_failure") crashes[at].peer_failure = true;
-                                if (Untested(key)) return true;
-                                uint32_t f = features.Feature(features.Key(key), r.Text(2));
-                                if (features.features[f].first == k_host) crashes[at].host = f;
-                                if (key == "machine" || key == "physical_host") crashes[at].machine = f;
-                                if (key == "launcher") crashes[at].launcher = f;
-                                attrs[at].push_back(f);
-                                return true;
-                              });
+  auto a = dataset.ForEachRow(
+      "SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core", [&](const QueryRow& r) {
+        int64_t core = r.Integer(0);
+        while (at < crashes.size() && crashes[at].id < core) {
+          attrs.Close();
+          ++at;
+        }
+        if (at == crashes.size()) return false;
+        if (crashes[at].id != core) return true;
+        uint32_t key = features.Key(r.Text(1));
+        if (key >= roles.size()) roles.resize(key + 1, KeyRole::kTested), roles[key] = RoleOf(features.keys[key]);
+        std::string_view value = r.Text(2);
+        Crash& crash = crashes[at];
+        switch (roles[key]) {
+          case KeyRole::kBitFlip: crash.bit_flip = true; return true;
+          // systemd-coredump's pid (its xattr or file name) is the kernel's,
+          // as the kernel log prints it; the core's own pid is the one
+          // inside the process's pid namespace.
+          case KeyRole::kPid:
+            if (auto pid = ParseInt(value); pid && *pid > 0 && *pid < (1 << 30)) crash.pid = static_cast<int>(*pid);
+            return true;
+          case KeyRole::kImpossibleState: crash.impossible_state = true; return true;
+          case KeyRole::kJobId: job_parts[at][0] = value; return true;
+          case KeyRole::kJobStep: job_parts[at][1] = value; return true;
+          case KeyRole::kJobRestart: job_parts[at][2] = value; return true;
+          case KeyRole::kRank: crash.rank = ParseInt(value); return true;
+          case KeyRole::kPeerFailure: crash.peer_failure = true; return true;
+          case KeyRole::kUntested: return true;
+          case KeyRole::kHost: crash.host = features.Feature(key, value); break;
+          case KeyRole::kMachine: crash.machine = features.Feature(key, value); break;
+          case KeyRole::kLauncher: crash.launcher = features.Feature(key, value); break;
+          case KeyRole::kTested: break;
+        }
+        attrs.values.push_back(features.Feature(key, value));
+        return true;
+      });
   if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
+  while (attrs.offsets.size() < crashes.size() + 1) attrs.Close();
   std::unordered_map<std::string, uint32_t> job_ids;
   for (const auto& [i, parts] : job_parts) {
     std::string key = JobKey(parts);
@@ -354,19 +408,21 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
   for (auto& [h, t] : events) std::sort(t.begin(), t.end());
   uint32_t k_hw = features.Key("hw_errors_" + std::to_string(options.hardware_window_days) + "d");
   int64_t window = options.hardware_window_days * kDay;
-  pop.offsets.assign(crashes.size() + 1, 0);
-  pop.flat.reserve(crashes.size() * 8);
+  FlatLists& out = pop.feature_lists;
+  out.offsets.reserve(crashes.size() + 1);
+  out.values.reserve(derived.values.size() + attrs.values.size() + (options.hardware.empty() ? 0 : crashes.size()));
   for (size_t i = 0; i < crashes.size(); ++i) {
-    pop.flat.insert(pop.flat.end(), derived[i].begin(), derived[i].end());
+    auto [own, own_end] = derived.Of(i);
+    out.values.insert(out.values.end(), own, own_end);
     // One value per core per attribute: a sidecar or systemd-coredump's
     // xattrs may name `exe` or `build_id` too, which the core's row gives
     // already (and the core's own value wins).
-    for (uint32_t f : attrs[i]) {
-      uint32_t key = features.features[f].first;
+    auto [from, to] = attrs.Of(i);
+    for (const uint32_t* f = from; f != to; ++f) {
+      uint32_t key = features.features[*f].first;
       bool from_core = (key == pop.k_exe || key == pop.k_build) &&
-                       std::any_of(derived[i].begin(), derived[i].end(),
-                                   [&](uint32_t d) { return features.features[d].first == key; });
-      if (!from_core) pop.flat.push_back(f);
+                       std::any_of(own, own_end, [&](uint32_t d) { return features.features[d].first == key; });
+      if (!from_core) out.values.push_back(*f);
     }
     if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
       const std::string& host = features.features[crashes[i].host].second;
@@ -377,15 +433,15 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options,
         hit = lo != it->second.end() && *lo <= *crashes[i].time;
       }
       // Only "yes" is tested: "no" would be the same test, mirrored.
-      if (hit) pop.flat.push_back(features.Feature(k_hw, "yes"));
+      if (hit) out.values.push_back(features.Feature(k_hw, "yes"));
     }
-    pop.offsets[i + 1] = static_cast<uint32_t>(pop.flat.size());
+    out.Close();
   }
   return Ok{};
 }
 
 Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {
-  PopulationQuery query = MakePopulationQuery(options);
+  PopulationQuery query = MakePopulationQuery(dataset, options);
   auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status <> 'ok' AND " + Condition(options.where) +
                          "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + query.unlinked + " AND " +
                          Condition(options.where) + ")");
@@ -395,11 +451,15 @@ Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options,
   auto resigned = Resign(dataset, query.population, options.rules);
   if (!resigned.ok()) return resigned.error();
   Population pop;
-  std::vector<std::vector<uint32_t>> derived;  // per crash, features from the core row
+  // Sized once: ten million crashes grown by doubling would hold two
+  // copies at the last step.
+  pop.crashes.reserve(selected);
+  FlatLists derived;  // per crash, features from the core row
+  derived.offsets.reserve(selected + 1);
   if (auto r = ReadCores(dataset, query, *resigned, pop, derived); !r.ok()) return r.error();
   result.cores = pop.crashes.size();
   result.excluded = selected - std::min<uint64_t>(selected, result.cores);
-  if (auto r = ReadAttributes(dataset, options, derived, pop); !r.ok()) return r.error();
+  if (auto r = ReadAttributes(dataset, options, std::move(derived), pop); !r.ok()) return r.error();
   return pop;
 }
 
@@ -418,13 +478,15 @@ Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options,
 
 struct Incidents {
   struct One {
-    std::vector<uint32_t> crashes;  // in time order, untimed last; empty for a core of its own (no allocation)
+    std::vector<uint32_t> crashes;  // in time order, untimed last
     uint32_t root = 0;
     bool alike = false;
     uint64_t collateral = 0;
   };
-  std::vector<One> list;
-  std::vector<uint32_t> of;         // per crash: its incident
+  static constexpr uint32_t kAlone = UINT32_MAX;
+  std::vector<One> list;            // the jobs' incidents: a core without a job is one alone, not listed
+  uint64_t alone = 0;               // cores without a job
+  std::vector<uint32_t> of;         // per crash: its incident in `list`, or kAlone
   std::vector<uint8_t> counted;     // per crash: an observation of the statistics
   std::vector<uint8_t> collateral;  // per crash
 };
@@ -476,8 +538,8 @@ Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t key = crashes[i].job;
     if (key == UINT32_MAX) {
-      out.of[i] = static_cast<uint32_t>(out.list.size());
-      out.list.push_back({{}, i, false, 0});
+      out.of[i] = Incidents::kAlone;
+      ++out.alone;
     } else {
       by_job[key].push_back(i);
     }
@@ -636,7 +698,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
   });
   out.spans.resize(n);
   std::map<std::pair<int64_t, int64_t>, double> window_days;  // host-days per window, computed once
-  std::vector<uint32_t> last_cluster(incidents.list.size(), UINT32_MAX);  // per incident: the last rank it was counted in
+  std::vector<uint32_t> last_cluster(incidents.list.size(), UINT32_MAX);  // per job incident: the last rank it was counted in
   for (size_t rank = 0; rank < n; ++rank) {
     size_t k = out.order[rank];
     const auto& m = out.members[k];
@@ -656,9 +718,9 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     uint64_t n_incidents = 0;
     for (uint32_t i : m) {
       const Crash& c = crashes[i];
-      uint32_t& seen = last_cluster[incidents.of[i]];
-      bool first_of_incident = seen != rank;
-      seen = static_cast<uint32_t>(rank);
+      uint32_t incident = incidents.of[i];
+      bool first_of_incident = incident == Incidents::kAlone || last_cluster[incident] != rank;
+      if (incident != Incidents::kAlone) last_cluster[incident] = static_cast<uint32_t>(rank);
       n_incidents += first_of_incident;
       if (first_of_incident && c.time)
         ++daily_incidents[static_cast<size_t>(std::max(DayOf(*c.time), cal.min_day) - cal.min_day)];
@@ -890,7 +952,7 @@ void ExplainFindings(const Population& pop, const Incidents& incidents, const Ca
   const auto& features = pop.features;
   std::vector<int32_t> slot(features.features.size(), -1);
   std::vector<uint32_t> needed;
-  auto feature_of = [&](const Finding& f) { return *FindFeature(features, f.attribute, f.value); };
+  auto feature_of = [&](const Finding& f) { return *features.Find(f.attribute, f.value); };
   for (const auto& cl : result.clusters)
     if (cl.findings.size() > 1)
       for (const auto& f : cl.findings) {
@@ -1081,7 +1143,7 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
 
 void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents& incidents, const Clusters& clusters,
                        EpiResult& result) {
-  result.incident_count = incidents.list.size();
+  result.incident_count = incidents.alone + incidents.list.size();
   size_t n = clusters.order.size();
   std::vector<size_t> rank_of(n);
   for (size_t rank = 0; rank < n; ++rank) rank_of[clusters.order[rank]] = rank;

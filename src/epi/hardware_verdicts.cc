@@ -7,6 +7,7 @@
 
 #include "dataset/timestamps.h"
 #include "epi/statistics.h"
+#include "text/string_map.h"
 
 namespace coroner {
 namespace {
@@ -44,7 +45,7 @@ class Placements {
       for (const auto& [k, v] : row.columns)
         if (k == "machine" && !v.empty()) spans_[row.host].push_back({row.valid_from, row.valid_to, v});
   }
-  std::string MachineOf(const std::string& host, std::optional<int64_t> t, const std::string& fallback = "") const {
+  std::string_view MachineOf(std::string_view host, std::optional<int64_t> t, std::string_view fallback = {}) const {
     auto it = spans_.find(host);
     if (it != spans_.end() && t)
       for (const auto& s : it->second)
@@ -57,7 +58,7 @@ class Placements {
     std::optional<int64_t> from, to;
     std::string machine;
   };
-  std::unordered_map<std::string, std::vector<Span>> spans_;
+  StringMap<std::vector<Span>> spans_;
 };
 
 // A crash's own kernel lines: the CPU its segfault or trap line names, the
@@ -67,10 +68,25 @@ struct CrashLines {
   std::set<std::string> gpus;
 };
 
+// The lines of the crashes that have any (few, in a fleet of millions).
+class JoinedLines {
+ public:
+  const CrashLines& Of(size_t crash) const {
+    static const CrashLines kNone;
+    auto it = lines_.find(crash);
+    return it == lines_.end() ? kNone : it->second;
+  }
+  CrashLines& Add(size_t crash) { return lines_[crash]; }
+  std::unordered_map<size_t, CrashLines>& All() { return lines_; }
+
+ private:
+  std::unordered_map<size_t, CrashLines> lines_;
+};
+
 // Joins each line with a pid to the crash of its host and pid within
 // kJoinSeconds (a GPU line from kGpuJoinSeconds before); a GPU line without
 // a pid (older NVIDIA drivers) to its host's crash within kJoinSeconds.
-std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
+JoinedLines JoinLines(const std::vector<CrashFacts>& crashes, const std::vector<HardwareEvent>& events,
                                   uint64_t& joined_lines) {
   std::unordered_map<std::string, std::vector<const HardwareEvent*>> by_pid, gpu_by_host;
   for (const auto& e : events) {
@@ -85,8 +101,10 @@ std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const 
   auto from = [](const std::vector<const HardwareEvent*>& v, int64_t t) {
     return std::lower_bound(v.begin(), v.end(), t, [](const HardwareEvent* e, int64_t x) { return *e->time < x; });
   };
-  std::vector<CrashLines> out(crashes.size());
+  JoinedLines out;
   std::set<const HardwareEvent*> joined;
+  joined_lines = 0;
+  if (by_pid.empty() && gpu_by_host.empty()) return out;  // most fleets: no log, nothing to look up per crash
   for (size_t i = 0; i < crashes.size(); ++i) {
     const CrashFacts& c = crashes[i];
     if (c.host.empty() || !c.time) continue;
@@ -94,15 +112,15 @@ std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const 
       int64_t dt = *e->time - *c.time;
       if (dt < -before || dt > kJoinSeconds) return;
       joined.insert(e);
-      if (IsCrashLine(*e) && e->cpu && !out[i].cpu) out[i].cpu = e->cpu;
-      if (IsGpuLine(*e) && !e->gpu.empty()) out[i].gpus.insert(e->gpu);
+      if (IsCrashLine(*e) && e->cpu && !out.Of(i).cpu) out.Add(i).cpu = e->cpu;
+      if (IsGpuLine(*e) && !e->gpu.empty()) out.Add(i).gpus.insert(e->gpu);
     };
     if (c.pid)
-      if (auto it = by_pid.find(c.host + '\t' + std::to_string(*c.pid)); it != by_pid.end())
+      if (auto it = by_pid.find(std::string(c.host) + '\t' + std::to_string(*c.pid)); it != by_pid.end())
         for (auto e = from(it->second, *c.time - kGpuJoinSeconds);
              e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
           take(*e, IsGpuLine(**e) ? kGpuJoinSeconds : kJoinSeconds);
-    if (auto it = gpu_by_host.find(c.host); it != gpu_by_host.end())
+    if (auto it = gpu_by_host.find(std::string(c.host)); it != gpu_by_host.end())
       for (auto e = from(it->second, *c.time - kJoinSeconds);
            e != it->second.end() && *(*e)->time <= *c.time + kJoinSeconds; ++e)
         take(*e, kJoinSeconds);
@@ -110,7 +128,7 @@ std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const 
   joined_lines = joined.size();
   // ROCr names a GPU by its KFD node ("node-2"), amdgpu by its PCI address:
   // one device, named twice. The PCI address is kept when both are there.
-  for (auto& l : out)
+  for (auto& [i, l] : out.All())
     if (std::any_of(l.gpus.begin(), l.gpus.end(), [](const std::string& g) { return g.rfind("node-", 0) != 0; }))
       std::erase_if(l.gpus, [](const std::string& g) { return g.rfind("node-", 0) == 0; });
   return out;
@@ -123,32 +141,32 @@ std::vector<CrashLines> JoinLines(const std::vector<CrashFacts>& crashes, const 
 class GpuOwners {
  public:
   GpuOwners(const Placements& placements, const std::vector<CrashFacts>& crashes,
-            const std::vector<CrashLines>& lines, const std::vector<HardwareEvent>& events)
+            const JoinedLines& lines, const std::vector<HardwareEvent>& events)
       : placements_(placements) {
     for (size_t i = 0; i < crashes.size(); ++i)
-      for (const auto& gpu : lines[i].gpus)
-        if (std::string m = MachineOf(crashes[i]); !m.empty()) vms_[m + '\t' + gpu].insert(crashes[i].host);
+      for (const auto& gpu : lines.Of(i).gpus)
+        if (std::string m = MachineOf(crashes[i]); !m.empty()) vms_[m + '\t' + gpu].insert(std::string(crashes[i].host));
     for (const auto& e : events)
       if (IsGpuLine(e) && !e.gpu.empty())
-        if (std::string m = placements.MachineOf(e.host, e.time); !m.empty() && m != e.host)
+        if (std::string m(placements.MachineOf(e.host, e.time)); !m.empty() && m != e.host)
           vms_[m + '\t' + e.gpu].insert(e.host);
   }
   // The owner of `gpu` as a line of `host` at `t` names it, and whether
   // that is a machine.
   std::pair<std::string, bool> Owner(const std::string& host, std::optional<int64_t> t, const std::string& gpu,
                                      const std::string& sidecar_machine = "") const {
-    std::string m = placements_.MachineOf(host, t, sidecar_machine);
+    std::string m(placements_.MachineOf(host, t, sidecar_machine));
     if (m.empty() || m == host) return {host, false};
     auto it = vms_.find(m + '\t' + gpu);
     return it != vms_.end() && it->second.size() >= 2 ? std::pair{m, true} : std::pair{host, false};
   }
   std::pair<std::string, bool> Owner(const CrashFacts& c, const std::string& gpu) const {
-    return Owner(c.host, c.time, gpu, c.machine);
+    return Owner(std::string(c.host), c.time, gpu, std::string(c.machine));
   }
 
  private:
   std::string MachineOf(const CrashFacts& c) const {
-    std::string m = placements_.MachineOf(c.host, c.time, c.machine);
+    std::string m(placements_.MachineOf(c.host, c.time, c.machine));
     return m == c.host ? "" : m;
   }
   const Placements& placements_;
@@ -165,17 +183,17 @@ struct GpuSuspect {
 
 // Each cluster's GPUs: one device again and again (the device), or many
 // devices (the application).
-std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, const std::vector<CrashLines>& lines,
+std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, const JoinedLines& lines,
                                         const GpuOwners& owners, std::vector<GpuEvents>& clusters) {
   std::set<std::string> machines;  // owners that are machines, for the wording
   for (size_t i = 0; i < crashes.size(); ++i) {
     const CrashFacts& c = crashes[i];
     if (c.cluster >= clusters.size()) continue;
     GpuEvents& g = clusters[c.cluster];
-    if (lines[i].cpu) ++g.cpus[c.host + " CPU " + std::to_string(*lines[i].cpu)];
-    if (lines[i].gpus.empty()) continue;
+    if (lines.Of(i).cpu) ++g.cpus[std::string(c.host) + " CPU " + std::to_string(*lines.Of(i).cpu)];
+    if (lines.Of(i).gpus.empty()) continue;
     ++g.cores;
-    for (const auto& gpu : lines[i].gpus) {
+    for (const auto& gpu : lines.Of(i).gpus) {
       auto [owner, machine] = owners.Owner(c, gpu);
       if (machine) machines.insert(owner);
       ++g.gpus[owner + " " + gpu];
@@ -254,7 +272,7 @@ void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
     s.fresh += *c.uptime < 3600;
   }
   for (const auto& gpu : lines.gpus) ++s.gpu_crashes[gpu];
-  if (s.machine && (c.bit_flip || c.impossible_state)) s.crash_vms.insert(c.host);
+  if (s.machine && (c.bit_flip || c.impossible_state)) s.crash_vms.insert(std::string(c.host));
 }
 
 void AddGpuError(Subject& s, const HardwareEvent& e) {
@@ -464,10 +482,10 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
     int64_t window = static_cast<int64_t>(options.hardware_window_days) * kDaySeconds;
     for (const auto& c : crashes) {
       if (c.cluster != f.cluster || !c.time) continue;
-      auto it = error_times.find(c.host);
+      auto it = error_times.find(std::string(c.host));
       if (it == error_times.end()) continue;
       auto lo = std::lower_bound(it->second.begin(), it->second.end(), *c.time - window);
-      after_errors[c.host] += lo != it->second.end() && *lo <= *c.time;
+      after_errors[std::string(c.host)] += lo != it->second.end() && *lo <= *c.time;
     }
     for (const auto& [host, n] : after_errors) {
       if (n < 2) continue;
@@ -494,7 +512,7 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
 struct Evidence {
   const std::vector<CrashFacts>& crashes;
   const std::vector<HardwareEvent>& events;
-  const std::vector<CrashLines>& lines;
+  const JoinedLines& lines;
   const Placements& placements;
   const GpuOwners& owners;
   const std::vector<uint64_t>& cluster_size;
@@ -512,11 +530,11 @@ std::set<std::string> JudgeMachines(const Evidence& ev, std::map<std::string, Su
   for (size_t i = 0; i < ev.crashes.size(); ++i) {
     const CrashFacts& c = ev.crashes[i];
     if (c.host.empty() || c.cluster >= ev.cluster_size.size()) continue;
-    std::string m = ev.placements.MachineOf(c.host, c.time, c.machine);
+    std::string_view m = ev.placements.MachineOf(c.host, c.time, c.machine);
     if (m.empty() || m == c.host) continue;
-    Subject& s = machines[m];
+    Subject& s = machines[std::string(m)];
     s.machine = true;
-    AddCrash(s, c, ev.lines[i]);
+    AddCrash(s, c, ev.lines.Of(i));
   }
   for (const auto& e : ev.events) {
     if (!IsGpuHardwareError(e) || e.gpu.empty()) continue;
@@ -541,11 +559,18 @@ std::set<std::string> JudgeMachines(const Evidence& ev, std::map<std::string, Su
 // of their time on it.
 void JudgeHosts(const Evidence& ev, std::map<std::string, Subject> hosts, const std::set<std::string>& machines,
                 std::vector<HostVerdict>& rows) {
+  // Millions of crashes on thousands of hosts: each host's subject is
+  // looked up by the view of its name (the facts keep the names alive).
+  std::unordered_map<std::string_view, Subject*> subject_of;
   for (size_t i = 0; i < ev.crashes.size(); ++i) {
     const CrashFacts& c = ev.crashes[i];
     if (c.host.empty() || c.cluster >= ev.cluster_size.size()) continue;
-    if (machines.count(ev.placements.MachineOf(c.host, c.time, c.machine))) continue;
-    AddCrash(hosts[c.host], c, ev.lines[i]);
+    if (!machines.empty())
+      if (std::string_view m = ev.placements.MachineOf(c.host, c.time, c.machine); !m.empty() && machines.count(std::string(m)))
+        continue;
+    Subject*& s = subject_of[c.host];
+    if (!s) s = &hosts[std::string(c.host)];
+    AddCrash(*s, c, ev.lines.Of(i));
   }
   // The CPUs each host has, from its boot lines: a crash line naming a CPU
   // the host does not have is not the kernel's.
@@ -581,7 +606,7 @@ HardwareVerdicts JudgeHardware(const std::vector<CrashFacts>& crashes, const std
   for (const auto& c : crashes)
     if (c.cluster < clusters && c.counted) ++cluster_size[c.cluster];
   Placements placements(options.inventory);
-  std::vector<CrashLines> lines = JoinLines(crashes, events, out.joined_lines);
+  JoinedLines lines = JoinLines(crashes, events, out.joined_lines);
   GpuOwners owners(placements, crashes, lines, events);
   std::vector<GpuSuspect> gpu_suspects = ReadClusterGpus(crashes, lines, owners, out.clusters);
   Readings readings = ReadClusters(crashes, events, gpu_suspects, cluster_size, options);

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dataset/metadata.h"
@@ -23,9 +24,10 @@
 
 namespace coroner {
 
-// What epi knows of one crash for the verdicts.
+// What epi knows of one crash for the verdicts. A fleet has millions: the
+// host and machine are views of names the caller keeps for the call.
 struct CrashFacts {
-  std::string host;                  // empty when the core has none
+  std::string_view host;             // empty when the core has none
   std::optional<int64_t> time, uptime;
   std::optional<int> pid;
   size_t cluster = 0;                // its cluster's rank in EpiResult::clusters
@@ -35,7 +37,7 @@ struct CrashFacts {
   // An observation of its own: false for a rank that died because another
   // did (epi's incidents), whose host is not to blame for it.
   bool counted = true;
-  std::string machine;               // the physical machine its sidecar names (used when the inventory does not)
+  std::string_view machine;          // the physical machine its sidecar names (used when the inventory does not)
 };
 
 // A cluster's finding that points at machines, flagged "suspect hardware":

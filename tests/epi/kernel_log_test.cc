@@ -5,6 +5,8 @@
 // VM fault handler): every field each line names is read, and nothing else.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "dataset/timestamps.h"
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
@@ -420,9 +422,11 @@ TEST(HostVerdicts, AGpuFallenOffTheBusBeforeItsAbortsIsNamedWithItsHost) {
     crashes.push_back(c);
   }
   // Another host's crashes of the same cluster, without GPU lines.
+  std::array<std::string, 5> others;  // the facts view their hosts' names
   for (int i = 0; i < 5; ++i) {
     CrashFacts c;
-    c.host = "gpu-0" + std::to_string(i);
+    others[i] = "gpu-0" + std::to_string(i);
+    c.host = others[i];
     c.time = start + i * 3600;
     crashes.push_back(c);
   }
