@@ -82,10 +82,14 @@ int RunAnalyze(const AnalyzeOptions& options) {
     }
     rules = std::move(*loaded);
   }
-  CoreOptions core_options;
+  ProcessOptions process;
+  process.depth = options.registers_only ? AnalysisDepth::kRegisters : AnalysisDepth::kFull;
+  process.unwind.max_frames = options.max_frames;
+  process.python_frames = options.python_frames;
+  process.environment.allow = rules.environment_allow;
+  CoreOptions core_options = CoreOptionsFor(process);
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;
-  core_options.notes_only = options.registers_only;
   SymbolOptions symbol_options;
   symbol_options.sysroot = options.sysroot;
   symbol_options.debug_dirs = options.debug_dirs;
@@ -97,11 +101,6 @@ int RunAnalyze(const AnalyzeOptions& options) {
   static auto& kept = *new std::vector<std::unique_ptr<FileSymbolProvider>>;
   kept.push_back(std::make_unique<FileSymbolProvider>(symbol_options));
   FileSymbolProvider& provider = *kept.back();
-  ProcessOptions process;
-  process.depth = options.registers_only ? AnalysisDepth::kRegisters : AnalysisDepth::kFull;
-  process.unwind.max_frames = options.max_frames;
-  process.python_frames = options.python_frames;
-  process.environment.allow = rules.environment_allow;
   bool json = options.format == "json";
   SourceFlags flags = options.source_flags;
   flags.components_file = options.components_file;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/memory.h"
@@ -106,6 +107,13 @@ struct CoreOptions {
   // from NT_FILE alone, without the build-ids their header pages hold, so a
   // compressed core is decoded only as far as its notes.
   bool notes_only = false;
+  // An interpreter whose state the analysis reads from the process's heap
+  // (the Python stacks): when a mapped file's path says it is one, its
+  // writable mappings and the process's small anonymous ones (its heap and
+  // arenas, up to interpreter_plan_bytes) join the read plan, so that a
+  // stream-compressed core still gives the interpreter's state in one pass.
+  std::function<bool(std::string_view path)> is_interpreter;
+  uint64_t interpreter_plan_bytes = 32ull << 20;
 };
 
 // A process's ELF images, from its file mappings. An image begins at a

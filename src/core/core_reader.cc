@@ -523,6 +523,46 @@ class CoreReader {
       jit += take;
     }
     c_.source_->Retain(ranges);
+    PlanInterpreterReads();
+  }
+
+  // An interpreter's state lies in its writable data and the process's
+  // heap and arenas, which no stack or code range covers: its own writable
+  // mappings, then the small anonymous writable ones (the brk heap, the
+  // allocator's arenas, a thread's frame chunks) smallest first, up to the
+  // plan's bytes. A thread's stack is planned already. Kept only if there
+  // is room beside the plan above (RetainIfRoom).
+  void PlanInterpreterReads() {
+    if (!options_.is_interpreter || options_.interpreter_plan_bytes == 0) return;
+    constexpr uint64_t kSmallMapping = 8 << 20;
+    std::set<std::string_view> interpreters;
+    for (const auto& f : c_.files_)
+      if (options_.is_interpreter(f.path)) interpreters.insert(f.path);
+    if (interpreters.empty()) return;
+    auto holds_sp = [&](const Segment& s) {
+      return std::any_of(c_.threads_.begin(), c_.threads_.end(), [&](const Thread& t) {
+        return t.registers.sp() >= s.vaddr && t.registers.sp() < s.end();
+      });
+    };
+    std::vector<const Segment*> own, anonymous;
+    for (const Segment& s : c_.memory_->segments()) {
+      if (!s.write || s.filesz == 0) continue;
+      const FileMapping* f = c_.FileAt(s.vaddr);
+      if (f && interpreters.count(f->path)) own.push_back(&s);
+      else if (!f && s.filesz <= kSmallMapping && !holds_sp(s)) anonymous.push_back(&s);
+    }
+    std::stable_sort(anonymous.begin(), anonymous.end(),
+                     [](const Segment* a, const Segment* b) { return a->filesz < b->filesz; });
+    own.insert(own.end(), anonymous.begin(), anonymous.end());
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    uint64_t planned = 0;
+    for (const Segment* s : own) {
+      uint64_t take = std::min(s->filesz, options_.interpreter_plan_bytes - planned);
+      if (take == 0) break;
+      ranges.emplace_back(s->offset, s->offset + take);
+      planned += take;
+    }
+    c_.source_->RetainIfRoom(ranges);
   }
 
   // One module per mapped ELF object (NT_FILE paths with code, or with an ELF

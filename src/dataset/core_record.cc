@@ -32,6 +32,8 @@ class BorrowedSource final : public ByteSource {
   uint64_t BytesRead() const override { return inner_.BytesRead(); }
   uint64_t BytesDecoded() const override { return inner_.BytesDecoded(); }
   bool Rereads(uint64_t offset, uint64_t size) const override { return inner_.Rereads(offset, size); }
+  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_.Retain(ranges); }
+  void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_.RetainIfRoom(ranges); }
   std::vector<SourceProblem> Problems() const override { return inner_.Problems(); }
 
  private:
@@ -226,9 +228,10 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
   } else {
     // The source outlives the core, so its count is there even when the open fails.
     std::unique_ptr<ByteSource> owned = std::move(*source);
-    CoreOptions core_options;
+    ProcessOptions depth;
+    depth.depth = options.notes_only ? AnalysisDepth::kRegisters : AnalysisDepth::kLabels;
+    CoreOptions core_options = CoreOptionsFor(depth);
     core_options.sysroot = options.sysroot;
-    core_options.notes_only = options.notes_only;
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
       r.status = "error";

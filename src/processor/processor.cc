@@ -57,6 +57,13 @@ std::string_view GpuStateName(GpuState::Kind kind) {
   return "cuda-dump";
 }
 
+CoreOptions CoreOptionsFor(const ProcessOptions& options) {
+  CoreOptions core;
+  core.notes_only = options.depth == AnalysisDepth::kRegisters;
+  if (options.python_frames && !core.notes_only) core.is_interpreter = IsPythonInterpreterPath;
+  return core;
+}
+
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options) {
   CrashAnalysis a;
   a.core = &core;

@@ -98,6 +98,11 @@ struct CrashAnalysis {
   }
 };
 
+// How to open a core for this analysis: with the Python stacks read,
+// CPython's memory joins the core's read plan, so that a stream-compressed
+// core gives them in its one pass.
+CoreOptions CoreOptionsFor(const ProcessOptions& options);
+
 // Analyzes `core` to the depth asked. The core and the provider must outlive
 // the result (frames point into the module map, which points into both).
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options);

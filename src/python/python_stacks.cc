@@ -91,6 +91,15 @@ class ProcessBytes {
   size_t left_behind_ = 0;
 };
 
+}  // namespace
+
+bool IsPythonInterpreterPath(std::string_view path) {
+  std::string_view base = path.substr(path.rfind('/') + 1);
+  return base.starts_with("python3") || base.starts_with("libpython3");
+}
+
+namespace {
+
 // The interpreter's addresses in this process.
 struct Interpreter {
   const MappedModule* module = nullptr;
@@ -106,11 +115,7 @@ std::optional<uint64_t> RuntimeSymbol(const MappedModule& m, const char* name) {
 
 // CPython is in the executable (python3.11) or in libpython3.11.so; other
 // modules are not asked, as a symbol lookup loads a module's symbol table.
-bool MayHoldInterpreter(const MappedModule& m) {
-  const std::string& path = m.module->path;
-  std::string base = path.substr(path.rfind('/') + 1);
-  return m.image && (base.rfind("python3", 0) == 0 || base.rfind("libpython3", 0) == 0);
-}
+bool MayHoldInterpreter(const MappedModule& m) { return m.image && IsPythonInterpreterPath(m.module->path); }
 
 class StateReader {
  public:

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "symbolize/module_map.h"
@@ -67,6 +68,9 @@ constexpr uint64_t kMaxLineTableWork = 64ull << 20;  // all the tables decoded f
 // listed without frames).
 std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memory& memory,
                                            std::optional<uint64_t> only_tid = std::nullopt);
+
+// A mapped file that may hold CPython: python3.X or libpython3.X.so.
+bool IsPythonInterpreterPath(std::string_view path);
 
 // The native frame that runs Python frames.
 bool IsEvalFrame(const Frame& f);

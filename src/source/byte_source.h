@@ -80,6 +80,10 @@ class ByteSource {
   // order. A stream that decodes keeps them as it decodes past them (within
   // a bound), so that reading them later does not decode the stream again.
   virtual void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) { (void)ranges; }
+  // The same for bytes that are worth keeping but not needed (an
+  // interpreter's heap, for its stacks): kept within a bound of their own,
+  // so that they never take the room of what Retain() named.
+  virtual void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) { (void)ranges; }
   // Bytes a decoding source has produced, restarts included; 0 for a source
   // that does not decode. What reading a compressed core cost.
   virtual uint64_t BytesDecoded() const { return 0; }

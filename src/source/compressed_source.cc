@@ -55,6 +55,9 @@ constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
 // second decoding of the whole stream.
 constexpr size_t kMaxRetainedBlocks = 1024;
 constexpr size_t kMaxWantedBlocks = 1 << 18;  // 16 GiB of plan; the set stays near 10 MiB
+// Blocks kept because RetainIfRoom() named them (an interpreter's heap and
+// arenas), beside the above: 32 MiB at most.
+constexpr size_t kMaxOptionalBlocks = 512;
 constexpr size_t kInputChunk = 64 * 1024;
 // Reads behind the cached window restart decoding from the start. All the
 // decoding for one core together stops at three passes over the furthest
@@ -216,17 +219,20 @@ class CompressedSource final : public ByteSource {
     return false;
   }
 
-  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
-    for (const auto& [begin, end] : ranges) {
-      for (uint64_t b = begin / kBlockSize; begin < end && b <= (end - 1) / kBlockSize; ++b) {
-        if (wanted_.size() >= kMaxWantedBlocks) return;
-        wanted_.insert(b);
-      }
-    }
-  }
+  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { Want(ranges, wanted_); }
+  void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { Want(ranges, optional_); }
   std::vector<SourceProblem> Problems() const override { return problems_.After(inner_->Problems()); }
 
  private:
+  static void Want(std::span<const std::pair<uint64_t, uint64_t>> ranges, std::set<uint64_t>& wanted) {
+    for (const auto& [begin, end] : ranges) {
+      for (uint64_t b = begin / kBlockSize; begin < end && b <= (end - 1) / kBlockSize; ++b) {
+        if (wanted.size() >= kMaxWantedBlocks) return;
+        wanted.insert(b);
+      }
+    }
+  }
+
   // The decoded block `index`, or nullptr when the stream ends before it.
   Expected<const Bytes*> Block(uint64_t index) {
     if (const auto* kept = Kept(index)) return kept;
@@ -343,8 +349,13 @@ class CompressedSource final : public ByteSource {
       zero_blocks_[index] = true;
       return;
     }
-    if (wanted_.count(index) && retained_.size() < kMaxRetainedBlocks) {
+    if (wanted_.count(index) && retained_.size() - optional_retained_ < kMaxRetainedBlocks) {
       retained_.insert_or_assign(index, std::move(data));
+      return;
+    }
+    if (optional_.count(index) && optional_retained_ < kMaxOptionalBlocks && !retained_.count(index)) {
+      retained_.emplace(index, std::move(data));
+      ++optional_retained_;
       return;
     }
     if (cache_.size() >= kMaxCachedBlocks) {
@@ -378,6 +389,8 @@ class CompressedSource final : public ByteSource {
   std::unordered_map<uint64_t, Entry> cache_;
   std::list<uint64_t> lru_;
   std::set<uint64_t> wanted_;                                  // blocks Retain() asked for
+  std::set<uint64_t> optional_;                                // blocks RetainIfRoom() asked for
+  size_t optional_retained_ = 0;                               // of retained_, those kept for optional_
   std::unordered_map<uint64_t, Bytes> retained_;  // those decoded so far
   std::vector<bool> zero_blocks_;  // by block index: decoded, and all zeros
 };

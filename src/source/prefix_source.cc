@@ -26,6 +26,7 @@ class PrefixSource final : public ByteSource {
   uint64_t BytesDecoded() const override { return inner_->BytesDecoded(); }
   bool Rereads(uint64_t offset, uint64_t size) const override { return inner_->Rereads(offset, size); }
   void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_->Retain(ranges); }
+  void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { inner_->RetainIfRoom(ranges); }
   std::vector<SourceProblem> Problems() const override { return inner_->Problems(); }
 
  private:

@@ -94,6 +94,12 @@ class Trainer:
 
 
 def main():
+    global ballast
+    # 48 MiB that does not compress, mapped between the interpreter's heap
+    # and the end of the core: in the core's .zst, the heap lies far behind
+    # the decoder's window once the stacks are unwound, so the Python frames
+    # must come from the read plan (as in a training process's huge core).
+    ballast = __import__("os").urandom(48 << 20)
     lock = threading.Lock()
     lock.acquire()
     r, _w = __import__("os").pipe()

@@ -14,10 +14,11 @@ std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path) {
   auto a = std::make_unique<AnalyzedCore>();
   auto source = OpenCoreSource(path, std::nullopt);
   if (!source.ok()) throw std::runtime_error(path + ": " + source.error().message);
-  auto core = Core::Open(std::move(*source));
+  ProcessOptions options;
+  auto core = Core::Open(std::move(*source), CoreOptionsFor(options));
   if (!core.ok()) throw std::runtime_error(path + ": " + core.error().message);
   a->core = std::move(*core);
-  a->analysis = ProcessCore(*a->core, ZooSymbols(), {});
+  a->analysis = ProcessCore(*a->core, ZooSymbols(), options);
   a->analysis.path = path;
   return a;
 }
