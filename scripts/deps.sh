@@ -11,7 +11,7 @@ packages=(
   libsqlite3-dev libzstd-dev libdeflate-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils
+  gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils strace
   nginx-light slurm-wlm munge sqlite3 libtomlplusplus-dev chromium fonts-dejavu-core time libjemalloc-dev
   ruby redis-server openjdk-17-jdk-headless
   python3-numpy

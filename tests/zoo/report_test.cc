@@ -2,6 +2,9 @@
 // strings from a core cannot inject Markdown or HTML.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <sstream>
+
 #include "report/markdown_report.h"
 #include "unit/run_coroner.h"
 #include "zoo/analyzed_core.h"
@@ -58,6 +61,49 @@ TEST(Report, HostileStringsAreEscaped) {
   EXPECT_EQ(MarkdownEscape("a|b\nc"), "a\\|b c");
   EXPECT_EQ(MarkdownEscape("**bold** _it_ `code` [link](x) # h"), "\\*\\*bold\\*\\* \\_it\\_ \\`code\\` \\[link\\](x) \\# h");
   EXPECT_EQ(MarkdownEscape(std::string("nul\x01" "ctl")), "nul ctl");
+}
+
+// Per-core work that does not depend on the core is paid once per batch:
+// `analyze` of several cores opens each module and debug file as often as
+// the one core of them that opens it most does alone. strace counts the
+// opens (work, not time).
+TEST(Batch, EachModuleFileIsOpenedOncePerBatch) {
+  if (testing::Run("command -v strace > /dev/null && echo yes").out != "yes\n") GTEST_SKIP() << "strace is not installed";
+  std::string cores = testing::ZooDir() + "/cores/";
+  std::string dir = ::testing::TempDir() + "batch-opens";
+  ASSERT_EQ(testing::Run("rm -rf " + dir + " && mkdir -p " + dir + " && ln -s " + cores + "null_deref-O0.core " + dir +
+                         "/again.core && echo ok").out,
+            "ok\n");
+  // Successful opens of regular files other than the cores, by path.
+  auto opens = [&](const std::string& inputs) {
+    std::string log = dir + "/strace.log";
+    auto r = testing::Run("strace -f -qq -e trace=open,openat -e status=successful -o " + log + " " +
+                          std::getenv("CORONER_BIN") + " analyze --json " + inputs + " > /dev/null 2>&1; echo $?");
+    EXPECT_EQ(r.out, "0\n") << inputs;
+    std::map<std::string, int> count;
+    std::istringstream lines(testing::ReadAll(log));
+    for (std::string line; std::getline(lines, line);) {
+      size_t q = line.find('"');
+      if (q == std::string::npos || line.find("O_DIRECTORY") != std::string::npos) continue;
+      std::string path = line.substr(q + 1, line.find('"', q + 1) - q - 1);
+      if (path.ends_with(".core") || path.starts_with("/proc/") || path.starts_with("/dev/")) continue;
+      ++count[path];
+    }
+    return count;
+  };
+  auto one = opens(cores + "null_deref-O0.core");
+  auto other = opens(cores + "abort_assert-O0.core");
+  auto batch = opens(cores + "null_deref-O0.core " + cores + "abort_assert-O0.core " + dir + "/again.core");
+  ASSERT_FALSE(batch.empty());
+  // The files both programs share (libc, its debug file) and each one's own.
+  int shared = 0;
+  for (const auto& [path, n] : batch) {
+    int alone = std::max(one.count(path) ? one[path] : 0, other.count(path) ? other[path] : 0);
+    EXPECT_EQ(n, alone) << path << " is opened more often in the batch than alone";
+    shared += one.count(path) && other.count(path);
+  }
+  EXPECT_GT(shared, 0) << "the two programs share no file: the batch tests nothing";
+  EXPECT_TRUE(batch.count(testing::ZooDir() + "/bin/null_deref-O0")) << "the executable's opens were not seen";
 }
 
 }  // namespace
