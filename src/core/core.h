@@ -113,7 +113,7 @@ struct CoreOptions {
   // arenas, up to interpreter_plan_bytes) join the read plan, so that a
   // stream-compressed core still gives the interpreter's state in one pass.
   std::function<bool(std::string_view path)> is_interpreter;
-  uint64_t interpreter_plan_bytes = 32ull << 20;
+  uint64_t interpreter_plan_bytes = 96ull << 20;
 };
 
 // A process's ELF images, from its file mappings. An image begins at a

@@ -528,31 +528,43 @@ class CoreReader {
 
   // An interpreter's state lies in its writable data and the process's
   // heap and arenas, which no stack or code range covers: its own writable
-  // mappings, then the small anonymous writable ones (the brk heap, the
-  // allocator's arenas, a thread's frame chunks) smallest first, up to the
-  // plan's bytes. A thread's stack is planned already. Kept only if there
-  // is room beside the plan above (RetainIfRoom).
+  // mappings, then the brk heap (malloc's main arena: CPython's thread
+  // states), then the small anonymous writable mappings (the object
+  // allocator's arenas, the frames' chunks) smallest first, up to the plan's
+  // bytes. A thread's stack is planned already. Kept only if there is room
+  // beside the plan above (RetainIfRoom).
   void PlanInterpreterReads() {
     if (!options_.is_interpreter || options_.interpreter_plan_bytes == 0) return;
     constexpr uint64_t kSmallMapping = 8 << 20;
+    // The kernel places the brk heap within 1 GiB above the executable's
+    // end (32 MiB for a 32-bit process).
+    constexpr uint64_t kBrkRange = (1ull << 30) + (32 << 20);
     std::set<std::string_view> interpreters;
     for (const auto& f : c_.files_)
       if (options_.is_interpreter(f.path)) interpreters.insert(f.path);
     if (interpreters.empty()) return;
+    uint64_t exe_end = 0;
+    if (const FileMapping* exe = c_.auxv_.phdr ? c_.FileAt(*c_.auxv_.phdr) : nullptr)
+      for (const auto& f : c_.files_)
+        if (f.path == exe->path) exe_end = std::max(exe_end, f.end);
+    auto in_brk_range = [&](const Segment& s) { return exe_end && s.vaddr >= exe_end && s.vaddr - exe_end < kBrkRange; };
     auto holds_sp = [&](const Segment& s) {
       return std::any_of(c_.threads_.begin(), c_.threads_.end(), [&](const Thread& t) {
         return t.registers.sp() >= s.vaddr && t.registers.sp() < s.end();
       });
     };
-    std::vector<const Segment*> own, anonymous;
+    std::vector<const Segment*> own, heap, anonymous;
     for (const Segment& s : c_.memory_->segments()) {
       if (!s.write || s.filesz == 0) continue;
       const FileMapping* f = c_.FileAt(s.vaddr);
       if (f && interpreters.count(f->path)) own.push_back(&s);
-      else if (!f && s.filesz <= kSmallMapping && !holds_sp(s)) anonymous.push_back(&s);
+      else if (f || holds_sp(s)) continue;
+      else if (in_brk_range(s)) heap.push_back(&s);
+      else if (s.filesz <= kSmallMapping) anonymous.push_back(&s);
     }
     std::stable_sort(anonymous.begin(), anonymous.end(),
                      [](const Segment* a, const Segment* b) { return a->filesz < b->filesz; });
+    own.insert(own.end(), heap.begin(), heap.end());
     own.insert(own.end(), anonymous.begin(), anonymous.end());
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     uint64_t planned = 0;

@@ -56,8 +56,9 @@ constexpr size_t kMaxCachedBlocks = 256;  // 16 MiB of decoded data
 constexpr size_t kMaxRetainedBlocks = 1024;
 constexpr size_t kMaxWantedBlocks = 1 << 18;  // 16 GiB of plan; the set stays near 10 MiB
 // Blocks kept because RetainIfRoom() named them (an interpreter's heap and
-// arenas), beside the above: 32 MiB at most.
-constexpr size_t kMaxOptionalBlocks = 512;
+// arenas), beside the above: 96 MiB at most (a PyTorch process's brk heap
+// alone is some 65 MiB).
+constexpr size_t kMaxOptionalBlocks = 1536;
 constexpr size_t kInputChunk = 64 * 1024;
 // Reads behind the cached window restart decoding from the start. All the
 // decoding for one core together stops at three passes over the furthest
