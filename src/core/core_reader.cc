@@ -548,15 +548,29 @@ class CoreReader {
       for (const auto& f : c_.files_)
         if (f.path == exe->path) exe_end = std::max(exe_end, f.end);
     auto in_brk_range = [&](const Segment& s) { return exe_end && s.vaddr >= exe_end && s.vaddr - exe_end < kBrkRange; };
+    // Hundreds of segments, threads and files: sorted once, looked up by
+    // binary search.
+    std::vector<uint64_t> sps;
+    for (const Thread& t : c_.threads_) sps.push_back(t.registers.sp());
+    std::sort(sps.begin(), sps.end());
     auto holds_sp = [&](const Segment& s) {
-      return std::any_of(c_.threads_.begin(), c_.threads_.end(), [&](const Thread& t) {
-        return t.registers.sp() >= s.vaddr && t.registers.sp() < s.end();
-      });
+      auto it = std::lower_bound(sps.begin(), sps.end(), s.vaddr);
+      return it != sps.end() && *it < s.end();
+    };
+    std::vector<const FileMapping*> files;
+    for (const auto& f : c_.files_) files.push_back(&f);
+    std::sort(files.begin(), files.end(), [](const FileMapping* a, const FileMapping* b) { return a->start < b->start; });
+    auto file_at = [&](uint64_t addr) -> const FileMapping* {
+      auto it = std::upper_bound(files.begin(), files.end(), addr,
+                                 [](uint64_t a, const FileMapping* f) { return a < f->start; });
+      // NT_FILE ranges may overlap in a hostile core: the nearest start
+      // below is asked, as good an answer as any.
+      return it != files.begin() && addr < (*std::prev(it))->end ? *std::prev(it) : nullptr;
     };
     std::vector<const Segment*> own, heap, anonymous;
     for (const Segment& s : c_.memory_->segments()) {
       if (!s.write || s.filesz == 0) continue;
-      const FileMapping* f = c_.FileAt(s.vaddr);
+      const FileMapping* f = file_at(s.vaddr);
       if (f && interpreters.count(f->path)) own.push_back(&s);
       else if (f || holds_sp(s)) continue;
       else if (in_brk_range(s)) heap.push_back(&s);
