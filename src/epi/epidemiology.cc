@@ -253,7 +253,7 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
                  const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
   Features& features = pop.features;
   std::unordered_map<std::string, uint32_t> cluster_ids;
-  std::vector<std::unordered_map<std::string, uint64_t>> syndrome_votes;
+  std::vector<StringMap<uint64_t>> syndrome_votes;
   uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
   pop.k_build = features.Key("build_id");
   pop.k_exe = features.Key("exe");
@@ -284,8 +284,8 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         }
         c.cluster = it->second;
         auto& votes = syndrome_votes[c.cluster];
-        auto vote = votes.find(std::string(syndrome));
-        if (vote == votes.end()) vote = votes.emplace(std::string(syndrome), 0).first;
+        auto vote = votes.find(syndrome);
+        if (vote == votes.end()) vote = votes.emplace(syndrome, 0).first;
         ++vote->second;
         std::optional<Syndrome> label = SyndromeFromName(syndrome);
         c.external = label == Syndrome::kExternalSignal;
@@ -360,7 +360,7 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
         if (at == crashes.size()) return false;
         if (crashes[at].id != core) return true;
         uint32_t key = features.Key(r.Text(1));
-        if (key >= roles.size()) roles.resize(key + 1, KeyRole::kTested), roles[key] = RoleOf(features.keys[key]);
+        while (roles.size() <= key) roles.push_back(RoleOf(features.keys[roles.size()]));
         std::string_view value = r.Text(2);
         Crash& crash = crashes[at];
         switch (roles[key]) {

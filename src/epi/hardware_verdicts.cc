@@ -190,10 +190,11 @@ std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, 
     const CrashFacts& c = crashes[i];
     if (c.cluster >= clusters.size()) continue;
     GpuEvents& g = clusters[c.cluster];
-    if (lines.Of(i).cpu) ++g.cpus[std::string(c.host) + " CPU " + std::to_string(*lines.Of(i).cpu)];
-    if (lines.Of(i).gpus.empty()) continue;
+    const CrashLines& own = lines.Of(i);
+    if (own.cpu) ++g.cpus[std::string(c.host) + " CPU " + std::to_string(*own.cpu)];
+    if (own.gpus.empty()) continue;
     ++g.cores;
-    for (const auto& gpu : lines.Of(i).gpus) {
+    for (const auto& gpu : own.gpus) {
       auto [owner, machine] = owners.Owner(c, gpu);
       if (machine) machines.insert(owner);
       ++g.gpus[owner + " " + gpu];

@@ -188,16 +188,12 @@ Status DecodeAll(std::vector<DecodeJob>& jobs) {
   constexpr size_t kWorthASecondThread = 1 << 20;  // decoded bytes
   size_t total = 0;
   for (const auto& j : jobs) total += j.out.size();
-  if (std::thread::hardware_concurrency() < 2 || total < kWorthASecondThread || jobs.size() < 2) {
-    for (const auto& j : jobs)
-      if (auto r = Decode(j); !r.ok()) return r;
-    return Ok{};
-  }
+  bool two = std::thread::hardware_concurrency() >= 2 && total >= kWorthASecondThread && jobs.size() >= 2;
   std::sort(jobs.begin(), jobs.end(), [](const DecodeJob& a, const DecodeJob& b) { return a.out.size() > b.out.size(); });
   std::vector<const DecodeJob*> share[2];
   size_t load[2] = {0, 0};
   for (const auto& j : jobs) {
-    int to = load[0] <= load[1] ? 0 : 1;
+    int to = two && load[1] < load[0] ? 1 : 0;
     share[to].push_back(&j);
     load[to] += j.out.size();
   }
@@ -206,6 +202,7 @@ Status DecodeAll(std::vector<DecodeJob>& jobs) {
       if (auto r = Decode(*j); !r.ok()) return r;
     return Ok{};
   };
+  if (share[1].empty()) return run(share[0]);
   Status second = Ok{};
   std::thread helper([&] { second = run(share[1]); });
   Status first = run(share[0]);
