@@ -15,6 +15,7 @@ packages=(
   nginx-light slurm-wlm munge sqlite3 libtomlplusplus-dev chromium fonts-dejavu-core time libjemalloc-dev
   ruby redis-server openjdk-17-jdk-headless
   python3-numpy
+  qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross gdb-multiarch libcapstone-dev
 )
 [ "${1:-}" = --bench ] && packages+=(python3-torch)
 

@@ -90,6 +90,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   CoreOptions core_options = CoreOptionsFor(process);
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;
+  core_options.executable_files = options.exe_files;
   SymbolOptions symbol_options;
   symbol_options.sysroot = options.sysroot;
   symbol_options.debug_dirs = options.debug_dirs;

@@ -1,4 +1,4 @@
-// Core: one Linux x86_64 ELF core dump, read through a ByteSource.
+// Core: one Linux x86_64 or aarch64 ELF core dump, read through a ByteSource.
 //
 // This is the snapshot the analysis layers see (crashpad's ProcessSnapshot):
 // threads with their registers, the process, the signal, the auxiliary
@@ -8,7 +8,8 @@
 // Every number taken from the core is checked before use. A core that is cut
 // short (a truncated file, `--max-bytes`) still opens: what could be read is
 // there, and `missing` says in words what could not. Open() fails only when
-// the input is not an x86_64 ELF core at all or its headers cannot be read.
+// the input is not an x86_64 or aarch64 ELF core at all or its headers
+// cannot be read.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,24 @@ struct FpRegisters {  // from NT_FPREGSET (user_fpregs_struct)
   std::array<std::array<uint8_t, 16>, 16> xmm{};
 };
 
+// aarch64's floating-point and SIMD registers (NT_PRFPREG: user_fpsimd_state).
+struct A64FpRegisters {
+  std::array<std::array<uint8_t, 16>, 32> v{};
+  uint32_t fpsr = 0, fpcr = 0;
+};
+
+// What an aarch64 kernel adds about a thread (the LINUX notes).
+struct A64ThreadState {
+  std::optional<uint64_t> tls;  // NT_ARM_TLS: tpidr_el0
+  // NT_ARM_PAC_MASK: the bits pointer authentication puts its code in, for
+  // data and instruction pointers. Absent: the process does not use PAC, or
+  // the core's writer (qemu) did not say.
+  std::optional<uint64_t> pac_data_mask, pac_insn_mask;
+  // NT_ARM_TAGGED_ADDR_CTRL: PR_TAGGED_ADDR_ENABLE and the MTE mode bits.
+  std::optional<uint64_t> tagged_addr_ctrl;
+  std::optional<uint64_t> sve_size;  // NT_ARM_SVE present, its size
+};
+
 struct Thread {
   int tid = 0;
   int cursig = 0;  // pr_cursig
@@ -52,6 +71,8 @@ struct Thread {
   uint64_t utime_us = 0, stime_us = 0;  // CPU time of this thread
   Registers registers;
   std::optional<FpRegisters> fpregs;
+  std::optional<A64FpRegisters> a64_fpregs;
+  A64ThreadState a64;
   std::optional<uint64_t> xstate_size;     // NT_X86_XSTATE present, its size
   std::optional<uint64_t> xstate_features;  // XSAVE header's xstate_bv
   std::optional<SignalInfo> siginfo;        // per-thread NT_SIGINFO (gdb writes one per thread)
@@ -103,6 +124,10 @@ struct CoreOptions {
   // lacks it. Costs a stat (and, once per file per process, a read) per module.
   bool check_module_files = true;
   std::string sysroot;  // prefix for module paths on disk
+  // The program's files as the user gave them (--exe): for a core that
+  // names no file mappings (qemu-user's), the executable is the one whose
+  // name is AT_EXECFN's (or the only one given) when the sysroot has none.
+  std::vector<std::string> executable_files;
   // Read the notes and nothing after them (--registers-only): modules come
   // from NT_FILE alone, without the build-ids their header pages hold, so a
   // compressed core is decoded only as far as its notes.
@@ -140,6 +165,7 @@ std::vector<MappedObject> GroupMappings(
 // segment's offset.
 struct CoreParts {
   std::unique_ptr<ByteSource> source;
+  Arch arch = Arch::kX86_64;
   std::vector<Segment> segments;  // sorted by vaddr, not overlapping
   std::vector<Thread> threads;    // the crashing one first
   std::optional<ProcessInfo> process;
@@ -157,6 +183,8 @@ class Core {
   // A core from parts already checked by their reader.
   static std::unique_ptr<Core> Assemble(CoreParts parts);
 
+  // The machine the process ran on (e_machine); every thread's registers are its.
+  Arch arch() const { return arch_; }
   const std::vector<Thread>& threads() const { return threads_; }
   // The thread that took the signal: the first NT_PRSTATUS, as kernel and gdb write it.
   size_t crashing_thread() const { return 0; }
@@ -204,6 +232,7 @@ class Core {
 
   std::unique_ptr<ByteSource> source_;
   std::unique_ptr<Memory> memory_;
+  Arch arch_ = Arch::kX86_64;
   std::vector<Thread> threads_;
   std::optional<ProcessInfo> process_;
   std::optional<SignalInfo> signal_;

@@ -1,5 +1,5 @@
 // Core::Open: the ELF header, the program headers, the notes and the modules
-// of an x86_64 core, each number checked before use.
+// of an x86_64 or aarch64 core, each number checked before use.
 #include <elf.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include "core/byte_view.h"
 #include "core/core.h"
 #include "core/elf_image.h"
+#include "core/link_map.h"
 #include "core/module_files.h"
 #include "core/signals.h"
 
@@ -31,12 +32,16 @@ constexpr uint32_t kNtSiginfo = 0x53494749;
 constexpr uint32_t kNtFile = 0x46494c45;
 constexpr uint32_t kNtX86Xstate = 0x202;
 constexpr uint32_t kNtAmdgpuCoreState = 33;  // owner "AMDGPU"
+// aarch64's (owner "LINUX").
+constexpr uint32_t kNtArmTls = 0x401, kNtArmSve = 0x405, kNtArmPacMask = 0x406, kNtArmTaggedAddrCtrl = 0x409;
 
-// Offsets inside struct elf_prstatus (x86_64, 336 bytes).
+// Offsets inside struct elf_prstatus (336 bytes on x86_64, 392 on aarch64:
+// the same fields, then each machine's pr_reg).
 constexpr size_t kPrstatusRegs = 112;
-constexpr size_t kPrstatusMinSize = kPrstatusRegs + kRegCount * 8;
-// struct elf_prpsinfo (x86_64, 136 bytes).
+// struct elf_prpsinfo (136 bytes on both).
 constexpr size_t kPrpsinfoSize = 136;
+// struct user_fpsimd_state: v0-v31, fpsr, fpcr.
+constexpr size_t kA64FpsimdSize = 32 * 16 + 8;
 
 std::string ElfTypeName(uint16_t t) {
   switch (t) {
@@ -111,11 +116,11 @@ class CoreReader {
     if (*n < EI_NIDENT) return Fail(ErrorKind::kTruncated, "ELF identification cut short");
     auto cls = static_cast<uint8_t>(buf[EI_CLASS]);
     if (cls == ELFCLASS32) {
-      return Fail(ErrorKind::kUnsupported, "32-bit ELF (ELFCLASS32): coroner reads x86_64 cores only");
+      return Fail(ErrorKind::kUnsupported, "32-bit ELF (ELFCLASS32): coroner reads x86_64 and aarch64 cores only");
     }
     if (cls != ELFCLASS64) return Fail(ErrorKind::kMalformed, "unknown ELF class " + std::to_string(cls));
     if (static_cast<uint8_t>(buf[EI_DATA]) != ELFDATA2LSB) {
-      return Fail(ErrorKind::kUnsupported, "big-endian ELF: coroner reads x86_64 cores only");
+      return Fail(ErrorKind::kUnsupported, "big-endian ELF: coroner reads x86_64 and aarch64 cores only");
     }
     if (*n < sizeof(Elf64_Ehdr)) {
       return Fail(ErrorKind::kTruncated, "ELF header cut short (" + std::to_string(*n) + " of 64 bytes)");
@@ -124,9 +129,11 @@ class CoreReader {
     if (eh_.e_type != ET_CORE) {
       return Fail(ErrorKind::kUnsupported, "not a core dump: ELF " + ElfTypeName(eh_.e_type));
     }
-    if (eh_.e_machine != EM_X86_64) {
-      return Fail(ErrorKind::kUnsupported,
-                  "core for machine " + std::to_string(eh_.e_machine) + ", not x86_64 (62)");
+    if (eh_.e_machine == EM_AARCH64) {
+      c_.arch_ = Arch::kAarch64;
+    } else if (eh_.e_machine != EM_X86_64) {
+      return Fail(ErrorKind::kUnsupported, "core for machine " + std::to_string(eh_.e_machine) +
+                                               ", not x86_64 (62) or aarch64 (183)");
     }
     if (eh_.e_phentsize != sizeof(Elf64_Phdr)) {
       return Fail(ErrorKind::kMalformed, "e_phentsize is " + std::to_string(eh_.e_phentsize) +
@@ -295,6 +302,7 @@ class CoreReader {
       }
     }
     if (name == "AMDGPU" && type == kNtAmdgpuCoreState) c_.amdgpu_state_bytes_ += d.size();
+    if (name == "LINUX" && c_.arch_ == Arch::kAarch64 && !c_.threads_.empty()) return A64Note(type, d);
     if (name == "LINUX" && type == kNtX86Xstate && !c_.threads_.empty()) {
       auto& t = c_.threads_.back();
       t.xstate_size = d.size();
@@ -303,11 +311,29 @@ class CoreReader {
     }
   }
 
+  // The thread notes of an aarch64 core follow its NT_PRSTATUS.
+  void A64Note(uint32_t type, const ByteView& d) {
+    A64ThreadState& a = c_.threads_.back().a64;
+    switch (type) {
+      case kNtArmTls: if (auto v = d.At<uint64_t>(0)) a.tls = *v; return;
+      case kNtArmSve: a.sve_size = d.size(); return;
+      case kNtArmPacMask: {
+        auto data = d.At<uint64_t>(0), insn = d.At<uint64_t>(8);
+        if (data && insn) a.pac_data_mask = *data, a.pac_insn_mask = *insn;
+        return;
+      }
+      case kNtArmTaggedAddrCtrl: if (auto v = d.At<uint64_t>(0)) a.tagged_addr_ctrl = *v; return;
+      default: return;
+    }
+  }
+
   void Prstatus(const ByteView& d, uint64_t at) {
     ++threads_seen_;
-    if (d.size() < kPrstatusMinSize) {
+    const bool a64 = c_.arch_ == Arch::kAarch64;
+    const size_t regs = a64 ? kA64RegCount : kX86RegCount;
+    if (d.size() < kPrstatusRegs + regs * 8) {
       c_.soft_errors_.push_back("NT_PRSTATUS at " + Hex(at) + " has " + std::to_string(d.size()) +
-                                " bytes, expected 336; thread skipped");
+                                " bytes, expected " + (a64 ? "392" : "336") + "; thread skipped");
       return;
     }
     if (c_.threads_.size() >= kMaxThreads) {
@@ -324,7 +350,9 @@ class CoreReader {
     t.sid = d.AtOr<int32_t>(44, 0);
     t.utime_us = TimevalMicros(d, 48);
     t.stime_us = TimevalMicros(d, 64);
-    for (size_t i = 0; i < kRegCount; ++i) t.registers.value[i] = d.AtOr<uint64_t>(kPrstatusRegs + 8 * i, 0);
+    t.registers.arch = c_.arch_;
+    const size_t first = a64 ? static_cast<size_t>(kA64First) : 0;
+    for (size_t i = 0; i < regs; ++i) t.registers.value[first + i] = d.AtOr<uint64_t>(kPrstatusRegs + 8 * i, 0);
     // pr_info (elf_siginfo: signo, code, errno) is the fallback signal.
     SignalInfo si;
     si.signo = d.AtOr<int32_t>(0, 0);
@@ -336,7 +364,17 @@ class CoreReader {
   }
 
   void Fpregset(const ByteView& d) {
-    if (c_.threads_.empty() || d.size() < 416) return;
+    if (c_.threads_.empty()) return;
+    if (c_.arch_ == Arch::kAarch64) {
+      if (d.size() < kA64FpsimdSize) return;
+      A64FpRegisters fp;
+      for (size_t i = 0; i < 32; ++i) std::memcpy(fp.v[i].data(), d.bytes().data() + 16 * i, 16);
+      fp.fpsr = d.AtOr<uint32_t>(512, 0);
+      fp.fpcr = d.AtOr<uint32_t>(516, 0);
+      c_.threads_.back().a64_fpregs = fp;
+      return;
+    }
+    if (d.size() < 416) return;
     FpRegisters fp;
     fp.fcw = d.AtOr<uint16_t>(0, 0);
     fp.fsw = d.AtOr<uint16_t>(2, 0);
@@ -462,6 +500,7 @@ class CoreReader {
       c_.signal_ = prstatus_signal_;
       c_.missing_.push_back("no NT_SIGINFO note: signal code from NT_PRSTATUS, fault address unknown");
     }
+    if (c_.files_.empty() && !options_.notes_only) FilesFromLinkMap();
     if (c_.files_.empty()) c_.missing_.push_back("no NT_FILE note: mapped files and modules unknown");
     if (options_.notes_only) {
       ReadModules();
@@ -591,6 +630,90 @@ class CoreReader {
     c_.source_->RetainIfRoom(ranges);
   }
 
+  // Without an NT_FILE note (qemu-user writes none, nor the objects' header
+  // pages): the mappings of the executable and of each object in the
+  // dynamic linker's list, from their files' program headers. The
+  // executable's own headers are read at AT_PHDR when the core holds them,
+  // else from its file (AT_EXECFN); its dynamic section's DT_DEBUG leads to
+  // the list.
+  void FilesFromLinkMap() {
+    const auto& a = c_.auxv_;
+    const Memory& mem = *c_.memory_;
+    if (!a.phdr || !options_.check_module_files) return;
+    const uint16_t machine = c_.arch_ == Arch::kAarch64 ? EM_AARCH64 : EM_X86_64;
+    uint64_t page = a.pagesz && *a.pagesz >= 4096 && *a.pagesz <= (1u << 20) && (*a.pagesz & (*a.pagesz - 1)) == 0
+                        ? *a.pagesz : 4096;
+    std::string exe;
+    if (a.execfn_addr) exe = mem.ReadCString(*a.execfn_addr, kMaxAuxString).value_or("");
+    if (exe.empty() && c_.process_) exe = c_.process_->args.substr(0, c_.process_->args.find(' '));
+    auto look_up = [&](const std::string& path) {
+      ModuleFileInfo info = LookUpModuleFile(InSysroot(options_.sysroot, path));
+      if (info.state == ModuleFileInfo::State::kFound && info.machine != machine) info.state = ModuleFileInfo::State::kNotElf;
+      return info;
+    };
+    ModuleFileInfo exe_info = exe.empty() ? ModuleFileInfo{} : look_up(exe);
+    // Not under the sysroot: the program's file the user gave (--exe), as
+    // gdb is given it beside the core.
+    for (const auto& f : options_.executable_files) {
+      if (exe_info.state == ModuleFileInfo::State::kFound) break;
+      auto base = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
+      if (options_.executable_files.size() > 1 && base(f) != base(exe)) continue;
+      exe_info = LookUpModuleFile(f);
+      if (exe_info.machine != machine) exe_info.state = ModuleFileInfo::State::kNotElf;
+    }
+    std::vector<Elf64_Phdr> phdrs;
+    for (uint64_t i = 0; i < std::min<uint64_t>(a.phnum.value_or(0), kMaxImagePhdrs); ++i) {
+      auto ph = mem.Read<Elf64_Phdr>(*a.phdr + i * sizeof(Elf64_Phdr));
+      if (!ph) { phdrs.clear(); break; }
+      phdrs.push_back(*ph);
+    }
+    if (phdrs.empty()) phdrs = exe_info.segments;
+    std::optional<uint64_t> exe_bias, dynamic;
+    for (const auto& ph : phdrs)
+      if (ph.p_type == PT_PHDR) exe_bias = *a.phdr - ph.p_vaddr;
+    if (!exe_bias) {
+      // No PT_PHDR: the headers follow the ELF header in the first PT_LOAD.
+      for (const auto& ph : phdrs)
+        if (ph.p_type == PT_LOAD && ph.p_offset == 0) { exe_bias = *a.phdr - sizeof(Elf64_Ehdr) - ph.p_vaddr; break; }
+    }
+    if (!exe_bias) return;
+    for (const auto& ph : phdrs)
+      if (ph.p_type == PT_DYNAMIC) dynamic = *exe_bias + ph.p_vaddr;
+    std::vector<std::pair<std::string, uint64_t>> objects;  // path, load bias
+    if (!exe.empty()) objects.emplace_back(exe, *exe_bias);
+    std::optional<uint64_t> r_debug = dynamic ? DebugStructureAddress(mem, *dynamic) : std::nullopt;
+    if (r_debug) {
+      LinkMapList list = ReadLinkMap(mem, *r_debug);
+      if (!list.problem.empty()) c_.missing_.push_back("dynamic linker's list: " + list.problem);
+      for (auto& e : list.entries) {
+        // The dynamic linker's own entry may have no name (glibc names it
+        // from PT_INTERP only when it is run as the interpreter).
+        if (e.name.empty() && a.base && e.load_bias == *a.base) e.name = exe_info.interpreter;
+        // The executable is the entry without a name; the vDSO's name is no path.
+        if (e.name.empty() || e.name.find('/') == std::string::npos) continue;
+        objects.emplace_back(std::move(e.name), e.load_bias);
+      }
+    }
+    for (const auto& [path, bias] : objects) {
+      const ModuleFileInfo info = path == exe ? exe_info : look_up(path);
+      if (info.state != ModuleFileInfo::State::kFound) continue;
+      link_map_objects_[path] = {bias, info.build_id};
+      for (const auto& ph : info.segments) {
+        if (ph.p_type != PT_LOAD || ph.p_memsz == 0) continue;
+        auto start = CheckedAdd(bias, ph.p_vaddr & ~(page - 1));
+        auto end = CheckedAdd(bias, ph.p_vaddr);
+        if (end) end = CheckedAdd(*end, ph.p_memsz + page - 1);
+        if (!start || !end) continue;
+        c_.files_.push_back({*start, *end & ~(page - 1), ph.p_offset & ~(page - 1), path});
+      }
+    }
+    if (!c_.files_.empty()) {
+      std::sort(c_.files_.begin(), c_.files_.end(),
+                [](const FileMapping& x, const FileMapping& y) { return x.start < y.start; });
+      c_.missing_.push_back("no NT_FILE note: modules from the dynamic linker's list and their files' program headers");
+    }
+  }
+
   // One module per mapped ELF object (NT_FILE paths with code, or with an ELF
   // header at their offset-0 mapping), plus the vDSO.
   void ReadModules() {
@@ -613,7 +736,8 @@ class CoreReader {
         auto info = LookUpModuleFile(InSysroot(options_.sysroot, m.path));
         if (info.state != ModuleFileInfo::State::kFound) continue;
       }
-      if (!elf_in_core) m.load_bias = m.base;
+      auto listed = link_map_objects_.find(m.path);
+      if (!elf_in_core) m.load_bias = listed != link_map_objects_.end() ? listed->second.bias : m.base;
       if (object.has_code && !m.build_id.empty()) loaded_build_ids.insert(m.build_id);
       found.emplace_back(std::move(m), object.has_code);
     }
@@ -623,6 +747,13 @@ class CoreReader {
       // not a second image of that object.
       if (!has_code && loaded_build_ids.count(m.build_id)) continue;
       CheckFile(m);
+      if (auto listed = link_map_objects_.find(m.path);
+          m.file_status == ModuleFileStatus::kMissing && listed != link_map_objects_.end()) {
+        // Its file was found outside the sysroot (--exe).
+        m.build_id = m.file_build_id = listed->second.build_id;
+        if (!m.build_id.empty()) m.build_id_source = Module::BuildIdSource::kFile;
+        m.file_status = ModuleFileStatus::kOk;
+      }
       c_.modules_.push_back(std::move(m));
     }
     if (c_.auxv_.sysinfo_ehdr) {
@@ -753,6 +884,12 @@ class CoreReader {
   bool mappings_indexed_ = false;
   std::unordered_map<uint64_t, const FileMapping*> mapping_at_;
   std::map<std::string_view, std::vector<uint64_t>> headers_of_path_;
+  // The objects of the dynamic linker's list (FilesFromLinkMap), by path.
+  struct LinkMapObject {
+    uint64_t bias = 0;
+    std::string build_id;  // of the file found for it
+  };
+  std::map<std::string, LinkMapObject> link_map_objects_;
 };
 
 std::vector<MappedObject> GroupMappings(
@@ -839,6 +976,7 @@ std::unique_ptr<Core> Core::Assemble(CoreParts parts) {
   std::unique_ptr<Core> core(new Core);
   core->source_ = std::move(parts.source);
   core->memory_ = std::make_unique<Memory>(*core->source_, std::move(parts.segments));
+  core->arch_ = parts.arch;
   core->threads_ = std::move(parts.threads);
   core->process_ = std::move(parts.process);
   core->signal_ = std::move(parts.signal);

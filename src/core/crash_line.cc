@@ -644,8 +644,8 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   t.tid = l.tid;
   t.cursig = static_cast<int16_t>(l.signal);
   auto values = UserRegs(l);
-  static_assert(std::tuple_size_v<decltype(values)> == kRegCount);
-  for (size_t i = 0; i < kRegCount; ++i) t.registers.value[i] = values[i];
+  static_assert(std::tuple_size_v<decltype(values)> == kX86RegCount);
+  for (size_t i = 0; i < kX86RegCount; ++i) t.registers.value[i] = values[i];
   SignalInfo si;
   si.source = SignalInfo::Source::kSiginfoNote;
   si.signo = l.signal;

@@ -13,7 +13,7 @@ std::optional<ElfImage> ReadElfImage(const ReadAtFn& read) {
   if (read(0, std::span(eh, sizeof(Elf64_Ehdr))) != sizeof(Elf64_Ehdr)) return std::nullopt;
   const auto& e = image.ehdr;
   if (std::memcmp(e.e_ident, ELFMAG, SELFMAG) != 0 || e.e_ident[EI_CLASS] != ELFCLASS64 ||
-      e.e_ident[EI_DATA] != ELFDATA2LSB || e.e_machine != EM_X86_64 ||
+      e.e_ident[EI_DATA] != ELFDATA2LSB || (e.e_machine != EM_X86_64 && e.e_machine != EM_AARCH64) ||
       e.e_phentsize != sizeof(Elf64_Phdr)) {
     return std::nullopt;
   }

@@ -27,7 +27,8 @@ struct ElfImage {
 constexpr size_t kMaxImagePhdrs = 512;
 
 // The ELF header and program headers at offset 0 of `read`. nullopt when the
-// bytes are not a 64-bit little-endian x86_64 ELF object or are cut short.
+// bytes are not a 64-bit little-endian x86_64 or aarch64 ELF object or are
+// cut short. The caller compares ehdr.e_machine with the core's.
 std::optional<ElfImage> ReadElfImage(const ReadAtFn& read);
 
 // The hex GNU build-id from the PT_NOTE segments. `note_offset(phdr)` says

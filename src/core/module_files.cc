@@ -30,8 +30,18 @@ ModuleFileInfo ReadModuleFile(int fd) {
   };
   auto image = ReadElfImage(read);
   if (!image) return {ModuleFileInfo::State::kNotElf, {}};
-  return {ModuleFileInfo::State::kFound,
-          ReadBuildId(*image, read, [](const Elf64_Phdr& ph) { return ph.p_offset; })};
+  ModuleFileInfo info{ModuleFileInfo::State::kFound,
+                      ReadBuildId(*image, read, [](const Elf64_Phdr& ph) { return ph.p_offset; })};
+  info.machine = image->ehdr.e_machine;
+  for (const auto& ph : image->phdrs) {
+    if (ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC || ph.p_type == PT_PHDR) info.segments.push_back(ph);
+    if (ph.p_type == PT_INTERP && ph.p_filesz > 1 && ph.p_filesz <= 4096) {
+      std::string path(ph.p_filesz, '\0');
+      path.resize(read(ph.p_offset, std::as_writable_bytes(std::span(path))));
+      info.interpreter = path.substr(0, path.find('\0'));
+    }
+  }
+  return info;
 }
 
 }  // namespace

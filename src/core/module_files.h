@@ -4,13 +4,21 @@
 // one program reads libc's headers once. Safe to call from several threads.
 #pragma once
 
+#include <elf.h>
+
 #include <string>
+#include <vector>
 
 namespace coroner {
 
 struct ModuleFileInfo {
   enum class State { kFound, kMissing, kUnreadable, kNotElf } state = State::kMissing;
   std::string build_id;  // lowercase hex; empty when the file has none
+  uint16_t machine = 0;  // e_machine
+  // Its PT_LOAD and PT_DYNAMIC headers: where the loader maps it, for a core
+  // that does not say (no NT_FILE note).
+  std::vector<Elf64_Phdr> segments;
+  std::string interpreter;  // PT_INTERP: the dynamic linker it asks for
 };
 
 ModuleFileInfo LookUpModuleFile(const std::string& path);

@@ -288,7 +288,7 @@ std::vector<std::string> RegisterGrid(const Registers& regs) {
   std::vector<std::string> rows;
   std::string row;
   int n = 0;
-  for (Reg r : kRegDisplayOrder) {
+  for (Reg r : RegDisplayOrder(regs.arch)) {
     row += fmt::format("  {:<9}{:#018x}", RegName(r), regs[r]);
     if (++n % 3 == 0) rows.push_back(std::exchange(row, {}));
   }
