@@ -43,6 +43,7 @@ class ModuleMap {
   ModuleMap(const Core& core, SymbolProvider& provider);
 
   const MappedModule* Find(uint64_t pc) const;
+  Arch arch() const { return core_.arch(); }
   const std::vector<MappedModule>& modules() const { return modules_; }
 
   // `pc` is looked up as is; callers pass pc - 1 for return addresses so

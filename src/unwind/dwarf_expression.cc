@@ -12,10 +12,15 @@ std::optional<int> RegisterLocation(const Dwarf_Op& op) {
   return std::nullopt;
 }
 
-const char* DwarfRegisterName(int reg) {
-  static const char* const kNames[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
-                                       "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
-  if (reg >= 0 && reg < 17) return kNames[reg];
+std::string DwarfRegisterName(int reg, Arch arch) {
+  if (arch == Arch::kAarch64) {
+    if (reg >= 0 && reg < 31) return "x" + std::to_string(reg);
+    if (reg == 31) return "sp";
+  } else {
+    static const char* const kNames[] = {"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+                                         "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip"};
+    if (reg >= 0 && reg < 17) return kNames[reg];
+  }
   return "a register coroner does not track";
 }
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "unwind/stack_memory.h"
 #include "unwind/unwinder.h"
@@ -49,7 +50,7 @@ ExpressionResult EvaluateExpression(const Dwarf_Op* ops, size_t nops, const Expr
 // nullopt for any other operation.
 std::optional<int> RegisterLocation(const Dwarf_Op& op);
 
-// The x86_64 name of a DWARF register number ("rdi"), "reg N" past r15/rip.
-const char* DwarfRegisterName(int reg);
+// A machine's name of a DWARF register number ("rdi", "x19").
+std::string DwarfRegisterName(int reg, Arch arch);
 
 }  // namespace coroner

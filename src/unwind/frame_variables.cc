@@ -432,7 +432,7 @@ Variable ReadVariable(Dwarf_Die* die, uint64_t vaddr, ExpressionContext context,
     ExpressionResult r = EvaluateExpression(expr, len, context);
     if (r.kind == ExpressionResult::Kind::kFailed) {
       v.unavailable = r.error ? r.error : "its location cannot be evaluated";
-      if (r.reg >= 0) v.unavailable = fmt::format("it is in {}, not recovered in this frame", DwarfRegisterName(r.reg));
+      if (r.reg >= 0) v.unavailable = fmt::format("it is in {}, not recovered in this frame", DwarfRegisterName(r.reg, modules.arch()));
       return v;
     }
     if (r.kind == ExpressionResult::Kind::kAddress) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "core/registers.h"
 #include "symbolize/module_map.h"
 #include "unwind/stack_memory.h"
 
@@ -31,9 +32,24 @@ const char* FrameTrustName(FrameTrust t);
 // The trust a stored name spells (a dataset's frames.trust); nullopt for none.
 std::optional<FrameTrust> FrameTrustFromName(std::string_view name);
 
-// Registers in DWARF numbering: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
-using DwarfRegisters = std::array<std::optional<uint64_t>, 17>;
+// Registers in DWARF numbering: x86_64's rax rdx rcx rbx rsi rdi rbp rsp
+// r8..r15 rip (0-16), aarch64's x0-x30 sp (0-31).
+using DwarfRegisters = std::array<std::optional<uint64_t>, 32>;
 DwarfRegisters ToDwarfRegisters(const Registers& r);
+
+// What the unwinder needs to know of a machine's DWARF registers.
+struct DwarfAbi {
+  int ra;     // the return address column: rip (16), x30 (30)
+  int sp;     // rsp (7), sp (31)
+  int fp;     // rbp (6), x29 (29)
+  int count;  // registers tracked: 17, 32
+};
+const DwarfAbi& DwarfAbiOf(Arch arch);
+
+// A return address as the code will use it: aarch64's pointer
+// authentication code (the bits `pac_mask` names; above the 48-bit address
+// space when the core does not say) taken off. Unchanged on x86_64.
+uint64_t StripPointerAuthentication(Arch arch, uint64_t address, std::optional<uint64_t> pac_mask);
 
 struct RawFrame {
   uint64_t pc = 0;
@@ -44,8 +60,8 @@ struct RawFrame {
   bool exact_pc = true;
   bool signal_trampoline = false;  // this frame is the kernel's signal return (__restore_rt)
   DwarfRegisters regs;             // what is known of the registers in this frame
-  // The frame's canonical frame address (the caller's rsp before its call),
-  // when CFI gave it. The ABI keeps it 16-byte aligned.
+  // The frame's canonical frame address (the caller's stack pointer before
+  // its call), when CFI gave it. Both ABIs keep it 16-byte aligned.
   std::optional<uint64_t> cfa;
 };
 
@@ -80,7 +96,7 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
                     const UnwindOptions& options = {});
 
 // Whether `addr` looks like a return address: in executable memory, just
-// after a call instruction.
+// after a call instruction (x86_64's call, aarch64's bl and blr).
 bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr);
 
 }  // namespace coroner
