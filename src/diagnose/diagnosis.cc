@@ -145,8 +145,38 @@ constexpr SyscallEntry kSyscalls[] = {
     {299, "recvmmsg", WaitKind::kRead},
     {441, "epoll_pwait2", WaitKind::kPoll},
 };
-const SyscallEntry* FindSyscall(uint64_t nr) {
-  for (const SyscallEntry& e : kSyscalls)
+// aarch64's (the kernel's generic numbers; it has no poll, select, pause
+// or epoll_wait).
+constexpr SyscallEntry kA64Syscalls[] = {
+    {22, "epoll_pwait", WaitKind::kPoll},
+    {63, "read", WaitKind::kRead},
+    {64, "write", WaitKind::kOtherSyscall},
+    {65, "readv", WaitKind::kRead},
+    {67, "pread64", WaitKind::kRead},
+    {72, "pselect6", WaitKind::kPoll},
+    {73, "ppoll", WaitKind::kPoll},
+    {95, "waitid", WaitKind::kWaitChild},
+    {98, "futex", WaitKind::kFutex},
+    {101, "nanosleep", WaitKind::kSleep},
+    {115, "clock_nanosleep", WaitKind::kSleep},
+    {129, "kill", WaitKind::kOtherSyscall, true},
+    {130, "tkill", WaitKind::kOtherSyscall, true},
+    {131, "tgkill", WaitKind::kOtherSyscall, true},
+    {133, "rt_sigsuspend", WaitKind::kPause},
+    {138, "rt_sigqueueinfo", WaitKind::kOtherSyscall, true},
+    {202, "accept", WaitKind::kAccept},
+    {207, "recvfrom", WaitKind::kRead},
+    {212, "recvmsg", WaitKind::kRead},
+    {240, "rt_tgsigqueueinfo", WaitKind::kOtherSyscall, true},
+    {242, "accept4", WaitKind::kAccept},
+    {243, "recvmmsg", WaitKind::kRead},
+    {260, "wait4", WaitKind::kWaitChild},
+    {441, "epoll_pwait2", WaitKind::kPoll},
+};
+const SyscallEntry* FindSyscall(uint64_t nr, Arch arch) {
+  std::span<const SyscallEntry> table = kSyscalls;
+  if (arch == Arch::kAarch64) table = kA64Syscalls;
+  for (const SyscallEntry& e : table)
     if (e.nr == nr) return &e;
   return nullptr;
 }
@@ -185,6 +215,7 @@ class Diagnoser {
     if (report_) ClassifyRegisters();
     if (auto op = MemoryOperandAt(modules_, regs_.pc())) op_ = op;
     if (op_) d_.faulting_instruction = op_->text;
+    FaultWithoutSiginfo();
     DecideSyndrome();
     if (!d_.impossible_state) PcInsideAnInstruction();
     DecideContext();
@@ -236,22 +267,44 @@ class Diagnoser {
     }
   }
 
+  // qemu-user's cores carry no siginfo: NT_PRSTATUS's signal number alone,
+  // with code 0. For a SIGSEGV at an instruction with a memory operand, what
+  // the kernel would have said follows from the operand, as it does from
+  // the trap number of an x86_64 sigcontext: the address, and whether any
+  // mapping holds it (SEGV_ACCERR) or none does (SEGV_MAPERR).
+  void FaultWithoutSiginfo() {
+    if (sig_.source != SignalInfo::Source::kPrstatus || sig_.signo != SIGSEGV || sig_.code != 0 || sig_.fault_address)
+      return;
+    std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
+    if (!base) return;
+    uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
+    if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
+    // aarch64 Linux ignores a data address' top byte (TBI) and leaves the
+    // tag out of si_addr.
+    if (regs_.arch == Arch::kAarch64) e &= 0x00ffffffffffffffull;
+    sig_.fault_address = e;
+    sig_.code = core_.memory().Find(e) ? SEGV_ACCERR : SEGV_MAPERR;
+  }
+
   void ClassifyRegisters() {
     static const Reg kGeneral[] = {Reg::rax, Reg::rbx, Reg::rcx, Reg::rdx, Reg::rsi, Reg::rdi, Reg::rbp, Reg::rsp,
                                    Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13, Reg::r14, Reg::r15,
                                    Reg::rip};
-    for (Reg r : kGeneral) {
+    std::span<const Reg> general = kGeneral;
+    if (regs_.arch == Arch::kAarch64) general = RegDisplayOrder(Arch::kAarch64).first(kA64RegCount - 1);  // not pstate
+    for (Reg r : general) {
       RegisterClass c{r, regs_[r], AddressKind::kNull, {}};
       c.kind = Classify(c.value, &c.where);
       bool pointer_into_memory = c.kind == AddressKind::kHeap || c.kind == AddressKind::kData || c.kind == AddressKind::kStack;
-      c.misaligned_pointer = pointer_into_memory && c.value % 8 != 0 && r != Reg::rsp && r != Reg::rbp;
+      bool stack_pointer = r == Reg::rsp || r == Reg::rbp || r == Reg::sp || r == Reg::x29;
+      c.misaligned_pointer = pointer_into_memory && c.value % 8 != 0 && !stack_pointer;
       d_.registers.push_back(std::move(c));
     }
   }
 
   // The operand's base register and its value; none for rip-relative.
   std::optional<std::pair<SizedReg, uint64_t>> DataBase() const {
-    if (!op_ || !op_->base || op_->base->reg == Reg::rip) return std::nullopt;
+    if (!op_ || !op_->base || op_->base->reg == Reg::rip || op_->base->reg == Reg::pc) return std::nullopt;
     return std::pair{*op_->base, SizedRegValue(regs_, *op_->base)};
   }
 
@@ -303,7 +356,7 @@ class Diagnoser {
       // Blocked in any other one, the thread did not cause it: a handler
       // re-sent a signal it received (node's, after a kill), or another
       // thread sent it.
-      const SyscallEntry* call = wait.syscall ? FindSyscall(*wait.syscall) : nullptr;
+      const SyscallEntry* call = wait.syscall ? FindSyscall(*wait.syscall, wait.arch) : nullptr;
       if ((call && call->sends_signal) || wait.kind == WaitKind::kRunning) return false;
     }
     Decide(Syndrome::kExternalSignal, evidence::SignalSent{s, own});
@@ -320,6 +373,12 @@ class Diagnoser {
     uint64_t pc = regs_.pc(), sp = regs_.sp();
     bool fault = signo == SIGSEGV || signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGTRAP;
     if (fault && pc == 0) return PcZero(sp);
+    if (fault && !modules_.IsCode(pc) && regs_.arch == Arch::kAarch64) {
+      // `ret` leaves its target in x30; `br`/`blr` leave no trace.
+      bool returned = StripPointerAuthentication(Arch::kAarch64, regs_[Reg::x30], std::nullopt) == pc;
+      if (returned) return Decide(Syndrome::kWildJump, evidence::RetPoppedNonCode{pc, std::nullopt, {}});
+      return Decide(Syndrome::kWildJump, evidence::PcNotCode{pc, Classify(pc, nullptr)});
+    }
     if (fault && !modules_.IsCode(pc)) {
       // Reached by `ret` when the word just below rsp (what it popped, still
       // in the red zone) equals pc. A ret from a stack pointer off by 8 pops
@@ -346,7 +405,7 @@ class Diagnoser {
       d_.impossible_state = d_.evidence.back();
       return;
     }
-    if (signo == SIGSEGV && op_ && op_->is_ret) {
+    if (signo == SIGSEGV && op_ && op_->is_ret && regs_.arch == Arch::kX86_64) {
       // A ret that faulted: the word it would return to is not code.
       if (auto target = mem_.Read64(sp); target && !modules_.IsCode(*target)) {
         return Decide(Syndrome::kWildJump, evidence::RetTargetNotCode{*target});
@@ -364,6 +423,21 @@ class Diagnoser {
   }
 
   void PcZero(uint64_t sp) {
+    using evidence::PcZeroCause;
+    if (regs_.arch == Arch::kAarch64) {
+      // `blr` to NULL left the return address in x30; `ret` to a zero x30
+      // (a frame record overwritten with zeros) left x30 zero.
+      uint64_t lr = StripPointerAuthentication(Arch::kAarch64, regs_[Reg::x30], std::nullopt);
+      if (lr == 0) return Decide(Syndrome::kReturnToNull, evidence::PcZero{PcZeroCause::kReturn});
+      uint32_t insn = 0;
+      if (LooksLikeReturnAddress(modules_, lr) &&
+          modules_.ReadCode(lr - 4, std::as_writable_bytes(std::span(&insn, 1))) == 4) {
+        bool indirect = (insn & 0xfc000000) != 0x94000000;  // blr and its kin, not bl
+        return Decide(Syndrome::kCallToNull, evidence::PcZero{indirect ? PcZeroCause::kIndirectCall : PcZeroCause::kCall,
+                                                              lr, Where(modules_, lr - 4)});
+      }
+      return Decide(Syndrome::kWildJump, evidence::PcZero{PcZeroCause::kUnknown});
+    }
     auto top = mem_.Read64(sp);
     auto below = mem_.Read64(sp - 8);
     bool top_is_ra = top && LooksLikeReturnAddress(modules_, *top);
@@ -378,7 +452,6 @@ class Diagnoser {
         }
       }
     }
-    using evidence::PcZeroCause;
     if (top_is_ra && indirect) {
       return Decide(Syndrome::kCallToNull, evidence::PcZero{PcZeroCause::kIndirectCall, *top, Where(modules_, *top - 1)});
     }
@@ -393,8 +466,10 @@ class Diagnoser {
     uint64_t sp = regs_.sp();
     uint64_t addr = sig_.fault_address.value_or(sp);
     const auto& segs = core_.memory().segments();
-    // The stack: the segment holding rsp, or the first writable one above it.
+    // The stack: the segment holding rsp, or the first writable one above it
+    // (rsp itself in the guard: qemu-user maps its guest's guard page).
     const Segment* stack = core_.memory().Find(sp);
+    if (stack && !stack->read && !stack->write) stack = nullptr;
     if (!stack) {
       for (const auto& s : segs) {
         if (s.vaddr > sp && s.write) {
@@ -457,7 +532,7 @@ class Diagnoser {
         return true;
       }
     }
-    if (op_ && op_->is_ret) {
+    if (op_ && op_->is_ret && regs_.arch == Arch::kX86_64) {
       auto at = mem_.Read64(regs_.sp());
       auto next = mem_.Read64(regs_.sp() + 8);
       auto prev = mem_.Read64(regs_.sp() - 8);
@@ -506,7 +581,8 @@ class Diagnoser {
     if (op_ && op_->base) {
       uint64_t value = SizedRegValue(regs_, *op_->base);
       d_.evidence.push_back(evidence::BaseRegister{*op_->base, value});
-      if (op_->base->reg != Reg::rip && op_->base->reg != Reg::rsp) pointers.emplace_back(SizedRegName(*op_->base), value);
+      Reg b = op_->base->reg;
+      if (b != Reg::rip && b != Reg::rsp && b != Reg::pc && b != Reg::sp) pointers.emplace_back(SizedRegName(*op_->base), value);
     }
     if (!kernel || effective) pointers.emplace_back("the fault address", a);
     BitFlips(pointers);
@@ -741,8 +817,8 @@ bool IsRuntimeLibrary(std::string_view path) {
   return false;
 }
 
-std::string SyscallName(uint64_t nr) {
-  const SyscallEntry* e = FindSyscall(nr);
+std::string SyscallName(uint64_t nr, Arch arch) {
+  const SyscallEntry* e = FindSyscall(nr, arch);
   return e ? std::to_string(nr) + " (" + e->name + ")" : std::to_string(nr);
 }
 
@@ -757,13 +833,31 @@ std::string ThreadStateName(const ThreadWait& wait) {
     case WaitKind::kAccept: return "accept";
     case WaitKind::kWaitChild: return "wait for child";
     case WaitKind::kPause: return "pause";
-    case WaitKind::kOtherSyscall: return "system call " + SyscallName(wait.syscall.value_or(0));
+    case WaitKind::kOtherSyscall: return "system call " + SyscallName(wait.syscall.value_or(0), wait.arch);
   }
   return "running";
 }
 
 ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
   ThreadWait w;
+  w.arch = regs.arch;
+  if (regs.arch == Arch::kAarch64) {
+    // `svc #0` just before pc, the number in x8. The kernel keeps no
+    // orig_x0 in the core: an interrupted call shows as x0 = -EINTR.
+    uint32_t insn = 0;
+    uint64_t pc = regs.pc();
+    bool after_svc = pc >= 4 && modules.ReadCode(pc - 4, std::as_writable_bytes(std::span(&insn, 1))) == 4 &&
+                     insn == 0xd4000001;
+    if (after_svc && regs[Reg::x0] == static_cast<uint64_t>(-EINTR)) {
+      w.kind = WaitKind::kInterrupted;
+      return w;
+    }
+    if (!after_svc) return w;
+    w.syscall = regs[Reg::x8];
+    const SyscallEntry* e = FindSyscall(*w.syscall, w.arch);
+    w.kind = e ? e->wait : WaitKind::kOtherSyscall;
+    return w;
+  }
   // A `syscall` just before pc, with the system call's number kept in
   // orig_rax, is a thread blocked in the kernel. A system call a signal
   // interrupted, returning EINTR, has orig_rax -1 by the time a signal
@@ -777,7 +871,7 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
     w.kind = interrupted ? WaitKind::kInterrupted : WaitKind::kRunning;
     return w;
   }
-  const SyscallEntry* e = FindSyscall(*w.syscall);
+  const SyscallEntry* e = FindSyscall(*w.syscall, w.arch);
   w.kind = e ? e->wait : WaitKind::kOtherSyscall;
   return w;
 }

@@ -57,6 +57,7 @@ enum class WaitKind {
 struct ThreadWait {
   WaitKind kind = WaitKind::kRunning;
   std::optional<uint64_t> syscall;  // the system call it was blocked in
+  Arch arch = Arch::kX86_64;        // whose system call numbers
   bool operator==(const ThreadWait&) const = default;
 };
 // The contract spelling (the JSON's thread `state`, the thread groups):
@@ -65,7 +66,7 @@ struct ThreadWait {
 std::string ThreadStateName(const ThreadWait& wait);
 // "230 (clock_nanosleep)": the number, and the name of the calls threads
 // wait in.
-std::string SyscallName(uint64_t nr);
+std::string SyscallName(uint64_t nr, Arch arch = Arch::kX86_64);
 
 namespace evidence {
 

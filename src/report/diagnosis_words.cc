@@ -61,7 +61,7 @@ struct Sentence {
            ": no instruction of this process faulted, and the core holds no fault address.";
   }
   std::string operator()(const evidence::ThreadWasIn& e) const {
-    if (e.wait.syscall) return "The thread was blocked in system call " + SyscallName(*e.wait.syscall) + " in " + e.where + ".";
+    if (e.wait.syscall) return "The thread was blocked in system call " + SyscallName(*e.wait.syscall, e.wait.arch) + " in " + e.where + ".";
     if (e.wait.kind == WaitKind::kInterrupted) {
       return "The thread was in a system call in " + e.where + ", which an earlier signal interrupted (it returned EINTR).";
     }

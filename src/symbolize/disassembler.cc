@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/byte_view.h"
+#include "symbolize/a64_disassembler.h"
 #include "symbolize/gas_spelling.h"
 
 namespace coroner {
@@ -141,13 +142,15 @@ std::optional<SizedReg> GeneralRegister(ZydisRegister r) {
 
 }  // namespace
 
-uint64_t InstructionsFormatted() { return formatted; }
+uint64_t InstructionsFormatted() { return formatted + a64::Formatted(); }
 
-std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address) {
+std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address, Arch arch) {
+  if (arch == Arch::kAarch64) return a64::DecodeInstructions(code, address);
   return Decoder().Decode(code, address);
 }
 
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc) {
+  if (modules.arch() == Arch::kAarch64) return a64::MemoryOperandAt(modules, pc);
   std::byte code[ZYDIS_MAX_INSTRUCTION_LENGTH];
   size_t n = modules.ReadCode(pc, code);
   std::optional<Decoded> d = Decoder().DecodeOne(std::span(code, n), pc);
@@ -179,6 +182,19 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
 
 BoundaryAt InstructionBoundaryAt(const ModuleMap& modules, uint64_t pc) {
   BoundaryAt out;
+  if (modules.arch() == Arch::kAarch64) {
+    // Fixed-size instructions: a pc off their grid is inside one.
+    out.where = pc % 4 == 0 ? InstructionBoundary::kStart : InstructionBoundary::kInside;
+    if (out.where == InstructionBoundary::kInside) {
+      std::byte code[4];
+      uint64_t at = pc & ~uint64_t{3};
+      if (modules.ReadCode(at, code) != sizeof code) return {};
+      auto in = a64::DecodeInstructions(code, at);
+      if (in.empty()) return {};
+      out.straddling = in.front();
+    }
+    return out;
+  }
   constexpr uint64_t kMaxFunction = 64 * 1024;
   PcSymbol sym = modules.Symbolize(pc);
   if (sym.symbol.empty() || sym.symbol_size == 0 || sym.symbol_offset >= sym.symbol_size ||
@@ -210,6 +226,7 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   // Whatever bytes are at pc are shown, code or not (a jump into data runs
   // the data as instructions, and gdb shows it so too).
   if (pc == 0) return {};
+  if (modules.arch() == Arch::kAarch64) return a64::Disassemble(modules, pc, exact, before, after);
   constexpr uint64_t kMaxFunctionPrefix = 4096;
   constexpr size_t kTail = 16 * 15;  // room for `after` instructions of up to 15 bytes
   PcSymbol sym = modules.Symbolize(exact ? pc : pc - 1);

@@ -1,4 +1,5 @@
-// Disassembly (Zydis, in gdb's AT&T spelling) of the instructions around a
+// Disassembly (Zydis, in gdb's AT&T spelling, for x86_64; Capstone for
+// aarch64: a64_disassembler.h) of the instructions around a
 // frame's pc, from the code bytes in the core when dumped, else from the
 // module's file.
 #pragma once
@@ -46,7 +47,8 @@ uint64_t InstructionsFormatted();
 
 // Every instruction from the start of `code` (at `address`) until bytes that
 // are no instruction.
-std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address);
+std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address,
+                                            Arch arch = Arch::kX86_64);
 
 // Where pc falls in the instruction stream of its function, decoded from
 // the symbol's start (x86 cannot be decoded backwards): at the start of an

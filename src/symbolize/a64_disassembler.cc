@@ -1,0 +1,148 @@
+#include "symbolize/a64_disassembler.h"
+
+#include <capstone/capstone.h>
+
+#include <algorithm>
+
+#include "core/byte_view.h"
+
+namespace coroner::a64 {
+namespace {
+
+thread_local uint64_t formatted = 0;
+
+// A Capstone handle with operand details, one per thread (thread_local).
+class Decoder {
+ public:
+  Decoder() {
+    ok_ = cs_open(CS_ARCH_ARM64, CS_MODE_ARM, &handle_) == CS_ERR_OK;
+    if (ok_) ok_ = cs_option(handle_, CS_OPT_DETAIL, CS_OPT_ON) == CS_ERR_OK;
+    if (ok_) insn_ = cs_malloc(handle_);
+    ok_ = ok_ && insn_;
+  }
+  ~Decoder() {
+    if (insn_) cs_free(insn_, 1);
+    if (handle_) cs_close(&handle_);
+  }
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+
+  // The instruction at the start of `code` (at `address`); nullptr for four
+  // bytes that are no instruction. Valid until the next call.
+  const cs_insn* One(std::span<const std::byte> code, uint64_t address) {
+    if (!ok_ || code.size() < 4) return nullptr;
+    const auto* p = reinterpret_cast<const uint8_t*>(code.data());
+    size_t size = 4;
+    uint64_t at = address;
+    if (!cs_disasm_iter(handle_, &p, &size, &at, insn_)) return nullptr;
+    ++formatted;
+    return insn_;
+  }
+  csh handle() const { return handle_; }
+
+ private:
+  csh handle_ = 0;
+  cs_insn* insn_ = nullptr;
+  bool ok_ = false;
+};
+
+Decoder& TheDecoder() {
+  thread_local Decoder decoder;
+  return decoder;
+}
+
+std::string Text(const cs_insn& in) {
+  std::string text = in.mnemonic;
+  if (in.op_str[0]) text += std::string(" ") + in.op_str;
+  return text;
+}
+
+// x0-x30 and sp, at their width (w registers are 32 bits); nullopt for
+// the zero register and the vector ones.
+std::optional<SizedReg> GeneralRegister(csh handle, unsigned reg) {
+  if (reg == ARM64_REG_INVALID) return std::nullopt;
+  const char* name = cs_reg_name(handle, reg);
+  if (!name) return std::nullopt;
+  std::string_view n = name;
+  uint8_t bits = 64;
+  std::string full(n);
+  if (n == "wsp") full = "sp", bits = 32;
+  else if (n.size() >= 2 && n[0] == 'w' && n[1] >= '0' && n[1] <= '9') full = "x" + std::string(n.substr(1)), bits = 32;
+  std::optional<Reg> r = RegFromName(full);
+  if (!r || *r < kA64First) return std::nullopt;
+  return SizedReg{*r, bits};
+}
+
+bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
+std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address) {
+  std::vector<Instruction> out;
+  for (size_t at = 0; at + 4 <= code.size(); at += 4) {
+    const cs_insn* in = TheDecoder().One(code.subspan(at), address + at);
+    if (!in) break;
+    out.push_back({address + at, HexBytes(code.subspan(at, 4)), Text(*in), false});
+  }
+  return out;
+}
+
+std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc) {
+  std::byte code[4];
+  if (pc % 4 != 0 || modules.ReadCode(pc, code) != sizeof code) return std::nullopt;
+  Decoder& d = TheDecoder();
+  const cs_insn* in = d.One(code, pc);
+  if (!in) return std::nullopt;
+  MemoryOperand m;
+  m.text = Text(*in);
+  m.mnemonic = in->mnemonic;
+  m.is_ret = m.mnemonic == "ret" || m.mnemonic == "retaa" || m.mnemonic == "retab";
+  m.is_call = m.mnemonic == "bl" || StartsWith(m.mnemonic, "blr");
+  const cs_arm64& detail = in->detail->arm64;
+  for (unsigned i = 0; i < detail.op_count; ++i) {
+    const cs_arm64_op& op = detail.operands[i];
+    if (op.type != ARM64_OP_MEM) continue;
+    m.base = GeneralRegister(d.handle(), op.mem.base);
+    m.index = GeneralRegister(d.handle(), op.mem.index);
+    m.displacement = op.mem.disp;
+    // Stores, and the atomics that read and write (Capstone 4's access
+    // flags mark every store's operand read-write).
+    m.writes = StartsWith(m.mnemonic, "st") || StartsWith(m.mnemonic, "swp") || StartsWith(m.mnemonic, "cas") ||
+               (StartsWith(m.mnemonic, "ld") && m.mnemonic.size() > 4 &&
+                (StartsWith(m.mnemonic, "ldadd") || StartsWith(m.mnemonic, "ldclr") ||
+                 StartsWith(m.mnemonic, "ldeor") || StartsWith(m.mnemonic, "ldset")));
+    return m;
+  }
+  if (m.is_ret || m.is_call) return m;
+  return std::nullopt;
+}
+
+std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {
+  if (pc == 0 || pc % 4 != 0) return {};
+  // A return address' instruction is the call before it.
+  uint64_t current = exact ? pc : pc - 4;
+  // Within the function when the symbol table says where it starts and ends.
+  PcSymbol sym = modules.Symbolize(current);
+  uint64_t first = current - std::min<uint64_t>(before * 4, current);
+  uint64_t last = current + after * 4 + 4;
+  if (!sym.symbol.empty()) {
+    first = std::max(first, current - sym.symbol_offset);
+    if (sym.symbol_size > 0) last = std::min(last, current - sym.symbol_offset + sym.symbol_size);
+  }
+  last = std::max(last, current + 4);
+  std::vector<std::byte> code(static_cast<size_t>(last - first));
+  // What is readable before the current instruction may be less than asked.
+  while (first < current && modules.ReadCode(first, std::span(code).first(4)) != 4) first += 4, code.resize(code.size() - 4);
+  code.resize(modules.ReadCode(first, code) / 4 * 4);
+  std::vector<Instruction> out;
+  for (size_t at = 0; at + 4 <= code.size(); at += 4) {
+    const cs_insn* in = TheDecoder().One(std::span(code).subspan(at), first + at);
+    Instruction shown{first + at, HexBytes(std::span(code).subspan(at, 4)), in ? Text(*in) : "(bad)", first + at == current};
+    out.push_back(std::move(shown));
+  }
+  return out;
+}
+
+uint64_t Formatted() { return formatted; }
+
+}  // namespace coroner::a64
