@@ -192,7 +192,8 @@ const std::vector<Symbol>& ModuleImage::Symbols() const {
   if (debug_elf_ && debug_elf_ != elf_) LoadSymbols(debug_elf_);
   if (elf_) LoadSymbols(elf_);
   auto& syms = symbols_;
-  // Aliases at one address: a global name beats a weak or local one, then
+  // Aliases at one address: a global name beats a weak or local one, the
+  // default version of a symbol its hidden ones (free@@ over cfree@), then
   // the public spelling beats the internal one ("clone3" over "__clone3",
   // as gdb shows them), then the larger size.
   auto underscores = [](std::string_view n) { return n.find_first_not_of('_'); };
@@ -214,6 +215,18 @@ void ModuleImage::LoadSymbols(Elf* elf) const {
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data || sh.sh_entsize == 0) continue;
     size_t count = sh.sh_size / sh.sh_entsize;
+    // The dynamic symbols' versions: a hidden one (an old version kept for
+    // old binaries, bit 15) is not the name gdb shows.
+    Elf_Data* versions = nullptr;
+    if (sh.sh_type == SHT_DYNSYM) {
+      for (Elf_Scn* v = nullptr; (v = elf_nextscn(elf, v));) {
+        GElf_Shdr vh;
+        if (gelf_getshdr(v, &vh) && vh.sh_type == SHT_GNU_versym && vh.sh_link == elf_ndxscn(scn)) {
+          versions = elf_getdata(v, nullptr);
+          break;
+        }
+      }
+    }
     // At most one Symbol per entry (the section's bytes bound the count):
     // growing by doubling copied libc's 10,000 names several times.
     symbols_.reserve(symbols_.size() + std::min(count, data->d_size / sizeof(Elf64_Sym)));
@@ -229,7 +242,9 @@ void ModuleImage::LoadSymbols(Elf* elf) const {
       const char* name = elf_strptr(elf, sh.sh_link, sym.st_name);
       if (!name || !*name) continue;
       int bind = GELF_ST_BIND(sym.st_info);
-      int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+      int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 2 : 4;
+      GElf_Versym version = 0;
+      if (versions && gelf_getversym(versions, static_cast<int>(i), &version) && (version & 0x8000)) ++rank;
       symbols_.push_back({sym.st_value, sym.st_size, name, rank});
     }
   }

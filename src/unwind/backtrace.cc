@@ -1,6 +1,7 @@
 #include "unwind/backtrace.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace coroner {
 
@@ -69,18 +70,20 @@ namespace {
 constexpr size_t kMaxChain = 8;
 constexpr size_t kMaxFunctionsWalked = 512;
 
-void FindTailChains(const ModuleImage& image, uint64_t from, uint64_t to, std::vector<CallSite>& path,
-                    std::vector<uint64_t>& visited, std::vector<std::vector<CallSite>>& chains, size_t& budget) {
+// `arrives(site)`: the tail call at `site` went to the running function.
+void FindTailChains(const ModuleImage& image, uint64_t from, const std::function<bool(const CallSite&)>& arrives,
+                    std::vector<CallSite>& path, std::vector<uint64_t>& visited,
+                    std::vector<std::vector<CallSite>>& chains, size_t& budget) {
   if (chains.size() > 1 || path.size() >= kMaxChain || budget == 0) return;
   --budget;
   visited.push_back(from);
   for (const CallSite& site : image.TailCallsFrom(from)) {
-    if (!site.target || chains.size() > 1) continue;
+    if (chains.size() > 1) continue;
     path.push_back(site);
-    if (*site.target == to) {
+    if (arrives(site)) {
       chains.push_back(path);
-    } else if (std::find(visited.begin(), visited.end(), *site.target) == visited.end()) {
-      FindTailChains(image, *site.target, to, path, visited, chains, budget);
+    } else if (site.target && std::find(visited.begin(), visited.end(), *site.target) == visited.end()) {
+      FindTailChains(image, *site.target, arrives, path, visited, chains, budget);
     }
     path.pop_back();
   }
@@ -113,6 +116,10 @@ void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
     // reassigned in a branch for maybe-uninitialized.)
     bool known = false;
     uint64_t target = 0;
+    // Where the tail calls were made: in the callee's module, or in the
+    // caller's when a function of its own jumped on into the callee's
+    // module through the PLT (`release` calls `free` last: `b free@plt`).
+    const MappedModule* chain_module = callee.module;
     if (callee.module == caller.module) {
       known = call->target.has_value();
       target = call->target.value_or(0);
@@ -120,21 +127,37 @@ void AddTailCallFrames(Backtrace& bt, const ModuleMap& modules) {
       std::optional<uint64_t> exported = image.SymbolAddress(call->target_name);
       known = exported.has_value();
       target = exported.value_or(0);
+    } else if (call->target) {
+      chain_module = caller.module;
+      known = true;
+      target = *call->target;
     }
     std::optional<uint64_t> running = image.FunctionEntry(*callee.lookup);
-    if (!known || !running || target == *running) continue;
+    if (!running && chain_module != callee.module) {
+      // A library without debug information: its symbol table's start.
+      PcSymbol sym = modules.Symbolize(callee.module->bias + *callee.lookup);
+      if (!sym.symbol.empty() && sym.symbol_offset <= *callee.lookup) running = *callee.lookup - sym.symbol_offset;
+    }
+    if (!known || !running || (chain_module == callee.module && target == *running)) continue;
+    std::function<bool(const CallSite&)> arrives = [&](const CallSite& site) { return site.target == running; };
+    if (chain_module != callee.module) {
+      arrives = [&](const CallSite& site) {
+        return !site.target && !site.target_name.empty() && image.DefinesDynamic(site.target_name) &&
+               image.SymbolAddress(site.target_name) == running;
+      };
+    }
     std::vector<CallSite> path;
     std::vector<uint64_t> visited;
     std::vector<std::vector<CallSite>> chains;
-    FindTailChains(image, target, *running, path, visited, chains, budget);
+    FindTailChains(*chain_module->image, target, arrives, path, visited, chains, budget);
     // Unproved where the search ran out before it could see a second chain.
     if (chains.size() != 1 || budget == 0) continue;
     // Innermost first: the last tail call made is the nearest the callee.
     for (auto site = chains[0].rbegin(); site != chains[0].rend(); ++site) {
       Frame f;
-      f.pc = site->return_pc + callee.module->bias;
+      f.pc = site->return_pc + chain_module->bias;
       f.pc_kind = PcKind::kReturnAddress;
-      f.module = callee.module;
+      f.module = chain_module;
       f.offset = site->return_pc;
       f.lookup = site->return_pc - 1;
       PcSymbol sym = modules.Symbolize(f.pc - 1);

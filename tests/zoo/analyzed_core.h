@@ -26,6 +26,10 @@ FileSymbolProvider& ZooSymbols();
 
 // Throws on a core that does not open (the zoo's cores all do).
 std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path);
+// A core of another machine, as `analyze --sysroot SYSROOT --exe BINARY`
+// reads it.
+std::unique_ptr<AnalyzedCore> AnalyzeCrossCore(const std::string& path, const std::string& sysroot,
+                                               const std::string& binary);
 
 // A gtest-safe name for a zoo core parameter ("null_deref_O0").
 std::string ZooTestName(const ::testing::TestParamInfo<ZooCore>& info);

@@ -25,7 +25,9 @@ std::vector<std::vector<std::string>> ReadTsv(const std::string& path) {
 }
 
 std::string GdbInstructionText(const std::string& line) {
-  std::string text = line.substr(0, line.find(" #"));
+  // x86's comment is "# 0x... <sym>", aarch64's "// #139"; an aarch64
+  // immediate ("#8") is no comment.
+  std::string text = line.substr(0, std::min(line.find(" # "), line.find(" //")));
   if (size_t sym = text.find(" <"); sym != std::string::npos) text.erase(sym, text.find('>', sym) + 1 - sym);
   std::string out;
   for (char c : text) {
@@ -43,14 +45,19 @@ std::string ZooDir() {
   return z;
 }
 
-std::vector<ZooCore> LoadZoo() {
+namespace {
+std::vector<ZooCore> LoadManifest(const std::string& path) {
   std::vector<ZooCore> zoo;
-  for (const auto& r : ReadTsv(ZooDir() + "/manifest.tsv")) {
+  for (const auto& r : ReadTsv(path)) {
     if (r.size() < 5) continue;
     zoo.push_back({r[0], r[1], r[2], r[3], r[4]});
   }
   return zoo;
 }
+}  // namespace
+
+std::vector<ZooCore> LoadZoo() { return LoadManifest(ZooDir() + "/manifest.tsv"); }
+std::vector<ZooCore> LoadA64Zoo() { return LoadManifest(ZooDir() + "/a64/manifest.tsv"); }
 
 std::map<std::string, Expectation> LoadExpectations() {
   const char* src = std::getenv("CORONER_SOURCE_DIR");

@@ -33,6 +33,10 @@ std::vector<std::vector<std::string>> ReadTsv(const std::string& path);
 // The zoo directory: $CORONER_ZOO (set by ctest).
 std::string ZooDir();
 std::vector<ZooCore> LoadZoo();
+// The aarch64 zoo (zoo/a64/manifest.tsv): cores qemu-user wrote.
+std::vector<ZooCore> LoadA64Zoo();
+// Where the aarch64 zoo's libraries are: the cross toolchain's root.
+constexpr const char* kA64Sysroot = "/usr/aarch64-linux-gnu";
 std::map<std::string, Expectation> LoadExpectations();
 
 struct GdbThread {

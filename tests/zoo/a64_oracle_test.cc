@@ -1,0 +1,167 @@
+// The aarch64 crash zoo against gdb-multiarch on the same cores: the
+// crashers built with Debian's cross toolchain (-O0 with frame pointers,
+// -O2 without, -O2 with pointer authentication and BTI) and run under
+// qemu-user, whose cores hold no NT_FILE, no NT_SIGINFO and no header
+// pages. Registers, frames (pc and name, every thread), the crashing
+// instruction, the modules the dynamic linker's list gives, and the
+// syndrome each crasher's source calls for (tests/crashers/expected.tsv).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <regex>
+
+#include "core/module_files.h"
+#include "diagnose/diagnosis.h"
+#include "symbolize/disassembler.h"
+#include "text/text.h"
+#include "unwind/backtrace.h"
+#include "zoo/analyzed_core.h"
+#include "zoo/gdb_compare.h"
+#include "zoo/zoo.h"
+
+namespace coroner {
+namespace {
+
+std::unique_ptr<testing::AnalyzedCore> Analyze(const testing::ZooCore& z) {
+  return testing::AnalyzeCrossCore(z.core, testing::kA64Sysroot, z.binary);
+}
+
+// gdb (binutils) writes some immediates in decimal ("#1") where Capstone
+// writes hex ("#0x1"): the same instruction, compared with each immediate
+// as its value.
+std::string Immediates(const std::string& text) {
+  static const std::regex kImmediate("#(-?)(0x[0-9a-f]+|[0-9]+)");
+  std::string out;
+  auto last = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), kImmediate), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    out += "#" + (*it)[1].str() + std::to_string(std::stoull((*it)[2].str(), nullptr, 0));
+    last = (*it)[0].second;
+  }
+  out.append(last, text.cend());
+  return out;
+}
+
+class A64ZooTest : public ::testing::TestWithParam<testing::ZooCore> {};
+
+TEST_P(A64ZooTest, IsAnAarch64CoreWithoutFileNotes) {
+  auto a = Analyze(GetParam());
+  EXPECT_EQ(a->core->arch(), Arch::kAarch64);
+  for (const Thread& t : a->core->threads()) EXPECT_EQ(t.registers.arch, Arch::kAarch64);
+  // What qemu-user leaves out, said as missing.
+  auto missing = a->core->missing();
+  EXPECT_TRUE(std::any_of(missing.begin(), missing.end(), [](const std::string& m) {
+    return m.find("modules from the dynamic linker's list") != std::string::npos;
+  }));
+}
+
+TEST_P(A64ZooTest, RegistersMatchGdb) {
+  const auto& z = GetParam();
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  auto a = Analyze(z);
+  ASSERT_EQ(gdb.threads.size(), a->core->threads().size());
+  testing::ExpectRegistersMatch(gdb, *a->core, true);
+  // gdb calls pstate cpsr; the names coroner reports are gdb's.
+  ASSERT_FALSE(gdb.threads.empty());
+  EXPECT_TRUE(gdb.threads[0].registers.count("cpsr"));
+  EXPECT_EQ(RegFromName("cpsr"), Reg::pstate);
+}
+
+TEST_P(A64ZooTest, ModulesAreTheLinkersList) {
+  auto a = Analyze(GetParam());
+  // The executable, the dynamic linker and libc, each with the build-id of
+  // its file and the load bias the list gives.
+  std::map<std::string, const Module*> by_name;
+  for (const Module& m : a->core->modules()) by_name[Basename(m.path)] = &m;
+  for (const char* name : {"ld-linux-aarch64.so.1", "libc.so.6"}) {
+    ASSERT_TRUE(by_name.count(name)) << name;
+    const Module& m = *by_name[name];
+    EXPECT_EQ(m.file_status, ModuleFileStatus::kOk) << name;
+    EXPECT_EQ(m.build_id, LookUpModuleFile(std::string(testing::kA64Sysroot) + "/lib/" + name).build_id) << name;
+  }
+  const Module* exe = a->core->executable();
+  ASSERT_NE(exe, nullptr);
+  EXPECT_EQ(exe->path, GetParam().binary);
+  EXPECT_EQ(exe->build_id, LookUpModuleFile(GetParam().binary).build_id);
+  // qemu loads a PIE executable at 0x5500000000; a non-PIE one where it was linked.
+  EXPECT_EQ(exe->load_bias, GetParam().variant.ends_with("-pie") ? 0x5500000000u : 0u);
+}
+
+TEST_P(A64ZooTest, FramesMatchGdb) {
+  const auto& z = GetParam();
+  if (z.variant.ends_with("-pie")) GTEST_SKIP() << "gdb does not relocate a PIE executable in a qemu-user core: PieExecutableUnwindsLikeItsTwin";
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  auto a = Analyze(z);
+  for (const Backtrace& t : a->threads()) {
+    int tid = t.thread->tid;
+    ASSERT_TRUE(gdb.frames.count(tid)) << tid;
+    const auto& g = gdb.frames.at(tid);
+    ASSERT_FALSE(g.empty());
+    EXPECT_GE(testing::ExpectSameFrames(g, t, "thread " + std::to_string(tid), *a->analysis.modules), 1u);
+  }
+  // file:line of frame 0 where gdb has it.
+  const Backtrace& crashed = a->threads()[a->core->crashing_thread()];
+  const auto& g0 = gdb.frames.at(crashed.thread->tid)[0];
+  if (g0.file != "-") {
+    EXPECT_EQ(Basename(crashed.frames[0].file), Basename(g0.file));
+    EXPECT_EQ(crashed.frames[0].line, g0.line);
+  }
+}
+
+TEST_P(A64ZooTest, CrashingInstructionMatchesGdb) {
+  const auto& z = GetParam();
+  if (z.variant.ends_with("-pie")) GTEST_SKIP() << "gdb does not relocate a PIE executable in a qemu-user core";
+  auto gdb = testing::ParseGdbOracle(z.oracle);
+  auto a = Analyze(z);
+  const Thread& t = a->core->threads()[a->core->crashing_thread()];
+  auto ins = Disassemble(*a->analysis.modules, t.registers.pc(), true);
+  if (gdb.instructions.empty()) {
+    EXPECT_TRUE(ins.empty());  // pc 0: no code for either
+    return;
+  }
+  auto cur = std::find_if(ins.begin(), ins.end(), [](const Instruction& i) { return i.current; });
+  ASSERT_NE(cur, ins.end());
+  EXPECT_EQ(cur->address, gdb.instructions[0].address);
+  EXPECT_EQ(cur->bytes.size(), 8u);  // every instruction is four bytes
+  EXPECT_EQ(Immediates(cur->text), Immediates(gdb.instructions[0].text));
+}
+
+TEST_P(A64ZooTest, SyndromeIsTheCrashersOwn) {
+  const auto& z = GetParam();
+  auto expected = testing::LoadExpectations();
+  ASSERT_TRUE(expected.count(z.crasher)) << z.crasher;
+  const auto& e = expected.at(z.crasher);
+  auto a = Analyze(z);
+  ASSERT_TRUE(a->analysis.diagnosis);
+  const Diagnosis& d = *a->analysis.diagnosis;
+  EXPECT_EQ(SyndromeName(d.syndrome), e.syndrome);
+  EXPECT_EQ(ContextName(d.context), e.context);
+  EXPECT_EQ(static_cast<int>(a->core->threads().size()), e.threads);
+  if (e.syndrome == "null-deref") {
+    // The register that held NULL is named, as on x86_64.
+    ASSERT_TRUE(d.null_register);
+    EXPECT_GE(d.null_register->reg, kA64First);
+    EXPECT_LT(SizedRegValue(a->core->threads()[a->core->crashing_thread()].registers, *d.null_register), 65536u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(A64Zoo, A64ZooTest, ::testing::ValuesIn(testing::LoadA64Zoo()), testing::ZooTestName);
+
+// A PIE executable, relocated by qemu, unwinds to the same functions as its
+// non-PIE twin (gdb cannot relocate it in such a core, so it is the oracle).
+TEST(A64Zoo, PieExecutableUnwindsLikeItsTwin) {
+  std::map<std::string, testing::ZooCore> zoo;
+  for (const auto& z : testing::LoadA64Zoo()) zoo[z.variant] = z;
+  ASSERT_TRUE(zoo.count("null_deref-pie") && zoo.count("null_deref-O0"));
+  auto pie = Analyze(zoo["null_deref-pie"]), twin = Analyze(zoo["null_deref-O0"]);
+  const auto& pf = pie->threads()[0].frames;
+  const auto& tf = twin->threads()[0].frames;
+  ASSERT_EQ(pf.size(), tf.size());
+  for (size_t i = 0; i < pf.size(); ++i) EXPECT_EQ(pf[i].function, tf[i].function) << i;
+  EXPECT_EQ(pf[0].function, "walk");
+  EXPECT_EQ(pf[0].line, tf[0].line);
+}
+
+}  // namespace
+}  // namespace coroner
