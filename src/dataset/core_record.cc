@@ -43,6 +43,9 @@ class BorrowedSource final : public ByteSource {
 void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols);
 
 void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
+  // The machine: a mixed fleet's populations, and what a cluster's cores
+  // share (a sidecar's `arch` wins).
+  r.attributes.push_back({"arch", std::string(ArchName(core.arch()))});
   if (const auto& p = core.process()) {
     r.pid = p->pid;
     r.comm = ValidUtf8(p->comm);
