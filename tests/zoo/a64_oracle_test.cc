@@ -10,6 +10,10 @@
 #include <algorithm>
 #include <csignal>
 #include <regex>
+#include <set>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "core/module_files.h"
 #include "diagnose/diagnosis.h"
@@ -17,6 +21,7 @@
 #include "text/text.h"
 #include "unwind/backtrace.h"
 #include "zoo/analyzed_core.h"
+#include "unit/run_coroner.h"
 #include "zoo/gdb_compare.h"
 #include "zoo/zoo.h"
 
@@ -161,6 +166,61 @@ TEST(A64Zoo, PieExecutableUnwindsLikeItsTwin) {
   for (size_t i = 0; i < pf.size(); ++i) EXPECT_EQ(pf[i].function, tf[i].function) << i;
   EXPECT_EQ(pf[0].function, "walk");
   EXPECT_EQ(pf[0].line, tf[0].line);
+}
+
+// A mixed fleet: the x86_64 zoo's kernel-made cores and the aarch64 zoo's
+// qemu-made ones scanned into one dataset, as a scan of a bucket of both
+// reads them. Every core is an `ok` row with its machine in `arch`, and
+// epi's populations are the signatures: one machine's crash site is not
+// merged with another's unless the signatures agree.
+TEST(A64Zoo, MixedFleetScansIntoOneDatasetAndEpiKeepsThePopulations) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("coroner-mixed-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cores");
+  std::map<std::string, std::string> want_arch;
+  for (const auto& z : testing::LoadA64Zoo()) {
+    fs::create_symlink(z.core, dir / "cores" / ("a64-" + z.variant + ".core"));
+    want_arch["a64-" + z.variant + ".core"] = "aarch64";
+  }
+  for (const auto& z : testing::LoadZoo()) {
+    if (!z.variant.ends_with("-O0") || z.variant.find("race") != std::string::npos) continue;
+    fs::create_symlink(z.core, dir / "cores" / ("x86-" + z.variant + ".core"));
+    want_arch["x86-" + z.variant + ".core"] = "x86_64";
+  }
+  std::string db = (dir / "fleet.db").string();
+  auto scan = testing::Coroner("scan --db " + db + " --jobs 2 " + (dir / "cores").string());
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto rows = testing::Coroner("query --json --db " + db +
+                               " \"SELECT c.path, c.status, c.signature, a.value AS arch FROM cores c "
+                               "LEFT JOIN attributes a ON a.core = c.id AND a.key = 'arch'\"");
+  ASSERT_EQ(rows.status, 0) << rows.err;
+  auto json = nlohmann::json::parse(rows.out);
+  ASSERT_EQ(json.size(), want_arch.size());
+  std::map<std::string, int> per_signature;
+  std::map<std::string, std::set<std::string>> arches_of;
+  for (const auto& r : json) {
+    std::string name = fs::path(r["path"].get<std::string>()).filename();
+    EXPECT_EQ(r["status"], "ok") << name;
+    ASSERT_TRUE(r["arch"].is_string()) << name;
+    EXPECT_EQ(r["arch"], want_arch[name]) << name;
+    ASSERT_TRUE(r["signature"].is_string()) << name;
+    ++per_signature[r["signature"]];
+    arches_of[r["signature"]].insert(r["arch"]);
+  }
+  // Some crash sites are one machine's only, some both machines' (the
+  // same source crashes at the same function).
+  EXPECT_TRUE(std::any_of(arches_of.begin(), arches_of.end(), [](const auto& a) { return a.second.size() == 2; }));
+  EXPECT_TRUE(std::any_of(arches_of.begin(), arches_of.end(),
+                          [](const auto& a) { return a.second == std::set<std::string>{"aarch64"}; }));
+  auto epi = testing::Coroner("epi --json --db " + db);
+  ASSERT_EQ(epi.status, 0) << epi.err;
+  auto report = nlohmann::json::parse(epi.out);
+  EXPECT_EQ(report["cores"], static_cast<int>(want_arch.size()));
+  std::map<std::string, int> clustered;
+  for (const auto& c : report["clusters"]) clustered[c["signature"]] += c["count"].get<int>();
+  EXPECT_EQ(clustered, per_signature);
+  fs::remove_all(dir);
 }
 
 }  // namespace
