@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/memory.h"
+#include "core/registers.h"
 
 namespace coroner {
 
@@ -29,7 +31,16 @@ struct BitFlip {
 // more than two such bits is left out (a wild value, not a flip). Flips of
 // bits below 16 are not considered: a pointer a little past a mapping's end
 // is an overrun far more often than a flip.
+//
+// On aarch64 the hardware ignores a data address' top byte (TBI), so a
+// flip there never made a pointer fault: the tag is dropped and bits 56 and
+// up are not considered. Nor are the bits pointer authentication writes its
+// code into (`pac_mask`, the core's NT_ARM_PAC_MASK; bits 48 to 54 when the
+// core does not say): a signed pointer used without its check has a few of
+// them set by the hash, which is no flip (rust-minidump turned its ARM64
+// hints off for those false positives).
 std::vector<BitFlip> PossibleBitFlips(const std::vector<std::pair<std::string, uint64_t>>& values,
-                                      const Memory& memory);
+                                      const Memory& memory, Arch arch = Arch::kX86_64,
+                                      std::optional<uint64_t> pac_mask = std::nullopt);
 
 }  // namespace coroner

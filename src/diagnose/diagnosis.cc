@@ -591,7 +591,8 @@ class Diagnoser {
   // A bad pointer one flipped bit away from NULL or from an address the core
   // maps: evidence of hardware corruption, if it recurs on the host.
   void BitFlips(const std::vector<std::pair<std::string, uint64_t>>& pointers) {
-    d_.possible_bit_flips = PossibleBitFlips(pointers, core_.memory());
+    const Thread& t = core_.threads()[core_.crashing_thread()];
+    d_.possible_bit_flips = PossibleBitFlips(pointers, core_.memory(), regs_.arch, t.a64.pac_data_mask);
     for (const BitFlip& f : d_.possible_bit_flips) {
       d_.evidence.push_back(evidence::PossibleBitFlip{f, Classify(f.original, nullptr)});
     }

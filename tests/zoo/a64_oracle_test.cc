@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/module_files.h"
+#include "diagnose/bit_flips.h"
 #include "diagnose/diagnosis.h"
 #include "symbolize/disassembler.h"
 #include "text/text.h"
@@ -149,6 +150,41 @@ TEST_P(A64ZooTest, SyndromeIsTheCrashersOwn) {
     EXPECT_GE(d.null_register->reg, kA64First);
     EXPECT_LT(SizedRegValue(a->core->threads()[a->core->crashing_thread()].registers, *d.null_register), 65536u);
   }
+}
+
+// bit_flip.c sets bit 40 of a heap pointer: found on aarch64 as on x86_64,
+// from the register and from the fault address. A tag in the top byte, or
+// a code in pointer authentication's bits, is no flip on aarch64: the
+// hardware ignores the one, and a signed pointer used unchecked has the
+// other's bits set by a hash (the false positives that made rust-minidump
+// drop its ARM64 hints). Checked against the same core's memory.
+TEST(A64Zoo, BitFlipsKnowTagsAndPointerAuthentication) {
+  std::map<std::string, testing::ZooCore> zoo;
+  for (const auto& z : testing::LoadA64Zoo()) zoo[z.variant] = z;
+  ASSERT_TRUE(zoo.count("bit_flip-O2"));
+  for (const char* v : {"bit_flip-O0", "bit_flip-O2", "bit_flip-pac"}) {
+    auto a = Analyze(zoo.at(v));
+    const Diagnosis& d = *a->analysis.diagnosis;
+    ASSERT_EQ(d.possible_bit_flips.size(), 2u) << v;
+    for (const BitFlip& f : d.possible_bit_flips) {
+      EXPECT_EQ(f.bit, 40) << v;
+      EXPECT_EQ(f.value ^ f.original, uint64_t{1} << 40) << v;
+    }
+  }
+  auto a = Analyze(zoo.at("bit_flip-O2"));
+  const BitFlip& flip = a->analysis.diagnosis->possible_bit_flips[0];
+  const Memory& memory = a->core->memory();
+  const uint64_t good = flip.original;  // the heap pointer the program made
+  auto flips = [&](uint64_t v, Arch arch) { return PossibleBitFlips({{"x0", v}}, memory, arch).size(); };
+  EXPECT_EQ(flips(good ^ (uint64_t{1} << 40), Arch::kAarch64), 1u);
+  // A top-byte tag: the same address to the hardware, so no fault it explains.
+  EXPECT_EQ(flips((good ^ (uint64_t{1} << 40)) | (uint64_t{0x2a} << 56), Arch::kAarch64), 1u);
+  EXPECT_EQ(flips(good | (uint64_t{1} << 57), Arch::kAarch64), 0u);
+  EXPECT_EQ(flips(good | (uint64_t{1} << 57), Arch::kX86_64), 1u);  // x86_64 has no TBI: a flip
+  // One bit in pointer authentication's field (48-54): a hash, not a flip.
+  EXPECT_EQ(flips(good | (uint64_t{1} << 50), Arch::kAarch64), 0u);
+  // ... unless the core's PAC mask says the field is elsewhere.
+  EXPECT_EQ(PossibleBitFlips({{"x0", good | (uint64_t{1} << 50)}}, memory, Arch::kAarch64, 0xff80000000000000ull).size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(A64Zoo, A64ZooTest, ::testing::ValuesIn(testing::LoadA64Zoo()), testing::ZooTestName);
