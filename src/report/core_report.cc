@@ -580,7 +580,8 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                                    fc->signal.code, code ? *code : "unknown");
     if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
     add(line);
-    add(fmt::format("  at rip {} rsp {}; a handler caught it and {}", Hex(fc->registers.pc()), Hex(fc->registers.sp()),
+    add(fmt::format("  at {} {} {} {}; a handler caught it and {}", RegName(fc->registers.pc_reg()),
+                    Hex(fc->registers.pc()), RegName(fc->registers.sp_reg()), Hex(fc->registers.sp()),
                     core.signal() ? HandlerEnding(*core.signal(), fc->signal) : "ended the process"));
   }
   if (const auto& d = analysis.diagnosis) {
@@ -594,8 +595,8 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
-    add(fmt::format("thread {} (LWP {}){}: rip {} rsp {}", i, t.tid,
-                    i == core.crashing_thread() ? " [crashed]" : "", Hex(t.registers.pc()),
+    add(fmt::format("thread {} (LWP {}){}: {} {} {} {}", i, t.tid, i == core.crashing_thread() ? " [crashed]" : "",
+                    RegName(t.registers.pc_reg()), Hex(t.registers.pc()), RegName(t.registers.sp_reg()),
                     Hex(t.registers.sp())));
   }
   if (!core.threads().empty()) {

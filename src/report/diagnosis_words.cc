@@ -384,6 +384,7 @@ std::string StopReasonText(const StopReason& r) {
   switch (r.kind) {
     case StopReason::Kind::kNone: return "";
     case StopReason::Kind::kEndOfCfi: return "end of stack (no return address in the CFI)";
+    case StopReason::Kind::kEntryPoint: return "end of stack (the program's entry point)";
     case StopReason::Kind::kNothingFound: return "no CFI, frame pointer or return address found";
     case StopReason::Kind::kPcNotCode: return "pc is not in executable memory and no return address found";
     case StopReason::Kind::kReturnAddressZero: return "end of stack (return address 0)";

@@ -44,6 +44,8 @@ class ModuleMap {
 
   const MappedModule* Find(uint64_t pc) const;
   Arch arch() const { return core_.arch(); }
+  // Where the program began (AT_ENTRY), when the core says.
+  std::optional<uint64_t> entry() const { return core_.auxv().entry; }
   const std::vector<MappedModule>& modules() const { return modules_; }
 
   // `pc` is looked up as is; callers pass pc - 1 for return addresses so

@@ -351,8 +351,24 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
 
   const bool a64 = modules.arch() == Arch::kAarch64;
   const std::optional<uint64_t> pac_mask = thread.a64.pac_insn_mask;
+  // The function at the program's entry point called nothing before it: a
+  // return address into it is the walk's end, whatever the stack holds
+  // above (aarch64's _start has no CFI to say so, and an old executable
+  // stack made its words look like code).
+  std::optional<uint64_t> entry_function;
+  if (auto entry = modules.entry()) {
+    PcSymbol sym = modules.Symbolize(*entry);
+    if (!sym.symbol.empty()) entry_function = *entry - sym.symbol_offset;
+  }
   while (result.frames.size() < options.max_frames) {
     RawFrame& cur = result.frames.back();
+    if (entry_function && !cur.exact_pc && result.frames.size() > 1) {
+      PcSymbol sym = modules.Symbolize(cur.pc - 1);
+      if (!sym.symbol.empty() && cur.pc - 1 - sym.symbol_offset == *entry_function) {
+        result.stop_reason = {StopReason::Kind::kEntryPoint};
+        break;
+      }
+    }
     cur.signal_trampoline = false;
     std::optional<RawFrame> next;
     bool end_of_stack = false;

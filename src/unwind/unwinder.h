@@ -75,6 +75,7 @@ struct StopReason {
   enum class Kind {
     kNone,                   // not stopped: a walk not made, or not cut
     kEndOfCfi,               // the CFI says there is no return address: the stack's end
+    kEntryPoint,             // the program's entry point (_start, AT_ENTRY): nothing called it
     kNothingFound,           // no CFI, frame pointer or return address
     kPcNotCode,              // pc outside executable memory, and no return address found
     kReturnAddressZero,      // the stack's end by convention
