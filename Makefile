@@ -68,6 +68,7 @@ bench: deps build zoo
 	@scripts/deps.sh --bench
 	@bench/bench_core.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_backtrace.sh $(BUILD)/coroner $(ZOO)
+	@bench/bench_a64.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_scan.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_merge.sh $(BUILD)/coroner $(ZOO)
 	@bench/bench_epi.sh $(BUILD)/coroner

@@ -17,5 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (in.text.empty() || in.bytes.empty()) __builtin_trap();
     }
   }
+  // AArch64 (Capstone): fixed-size, but any four bytes may be read.
+  for (const coroner::Instruction& in : coroner::DecodeInstructions(bytes, 0x400000, coroner::Arch::kAarch64)) {
+    if (in.text.empty() || in.bytes.size() != 8) __builtin_trap();
+  }
   return 0;
 }

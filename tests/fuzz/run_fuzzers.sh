@@ -11,6 +11,10 @@ mkdir -p "$corpus/core" "$corpus/source" "$corpus/metadata" "$corpus/epi" "$corp
 for c in "$zoo"/cores/*-O0.core "$zoo"/cores/*-static.core; do
   head -c 65536 "$c" > "$corpus/core/$(basename "$c")"
 done
+# aarch64 cores: qemu-user's (no NT_FILE: the linker's list is read).
+for c in "$zoo"/a64/cores/*-O0.core; do
+  head -c 65536 "$c" > "$corpus/core/a64-$(basename "$c")"
+done
 i=0
 for c in "$zoo"/cores/*.zst "$zoo"/cores/*.lz4 "$zoo"/cores/*.xz; do
   case "$c" in *.zst) p='\x00';; *.lz4) p='\x01';; *.xz) p='\x02';; esac
@@ -19,6 +23,7 @@ for c in "$zoo"/cores/*.zst "$zoo"/cores/*.lz4 "$zoo"/cores/*.xz; do
 done
 # Decoder seeds: compiled code, and libc's (AVX-512 string functions among it).
 objcopy -O binary --only-section=.text "$zoo/bin/null_deref-O2" "$corpus/disassembler/zoo-text"
+aarch64-linux-gnu-objcopy -O binary --only-section=.text "$zoo/a64/bin/null_deref-pac" "$corpus/disassembler/a64-text"
 objcopy -O binary --only-section=.text /lib/x86_64-linux-gnu/libc.so.6 "$build/libc-text"
 split -b 2048 -a 4 "$build/libc-text" "$corpus/disassembler/libc-"
 rm -f "$build/libc-text"
@@ -38,13 +43,14 @@ printf '\x01[[exclude]]\nname = "a"\nwhere = "1"\n[[label]]\nname = "b"\nwhere =
 printf '\x02host,machine,region,valid_from,valid_to\nh1,m1,r1,2026-09-20T00:00:00Z,2026-10-10T00:00:00Z\nh1,m2,r1,2026-10-01T00:00:00Z,\nh2,m1,r2,,\nh3,"m,3",r1,2026-11-01T00:00:00Z,2026-10-01T00:00:00Z\n' > "$corpus/epi/inventory"
 # The whole-analysis fuzzers patch a real core (its notes and stack) and a
 # real executable with DWARF (through --sysroot); a seed patches one byte.
-mkdir -p "$corpus/analysis" "$corpus/module" "$corpus/python" "$corpus/location_table"
+mkdir -p "$corpus/analysis" "$corpus/analysis_a64" "$corpus/module" "$corpus/python" "$corpus/location_table"
 # Location table seeds: first line 10, unit 6, the five entry forms (the
 # unit test's table); and an inventory of many columns and empty cells.
 printf '\x0a\x00\x00\x00\x06\x00\x00\x00\x81\x05\xd8\x04\x08\xea\x03\xf0\x58\x09\x00\x01\x02\xf9' > "$corpus/location_table/forms"
 { printf '\x00host'; for i in $(seq 200); do printf ',column_%s' "$i"; done; printf '\n'
   for r in $(seq 20); do printf 'h%s' "$r"; for i in $(seq 200); do printf ','; done; printf '\n'; done; } > "$corpus/metadata/wide_inventory"
 printf '\x00\x10\x00\x00\x00\x01\x00' > "$corpus/analysis/seed"
+cp "$corpus/analysis/seed" "$corpus/analysis_a64/seed"
 # The Python reader's seed: a frame's `previous` pointer (offset 48 of the
 # second object, 3.11's layout) set to all ones.
 printf '\x02\x30\x00\x00\x00\x08\xff\xff\xff\xff\xff\xff\xff\xff' > "$corpus/python/seed"
@@ -57,7 +63,7 @@ export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-fuzzers="core source metadata epi disassembler debug_file analysis module location_table"
+fuzzers="core source metadata epi disassembler debug_file analysis analysis_a64 module location_table"
 if [ -n "$python_core" ]; then
   fuzzers="$fuzzers python"
 else
@@ -67,6 +73,9 @@ for f in $fuzzers; do
   case $f in
     python) export CORONER_FUZZ_CORE="$python_core" ;;
     analysis) export CORONER_FUZZ_CORE="$zoo/cores/locals-O0.core" ;;
+    # An aarch64 core of qemu-user's: its frame records, the signal return
+    # check at every frame, the linker's list, Capstone on its code.
+    analysis_a64) export CORONER_FUZZ_CORE="$zoo/a64/cores/locals-O0.core" ;;
     # Full stacks for allocations, so that the suppression of libdw's own
     # leak (lsan.supp) matches by function.
     module) export CORONER_FUZZ_CORE="$zoo/cores/inlined-O2g.core" CORONER_FUZZ_MODULE="$zoo/bin/inlined-O2g" \
@@ -76,8 +85,12 @@ for f in $fuzzers; do
   # what the whole time would.
   time=$seconds
   [ "$f" = location_table ] && time=$((seconds / 4 + 1))
-  echo "fuzz: ${f}_fuzzer for ${time}s"
-  "$build/tests/fuzz/${f}_fuzzer" -max_total_time="$time" -timeout=10 -rss_limit_mb=2048 \
+  # The whole analysis takes both machines' cores in its time.
+  [ "$f" = analysis ] && time=$((seconds * 2 / 3 + 1))
+  [ "$f" = analysis_a64 ] && time=$((seconds / 3 + 1))
+  binary=${f%_a64}
+  echo "fuzz: ${binary}_fuzzer (${f}) for ${time}s"
+  "$build/tests/fuzz/${binary}_fuzzer" -max_total_time="$time" -timeout=10 -rss_limit_mb=2048 \
     -max_len=65536 -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
     "$corpus/$f" 2>"$build/${f}_fuzzer.log" || { tail -50 "$build/${f}_fuzzer.log"; exit 1; }
   grep -E '^stat::number_of_executed_units' "$build/${f}_fuzzer.log" || true
