@@ -436,6 +436,12 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
       w.Key("signal");
       WriteSignal(w, fc.signal);
       w.Key("frame_address").String(Hex(fc.frame_address));
+      if (fc.esr) {
+        w.Key("esr").BeginObject();
+        w.Key("value").String(Hex(*fc.esr));
+        w.Key("meaning").String(EsrDescription(*fc.esr));
+        w.EndObject();
+      }
       w.Key("disassembly");
       WriteInstructions(w, analysis.fault_disassembly);
       w.EndObject();
@@ -569,6 +575,10 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     auto code = SignalCodeName(s->signo, s->code);
     std::string line = fmt::format("signal: {} ({}), code {} ({})", SignalName(s->signo), s->signo,
                                    s->code, code ? *code : "unknown");
+    // NT_PRSTATUS's pr_info has the signal number alone (the kernel and
+    // qemu-user leave its code 0): no code is known.
+    if (s->source == SignalInfo::Source::kPrstatus && s->code == 0)
+      line = fmt::format("signal: {} ({}), code unknown (the core has no siginfo)", SignalName(s->signo), s->signo);
     if (s->fault_address) line += ", fault address " + Hex(*s->fault_address);
     if (s->sender_pid) line += fmt::format(", sent by pid {}", *s->sender_pid);
     add(line);
@@ -579,6 +589,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                                    Hex(fc->frame_address), SignalName(fc->signal.signo), fc->signal.signo,
                                    fc->signal.code, code ? *code : "unknown");
     if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
+    if (fc->esr) line += ", ESR " + Hex(*fc->esr) + " (" + EsrDescription(*fc->esr) + ")";
     add(line);
     add(fmt::format("  at {} {} {} {}; a handler caught it and {}", RegName(fc->registers.pc_reg()),
                     Hex(fc->registers.pc()), RegName(fc->registers.sp_reg()), Hex(fc->registers.sp()),

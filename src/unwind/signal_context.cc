@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include "core/byte_view.h"
+
 #include "core/signals.h"
 
 namespace coroner {
@@ -60,10 +62,166 @@ bool NamesTheTrap(const SignalInfo& s, const SignalInfo& trap, uint64_t trapno) 
   return same_signal && (!trap.fault_address || s.fault_address == trap.fault_address);
 }
 
+// aarch64's struct rt_sigframe: siginfo (128 bytes), then the ucontext
+// (uc_flags, uc_link, uc_stack, uc_sigmask, padding to 128 bytes of sigset,
+// then uc_mcontext at offset 176): struct sigcontext is fault_address,
+// regs[31], sp, pc, pstate, then the __reserved records (16-byte aligned).
+constexpr uint64_t kA64Sigcontext = 128 + 176;
+constexpr uint64_t kA64Reserved = kA64Sigcontext + 288;
+constexpr uint64_t kA64ReservedSize = 4096;
+constexpr uint32_t kEsrMagic = 0x45535201;
+
+// The signal the kernel raises for an exception syndrome (arch/arm64/mm/fault.c).
+std::optional<SignalInfo> FromEsr(uint64_t esr, uint64_t fault_address, uint64_t pc) {
+  SignalInfo s;
+  s.source = SignalInfo::Source::kSigcontext;
+  const uint32_t ec = static_cast<uint32_t>(esr >> 26) & 0x3f, fsc = esr & 0x3f;
+  switch (ec) {
+    case 0x24:  // data abort from EL0
+    case 0x20:  // instruction abort from EL0
+      if (fsc == 0x21) {  // alignment fault
+        s.signo = SIGBUS, s.code = BUS_ADRALN;
+      } else if (fsc == 0x11) {  // synchronous tag check fault (MTE)
+        s.signo = SIGSEGV, s.code = 9;  // SEGV_MTESERR
+      } else {
+        s.signo = SIGSEGV;
+        s.code = (fsc & 0x3c) == 0x0c || (fsc & 0x3c) == 0x08 ? SEGV_ACCERR : SEGV_MAPERR;
+      }
+      s.fault_address = fault_address;
+      return s;
+    case 0x22:  // pc alignment
+      s.signo = SIGBUS, s.code = BUS_ADRALN, s.fault_address = pc;
+      return s;
+    case 0x26:  // sp alignment
+      s.signo = SIGBUS, s.code = BUS_ADRALN, s.fault_address = fault_address;
+      return s;
+    case 0x00:  // unknown reason: an undefined instruction
+    case 0x0e:  // illegal execution state
+      s.signo = SIGILL, s.code = ILL_ILLOPC, s.fault_address = pc;
+      return s;
+    case 0x3c:  // brk
+      s.signo = SIGTRAP, s.code = TRAP_BRKPT, s.fault_address = pc;
+      return s;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<FaultContext> ReadA64SignalFrame(const Core& core, const Thread& thread, uint64_t frame,
+                                               StackMemory& memory) {
+  FaultContext fc;
+  fc.frame_address = frame;
+  fc.registers = thread.registers;
+  for (size_t i = 0; i < kA64RegCount; ++i) {  // x0-x30, sp, pc, pstate
+    auto v = memory.Read64(frame + kA64Sigcontext + 8 + 8 * i);
+    if (!v) return std::nullopt;
+    fc.registers[A64X(i)] = *v;
+  }
+  const uint64_t fault_address = memory.Read64(frame + kA64Sigcontext).value_or(0);
+  // The records: {magic, size}, until a zero magic; bounded by __reserved.
+  for (uint64_t at = 0; at + 16 <= kA64ReservedSize;) {
+    auto head = memory.Read64(frame + kA64Reserved + at);
+    if (!head) break;
+    uint32_t magic = static_cast<uint32_t>(*head), size = static_cast<uint32_t>(*head >> 32);
+    if (magic == 0 || size < 8 || size % 16 != 0 || size > kA64ReservedSize - at) break;
+    if (magic == kEsrMagic) fc.esr = memory.Read64(frame + kA64Reserved + at + 8);
+    at += size;
+  }
+  std::optional<SignalInfo> from_esr;
+  if (fc.esr) from_esr = FromEsr(*fc.esr, fault_address, fc.registers.pc());
+  // The siginfo is copied only for SA_SIGINFO handlers: believed when it is
+  // a plausible signal, and the ESR's when the kernel saved one.
+  auto w0 = memory.Read64(frame), w1 = memory.Read64(frame + 8), w2 = memory.Read64(frame + 16);
+  if (w0 && w1 && w2) {
+    SignalInfo s;
+    s.source = SignalInfo::Source::kSignalFrame;
+    s.signo = static_cast<int32_t>(*w0 & 0xffffffff);
+    s.err = static_cast<int32_t>(*w0 >> 32);
+    s.code = static_cast<int32_t>(*w1 & 0xffffffff);
+    if (SignalHasFaultAddress(s.signo, s.code)) s.fault_address = *w2;
+    if (SignalHasSender(s.code)) {
+      s.sender_pid = static_cast<int32_t>(*w2 & 0xffffffff);
+      s.sender_uid = static_cast<uint32_t>(*w2 >> 32);
+    }
+    bool plausible = s.signo > 0 && s.signo <= 64 && SignalCodeName(s.signo, s.code).has_value();
+    if (plausible && (!from_esr || from_esr->signo == s.signo)) {
+      fc.signal = s;
+      return fc;
+    }
+  }
+  if (!from_esr && core.signal() && core.signal()->signo == SIGSEGV) {
+    // No siginfo (a handler without SA_SIGINFO) and no syndrome (qemu-user
+    // saves none): the SIGSEGV that was re-raised, at the sigcontext's
+    // fault_address, its code from the core's mappings.
+    from_esr = SignalInfo{};
+    from_esr->source = SignalInfo::Source::kSigcontext;
+    from_esr->signo = SIGSEGV;
+    from_esr->code = core.memory().Find(fault_address) ? SEGV_ACCERR : SEGV_MAPERR;
+    from_esr->fault_address = fault_address;
+  }
+  if (!from_esr) return std::nullopt;
+  fc.signal = *from_esr;
+  return fc;
+}
+
+// Whether the thread stopped right after asking the kernel to send a signal
+// (a system call instruction just before pc, and kill, tkill, tgkill,
+// rt_sigqueueinfo or rt_tgsigqueueinfo the number its register holds), for
+// a core whose signal has no siginfo to say it was sent.
+bool SendingASignal(const Thread& t, const Frame& top) {
+  const bool a64 = t.registers.arch == Arch::kAarch64;
+  std::byte code[4] = {};
+  const size_t length = a64 ? 4 : 2;
+  const uint64_t pc = t.registers.pc();
+  if (!top.module || !top.module->image || pc < length ||
+      top.module->image->ReadCode(top.module->ToLink(pc - length), std::span(code, length)) != length)
+    return false;
+  const bool after_syscall = a64 ? std::to_integer<uint32_t>(code[0]) == 0x01 && std::to_integer<uint32_t>(code[1]) == 0 &&
+                                       std::to_integer<uint32_t>(code[2]) == 0 && std::to_integer<uint32_t>(code[3]) == 0xd4
+                                 : code[0] == std::byte{0x0f} && code[1] == std::byte{0x05};
+  if (!after_syscall) return false;
+  if (a64) {
+    uint64_t nr = t.registers[Reg::x8];
+    return nr == 129 || nr == 130 || nr == 131 || nr == 138 || nr == 240;
+  }
+  uint64_t nr = t.registers[Reg::orig_rax];
+  return nr == 62 || nr == 200 || nr == 234 || nr == 129 || nr == 297;
+}
+
 }  // namespace
+
+std::string EsrDescription(uint64_t esr) {
+  const uint32_t ec = static_cast<uint32_t>(esr >> 26) & 0x3f, fsc = esr & 0x3f;
+  auto abort = [&](const char* what) {
+    std::string kind;
+    switch (fsc & 0x3c) {
+      case 0x04: kind = "translation fault"; break;
+      case 0x08: kind = "access flag fault"; break;
+      case 0x0c: kind = "permission fault"; break;
+      default:
+        kind = fsc == 0x21 ? "alignment fault" : fsc == 0x11 ? "tag check fault (MTE)" : "fault status " + Hex(fsc);
+    }
+    if ((fsc & 0x3c) >= 0x04 && (fsc & 0x3c) <= 0x0c) kind += " (level " + std::to_string(fsc & 3) + ")";
+    std::string out = std::string(what) + ", " + kind;
+    if (ec == 0x24) out += (esr & (1u << 6)) ? ", write" : ", read";  // WnR
+    return out;
+  };
+  switch (ec) {
+    case 0x24: return abort("data abort");
+    case 0x20: return abort("instruction abort");
+    case 0x22: return "PC alignment fault";
+    case 0x26: return "SP alignment fault";
+    case 0x00: return "undefined instruction";
+    case 0x0e: return "illegal execution state";
+    case 0x3c: return "brk " + Hex(esr & 0xffff);
+    case 0x15: return "svc";
+    default: return {};
+  }
+}
 
 std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thread, uint64_t ucontext,
                                             StackMemory& memory) {
+  if (core.arch() == Arch::kAarch64) return ReadA64SignalFrame(core, thread, ucontext, memory);
   // sigcontext's general registers, in its order.
   static const Reg kOrder[] = {Reg::r8,  Reg::r9,  Reg::r10, Reg::r11, Reg::r12, Reg::r13,
                                Reg::r14, Reg::r15, Reg::rdi, Reg::rsi, Reg::rbp, Reg::rbx,
@@ -120,6 +278,11 @@ std::optional<FaultContext> RecoverFaultContext(const Core& core, const Backtrac
                                                 StackMemory& memory) {
   if (!core.signal() || core.signal()->code > 0 || core.threads().empty()) return std::nullopt;
   const Thread& thread = core.threads()[core.crashing_thread()];
+  // A core without siginfo (qemu-user's) says no code: sent only when the
+  // thread was sending it.
+  if (core.signal()->source == SignalInfo::Source::kPrstatus &&
+      (crashing.frames.empty() || !SendingASignal(thread, crashing.frames[0])))
+    return std::nullopt;
   for (const Frame& f : crashing.frames) {
     if (!f.signal_trampoline) continue;
     auto fc = ReadSignalFrame(core, thread, f.sp, memory);

@@ -18,13 +18,22 @@
 namespace coroner {
 
 struct FaultContext {
-  uint64_t frame_address = 0;  // where the rt_sigframe's ucontext is
+  uint64_t frame_address = 0;  // where the rt_sigframe's ucontext is (x86_64), the frame itself (aarch64)
   Registers registers;         // from uc_mcontext; fs_base/gs_base are the thread's own
   SignalInfo signal;           // from the frame's siginfo
+  // aarch64: the exception syndrome the kernel saved (esr_context in the
+  // sigcontext's __reserved records) for a fault, and what it says.
+  std::optional<uint64_t> esr;
 };
 
+// An aarch64 exception syndrome in words: "data abort, translation fault
+// (level 3), write", "instruction abort, permission fault", "brk #0x3e8",
+// "SP alignment fault". Empty for a class it does not know.
+std::string EsrDescription(uint64_t esr);
+
 // The kernel's rt_sigframe above the signal trampoline frame `trampoline`
-// (its sp is the ucontext's address): registers and siginfo. The siginfo is
+// (on x86_64 its sp is the ucontext's address; on aarch64 the frame's, the
+// siginfo first): registers and siginfo. The siginfo is
 // the frame's when it names the trap the sigcontext records, else it is
 // derived from the trap (`core`'s mappings tell SEGV_ACCERR from MAPERR).
 std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thread, uint64_t ucontext,
