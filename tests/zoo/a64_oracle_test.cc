@@ -19,6 +19,7 @@
 #include "diagnose/bit_flips.h"
 #include "diagnose/diagnosis.h"
 #include "symbolize/disassembler.h"
+#include "unwind/signal_context.h"
 #include "text/text.h"
 #include "unwind/backtrace.h"
 #include "zoo/analyzed_core.h"
@@ -205,6 +206,22 @@ TEST(A64Zoo, BitFlipsKnowTagsAndPointerAuthentication) {
   EXPECT_EQ(flips(good | (uint64_t{1} << 50), Arch::kAarch64), 0u);
   // ... unless the core's PAC mask says the field is elsewhere.
   EXPECT_EQ(PossibleBitFlips({{"x0", good | (uint64_t{1} << 50)}}, memory, Arch::kAarch64, 0xff80000000000000ull).size(), 1u);
+}
+
+// Exception syndromes as the Arm ARM encodes them (EC in bits 31-26, IL bit
+// 25, the fault status in ISS bits 5-0, WnR in bit 6), in the words a
+// report gives them.
+TEST(A64Zoo, ExceptionSyndromesInWords) {
+  EXPECT_EQ(EsrDescription(0x92000006), "data abort, translation fault (level 2), read");
+  EXPECT_EQ(EsrDescription(0x92000046), "data abort, translation fault (level 2), write");
+  EXPECT_EQ(EsrDescription(0x9200004f), "data abort, permission fault (level 3), write");
+  EXPECT_EQ(EsrDescription(0x92000061), "data abort, alignment fault, write");
+  EXPECT_EQ(EsrDescription(0x92000011), "data abort, tag check fault (MTE), read");
+  EXPECT_EQ(EsrDescription(0x8200000f), "instruction abort, permission fault (level 3)");
+  EXPECT_EQ(EsrDescription(0xf20003e8), "brk 0x3e8");
+  EXPECT_EQ(EsrDescription(0x9a000000), "SP alignment fault");
+  EXPECT_EQ(EsrDescription(0x02000000), "undefined instruction");
+  EXPECT_EQ(EsrDescription(0xbe000000), "");  // SError: not a class a user fault has
 }
 
 INSTANTIATE_TEST_SUITE_P(A64Zoo, A64ZooTest, ::testing::ValuesIn(testing::LoadA64Zoo()), testing::ZooTestName);
