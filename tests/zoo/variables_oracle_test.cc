@@ -280,7 +280,9 @@ TEST_P(A64VariablesTest, ValuesMatchGdb) {
   Compared c = CompareWithGdb(GetParam(), true);
   EXPECT_EQ(c.missing, 0u);
   // locals-O0 (every variable in memory): 7 in charge, 8 in process_order, 5 in main.
-  if (GetParam().variant == "locals-O0") EXPECT_GE(c.equal, 20u);
+  if (GetParam().variant == "locals-O0") {
+    EXPECT_GE(c.equal, 20u);
+  }
 }
 
 std::vector<testing::ZooCore> A64ZooWithOracle() {
