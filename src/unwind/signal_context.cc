@@ -62,6 +62,28 @@ bool NamesTheTrap(const SignalInfo& s, const SignalInfo& trap, uint64_t trapno) 
   return same_signal && (!trap.fault_address || s.fault_address == trap.fault_address);
 }
 
+// The siginfo a signal frame holds at `at`, when it is a plausible one: the
+// kernel copies it only for SA_SIGINFO handlers, and otherwise those bytes
+// are whatever the stack held.
+std::optional<SignalInfo> FrameSiginfo(StackMemory& memory, uint64_t at) {
+  auto w0 = memory.Read64(at);       // si_signo, si_errno
+  auto w1 = memory.Read64(at + 8);   // si_code, padding
+  auto w2 = memory.Read64(at + 16);  // si_addr / si_pid, si_uid
+  if (!w0 || !w1 || !w2) return std::nullopt;
+  SignalInfo s;
+  s.source = SignalInfo::Source::kSignalFrame;
+  s.signo = static_cast<int32_t>(*w0 & 0xffffffff);
+  s.err = static_cast<int32_t>(*w0 >> 32);
+  s.code = static_cast<int32_t>(*w1 & 0xffffffff);
+  if (SignalHasFaultAddress(s.signo, s.code)) s.fault_address = *w2;
+  if (SignalHasSender(s.code)) {
+    s.sender_pid = static_cast<int32_t>(*w2 & 0xffffffff);
+    s.sender_uid = static_cast<uint32_t>(*w2 >> 32);
+  }
+  bool plausible = s.signo > 0 && s.signo <= 64 && SignalCodeName(s.signo, s.code).has_value();
+  return plausible ? std::optional(s) : std::nullopt;
+}
+
 // aarch64's struct rt_sigframe: siginfo (128 bytes), then the ucontext
 // (uc_flags, uc_link, uc_stack, uc_sigmask, padding to 128 bytes of sigset,
 // then uc_mcontext at offset 176): struct sigcontext is fault_address,
@@ -131,23 +153,9 @@ std::optional<FaultContext> ReadA64SignalFrame(const Core& core, const Thread& t
   if (fc.esr) from_esr = FromEsr(*fc.esr, fault_address, fc.registers.pc());
   // The siginfo is copied only for SA_SIGINFO handlers: believed when it is
   // a plausible signal, and the ESR's when the kernel saved one.
-  auto w0 = memory.Read64(frame), w1 = memory.Read64(frame + 8), w2 = memory.Read64(frame + 16);
-  if (w0 && w1 && w2) {
-    SignalInfo s;
-    s.source = SignalInfo::Source::kSignalFrame;
-    s.signo = static_cast<int32_t>(*w0 & 0xffffffff);
-    s.err = static_cast<int32_t>(*w0 >> 32);
-    s.code = static_cast<int32_t>(*w1 & 0xffffffff);
-    if (SignalHasFaultAddress(s.signo, s.code)) s.fault_address = *w2;
-    if (SignalHasSender(s.code)) {
-      s.sender_pid = static_cast<int32_t>(*w2 & 0xffffffff);
-      s.sender_uid = static_cast<uint32_t>(*w2 >> 32);
-    }
-    bool plausible = s.signo > 0 && s.signo <= 64 && SignalCodeName(s.signo, s.code).has_value();
-    if (plausible && (!from_esr || from_esr->signo == s.signo)) {
-      fc.signal = s;
-      return fc;
-    }
+  if (auto s = FrameSiginfo(memory, frame); s && (!from_esr || from_esr->signo == s->signo)) {
+    fc.signal = *s;
+    return fc;
   }
   if (!from_esr && core.signal() && core.signal()->signo == SIGSEGV) {
     // No siginfo (a handler without SA_SIGINFO) and no syndrome (qemu-user
@@ -249,25 +257,9 @@ std::optional<FaultContext> ReadSignalFrame(const Core& core, const Thread& thre
   auto cr2 = memory.Read64(ucontext + kCr2);
   std::optional<SignalInfo> trap;
   if (trapno && cr2) trap = FromTrap(*trapno, *cr2, fc.registers[Reg::rip], core.memory());
-  auto w0 = memory.Read64(ucontext + kSiginfo);       // si_signo, si_errno
-  auto w1 = memory.Read64(ucontext + kSiginfo + 8);   // si_code, padding
-  auto w2 = memory.Read64(ucontext + kSiginfo + 16);  // si_addr / si_pid, si_uid
-  if (w0 && w1 && w2) {
-    SignalInfo s;
-    s.source = SignalInfo::Source::kSignalFrame;
-    s.signo = static_cast<int32_t>(*w0 & 0xffffffff);
-    s.err = static_cast<int32_t>(*w0 >> 32);
-    s.code = static_cast<int32_t>(*w1 & 0xffffffff);
-    if (SignalHasFaultAddress(s.signo, s.code)) s.fault_address = *w2;
-    if (SignalHasSender(s.code)) {
-      s.sender_pid = static_cast<int32_t>(*w2 & 0xffffffff);
-      s.sender_uid = static_cast<uint32_t>(*w2 >> 32);
-    }
-    bool plausible = s.signo > 0 && s.signo <= 64 && SignalCodeName(s.signo, s.code).has_value();
-    if (plausible && (!trap || NamesTheTrap(s, *trap, *trapno))) {
-      fc.signal = s;
-      return fc;
-    }
+  if (auto s = FrameSiginfo(memory, ucontext + kSiginfo); s && (!trap || NamesTheTrap(*s, *trap, *trapno))) {
+    fc.signal = *s;
+    return fc;
   }
   if (!trap) return std::nullopt;
   fc.signal = *trap;
