@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/module_files.h"
 #include "provenance/source_report.h"
 
 namespace coroner {
@@ -15,7 +16,7 @@ struct AnalyzeOptions {
   std::optional<uint64_t> max_bytes;
   std::string format = "text";  // text | md | json
   std::string components_file;  // --components: extra library-to-component rules
-  std::string sysroot;
+  Sysroot sysroot;
   std::vector<std::string> debug_dirs;
   std::vector<std::string> exe_files;  // --exe
   bool check_module_files = true;

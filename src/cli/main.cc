@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
   cmd->add_option("--format", analyze.format, "text, md (the Markdown report) or json")
       ->check(CLI::IsMember({"text", "md", "json"}));
   cmd->add_option("--components", analyze.components_file, "library-to-component rules, `pattern<TAB>component` a line");
-  cmd->add_option("--sysroot", analyze.sysroot, "look module files up under DIR");
+  std::vector<std::string> analyze_sysroot, scan_sysroot, sources_sysroot;
+  const char* sysroot_help = "look module files up under DIR, or a machine's under ARCH=DIR (x86_64, aarch64)";
+  cmd->add_option("--sysroot", analyze_sysroot, sysroot_help)->allow_extra_args(false);
   // One value per flag (repeat the flag for more), so that the cores after it stay cores.
   cmd->add_option("--debug-dir", analyze.debug_dirs, "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug")
       ->allow_extra_args(false);
@@ -76,7 +78,7 @@ int main(int argc, char** argv) {
   scan_cmd->add_option("--inventory", scan.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
   scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
   scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
-  scan_cmd->add_option("--sysroot", scan.sysroot, "look module files up under DIR");
+  scan_cmd->add_option("--sysroot", scan_sysroot, sysroot_help)->allow_extra_args(false);
   scan_cmd->add_option("--rules", scan_rules, "a rules file: its [environment] allow list adds identity variables");
   scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
   std::string shard;
@@ -124,7 +126,7 @@ int main(int argc, char** argv) {
   AddSourceFlags(sources_cmd, sources.flags);
   sources_cmd->add_option("--context", sources.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
   sources_cmd->add_flag("--json", sources.json, "the report as one JSON object");
-  sources_cmd->add_option("--sysroot", sources.sysroot, "look module files up under DIR");
+  sources_cmd->add_option("--sysroot", sources_sysroot, sysroot_help)->allow_extra_args(false);
   sources_cmd->add_option("--debug-dir", sources.debug_dirs, "a build-id debug directory")->allow_extra_args(false);
   sources_cmd->add_option("--exe", sources.exe_files, "a binary to use for the module whose build-id it has")
       ->allow_extra_args(false);
@@ -134,6 +136,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  }
+  for (auto [values, into] : {std::pair{&analyze_sysroot, &analyze.sysroot}, std::pair{&scan_sysroot, &scan.sysroot},
+                              std::pair{&sources_sysroot, &sources.sysroot}}) {
+    auto parsed = coroner::ParseSysroot(*values);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "coroner: %s\n", parsed.error().message.c_str());
+      return 2;
+    }
+    *into = std::move(*parsed);
   }
   if (cmd->parsed()) {
     if (json) analyze.format = "json";

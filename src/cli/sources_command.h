@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/module_files.h"
+
 #include "provenance/source_report.h"
 
 namespace coroner {
@@ -14,7 +16,7 @@ struct SourcesCommandOptions {
   SourceFlags flags;
   int context = 5;
   bool json = false;
-  std::string sysroot;
+  Sysroot sysroot;
   std::vector<std::string> debug_dirs, exe_files;
 };
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/memory.h"
+#include "core/module_files.h"
 #include "core/registers.h"
 #include "source/byte_source.h"
 
@@ -117,13 +118,14 @@ struct Module {
   ModuleFileStatus file_status = ModuleFileStatus::kUnchecked;
   std::string file_build_id;  // the build-id of the file found on disk, when read
   bool is_vdso = false;
+  Arch arch = Arch::kX86_64;  // the core's machine: whose sysroot has its file
 };
 
 struct CoreOptions {
   // Look modules up on disk: fills file_status, and the build-id when the core
   // lacks it. Costs a stat (and, once per file per process, a read) per module.
   bool check_module_files = true;
-  std::string sysroot;  // prefix for module paths on disk
+  Sysroot sysroot;  // where module paths are on disk
   // The program's files as the user gave them (--exe): for a core that
   // names no file mappings (qemu-user's), the executable is the one whose
   // name is AT_EXECFN's (or the only one given) when the sysroot has none.

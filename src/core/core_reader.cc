@@ -647,7 +647,7 @@ class CoreReader {
     if (a.execfn_addr) exe = mem.ReadCString(*a.execfn_addr, kMaxAuxString).value_or("");
     if (exe.empty() && c_.process_) exe = c_.process_->args.substr(0, c_.process_->args.find(' '));
     auto look_up = [&](const std::string& path) {
-      ModuleFileInfo info = LookUpModuleFile(InSysroot(options_.sysroot, path));
+      ModuleFileInfo info = LookUpModuleFile(InSysroot(options_.sysroot.For(c_.arch_), path));
       if (info.state == ModuleFileInfo::State::kFound && info.machine != machine) info.state = ModuleFileInfo::State::kNotElf;
       return info;
     };
@@ -733,7 +733,7 @@ class CoreReader {
       if (!elf_in_core && !object.has_code) {
         // No code mapped and no ELF header dumped: keep it only if the file says ELF.
         if (!options_.check_module_files) continue;
-        auto info = LookUpModuleFile(InSysroot(options_.sysroot, m.path));
+        auto info = LookUpModuleFile(InSysroot(options_.sysroot.For(c_.arch_), m.path));
         if (info.state != ModuleFileInfo::State::kFound) continue;
       }
       auto listed = link_map_objects_.find(m.path);
@@ -746,6 +746,7 @@ class CoreReader {
       // name (ruby's crash reporter maps libc's separate debug file) is data,
       // not a second image of that object.
       if (!has_code && loaded_build_ids.count(m.build_id)) continue;
+      m.arch = c_.arch_;
       CheckFile(m);
       if (auto listed = link_map_objects_.find(m.path);
           m.file_status == ModuleFileStatus::kMissing && listed != link_map_objects_.end()) {
@@ -760,6 +761,7 @@ class CoreReader {
       Module v;
       v.path = "[vdso]";
       v.is_vdso = true;
+      v.arch = c_.arch_;
       v.base = *c_.auxv_.sysinfo_ehdr;
       const Segment* s = mem.Find(v.base);
       v.end = s ? s->end() : v.base;
@@ -854,7 +856,7 @@ class CoreReader {
 
   void CheckFile(Module& m) {
     if (!options_.check_module_files || m.is_vdso) return;
-    auto info = LookUpModuleFile(InSysroot(options_.sysroot, m.path));
+    auto info = LookUpModuleFile(InSysroot(options_.sysroot.For(c_.arch_), m.path));
     switch (info.state) {
       case ModuleFileInfo::State::kMissing: m.file_status = ModuleFileStatus::kMissing; return;
       case ModuleFileInfo::State::kUnreadable:

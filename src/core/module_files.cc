@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <optional>
 #include <vector>
 
 #include "core/elf_image.h"
@@ -64,6 +65,26 @@ ModuleFileInfo LookUpModuleFile(const std::string& path) {
   std::lock_guard lock(cache_mutex);
   Cache().emplace(key, info);
   return info;
+}
+
+Expected<Sysroot> ParseSysroot(const std::vector<std::string>& values) {
+  Sysroot s;
+  bool plain = false;
+  for (const std::string& v : values) {
+    size_t eq = v.find('=');
+    std::string_view machine = eq == std::string::npos ? std::string_view() : std::string_view(v).substr(0, eq);
+    std::optional<Arch> arch;
+    if (machine == ArchName(Arch::kX86_64)) arch = Arch::kX86_64;
+    if (machine == ArchName(Arch::kAarch64)) arch = Arch::kAarch64;
+    if (!arch) {
+      if (plain) return MakeError(ErrorKind::kUnsupported, "--sysroot: two trees for every machine (" + s.any + ", " + v + ")");
+      plain = true;
+      s.any = v;
+    } else if (!s.by_arch.emplace(*arch, v.substr(eq + 1)).second) {
+      return MakeError(ErrorKind::kUnsupported, "--sysroot: " + std::string(machine) + " given twice");
+    }
+  }
+  return s;
 }
 
 std::string InSysroot(const std::string& sysroot, const std::string& path) {

@@ -6,6 +6,10 @@
 
 #include <elf.h>
 
+#include "core/registers.h"
+#include "source/expected.h"
+
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +26,24 @@ struct ModuleFileInfo {
 };
 
 ModuleFileInfo LookUpModuleFile(const std::string& path);
+
+// Where module files are on this machine (`--sysroot`): one tree for every
+// core, and one per machine (`--sysroot aarch64=DIR`), so that a mixed
+// fleet's cores each look in their machine's tree. Empty: the paths as the
+// core gives them.
+struct Sysroot {
+  Sysroot(std::string dir = {}) : any(std::move(dir)) {}  // NOLINT: a plain DIR is a sysroot
+  std::string any;                      // a plain DIR: every machine's
+  std::map<Arch, std::string> by_arch;  // ARCH=DIR
+  const std::string& For(Arch arch) const {
+    auto it = by_arch.find(arch);
+    return it != by_arch.end() ? it->second : any;
+  }
+  bool operator==(const Sysroot&) const = default;
+};
+// `--sysroot` values: DIR, or ARCH=DIR with ARCH `x86_64` or `aarch64`.
+// An error for a machine given twice, or two plain DIRs.
+Expected<Sysroot> ParseSysroot(const std::vector<std::string>& values);
 
 // Where the core's `path` for a module is on this machine, with `sysroot`
 // as the root of the crashed machine's tree: the path's components resolved

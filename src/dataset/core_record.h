@@ -89,7 +89,7 @@ struct CoreRecord {
 
 struct RecordOptions {
   std::optional<uint64_t> max_bytes;
-  std::string sysroot;
+  Sysroot sysroot;
   int max_frames = 256;  // of the crashing thread
   const Inventory* inventory = nullptr;  // joined on host, when given
   EnvironmentPolicy environment;         // identity variables kept besides the built-in ones

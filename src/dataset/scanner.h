@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/module_files.h"
 #include "dataset/metadata.h"
 #include "source/expected.h"
 
@@ -33,7 +34,7 @@ struct ScanOptions {
   uint64_t memory_limit = 4ull << 30;  // address space per worker (not under sanitizers)
   bool force = false;                  // re-analyze unchanged inputs too
   std::optional<std::pair<int, int>> shard;  // (index, count): scan only this shard of the inputs
-  std::string sysroot;
+  Sysroot sysroot;
   std::vector<std::string> environment_allow;  // identity variables kept besides the built-in ones
   FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
 };

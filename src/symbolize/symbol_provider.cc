@@ -108,7 +108,7 @@ ModuleLookup FileSymbolProvider::Locate(const Module& module) {
   // The file at the module's path: the core reader looked at it already
   // (Module::file_status); only a core read without that check is looked at
   // here.
-  std::string at_path = InSysroot(options_.sysroot, module.path);
+  std::string at_path = InSysroot(options_.sysroot.For(module.arch), module.path);
   switch (module.file_status) {
     case ModuleFileStatus::kOk:
     case ModuleFileStatus::kMismatched:

@@ -38,7 +38,7 @@ class SymbolProvider {
 };
 
 struct SymbolOptions {
-  std::string sysroot;
+  Sysroot sysroot;  // a module's tree is its machine's (Module::arch)
   std::vector<std::string> debug_dirs;  // searched before /usr/lib/debug
   bool use_debuginfod = true;           // only when DEBUGINFOD_URLS is set
   // Files to use for any module whose build-id they carry (`--exe PATH`):

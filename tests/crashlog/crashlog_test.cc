@@ -457,7 +457,7 @@ TEST(CrashLine, TheAssembledCoreIsTheCoreReadersOfTheSynthesizedFile) {
     auto line = ParseCrashLine(text);
     ASSERT_TRUE(line.ok()) << line.error().message;
     SCOPED_TRACE(line->comm);
-    auto read = Core::Open(MakeMemorySource(SynthesizeCore(*line)), CoreOptions{false, ""});
+    auto read = Core::Open(MakeMemorySource(SynthesizeCore(*line)), CoreOptions{false, {}});
     ASSERT_TRUE(read.ok()) << read.error().message;
     const Core& want = **read;
     std::unique_ptr<Core> got = AssembleCore(*line);

@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto line = coroner::ParseCrashLine(text);
       if (line.ok()) {
         auto core = coroner::Core::Open(coroner::MakeMemorySource(coroner::SynthesizeCore(*line)),
-                                        coroner::CoreOptions{false, ""});
+                                        coroner::CoreOptions{false, {}});
         (void)core;
         auto assembled = coroner::AssembleCore(*line);
         (void)assembled->executable();

@@ -25,7 +25,7 @@ namespace {
 Diagnosis Diagnose(const Machine& m) {
   auto core = OpenMachine(m);
   if (!core) return {};
-  static FileSymbolProvider symbols{SymbolOptions{"", {}, false, {}}};
+  static FileSymbolProvider symbols{SymbolOptions{{}, {}, false, {}}};
   ProcessOptions o;
   o.depth = AnalysisDepth::kFull;
   CrashAnalysis a = ProcessCore(*core, symbols, o);

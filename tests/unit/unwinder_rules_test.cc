@@ -38,7 +38,7 @@ Machine WithCalls() {
 UnwindResult Walk(const Machine& m, size_t max_frames = 1024) {
   auto core = OpenMachine(m);
   if (!core) return {};
-  static FileSymbolProvider symbols{SymbolOptions{"", {}, false, {}}};
+  static FileSymbolProvider symbols{SymbolOptions{{}, {}, false, {}}};
   ModuleMap modules(*core, symbols);
   StackMemory memory(core->memory());
   UnwindOptions options;

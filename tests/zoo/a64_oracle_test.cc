@@ -241,9 +241,26 @@ TEST(A64Zoo, PieExecutableUnwindsLikeItsTwin) {
   EXPECT_EQ(pf[0].line, tf[0].line);
 }
 
+// `--sysroot` takes one tree for every machine and one per machine.
+TEST(A64Zoo, SysrootPerMachine) {
+  auto parsed = ParseSysroot({"/srv/any", "aarch64=/srv/arm", "x86_64=/srv/x86=odd"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->For(Arch::kAarch64), "/srv/arm");
+  EXPECT_EQ(parsed->For(Arch::kX86_64), "/srv/x86=odd");
+  EXPECT_EQ(ParseSysroot({"/srv/any"})->For(Arch::kAarch64), "/srv/any");
+  EXPECT_EQ(ParseSysroot({"/a=b"})->For(Arch::kX86_64), "/a=b");  // no machine before '=': a path
+  auto twice = testing::Coroner("analyze --sysroot aarch64=/a --sysroot aarch64=/b /dev/null");
+  EXPECT_EQ(twice.status, 2);
+  EXPECT_NE(twice.err.find("--sysroot: aarch64 given twice"), std::string::npos) << twice.err;
+  auto two = testing::Coroner("analyze --sysroot /a --sysroot /b /dev/null");
+  EXPECT_EQ(two.status, 2);
+  EXPECT_NE(two.err.find("two trees for every machine"), std::string::npos) << two.err;
+}
+
 // A mixed fleet: the x86_64 zoo's kernel-made cores and the aarch64 zoo's
 // qemu-made ones scanned into one dataset, as a scan of a bucket of both
-// reads them. Every core is an `ok` row with its machine in `arch`, and
+// reads them, the aarch64 ones with their machine's tree
+// (`--sysroot aarch64=DIR`). Every core is an `ok` row with its machine in `arch`, and
 // epi's populations are the signatures: one machine's crash site is not
 // merged with another's unless the signatures agree.
 TEST(A64Zoo, MixedFleetScansIntoOneDatasetAndEpiKeepsThePopulations) {
@@ -261,9 +278,35 @@ TEST(A64Zoo, MixedFleetScansIntoOneDatasetAndEpiKeepsThePopulations) {
     fs::create_symlink(z.core, dir / "cores" / ("x86-" + z.variant + ".core"));
     want_arch["x86-" + z.variant + ".core"] = "x86_64";
   }
+  // The aarch64 machine's tree: the cross toolchain's libraries at /lib,
+  // and the zoo's programs where they ran. The x86_64 cores keep this
+  // machine's own files (no sysroot for them).
+  fs::path root = dir / "aarch64-root";
+  fs::create_directories(root / "lib");
+  auto place = [](const fs::path& from, const fs::path& to) {
+    std::error_code linked;
+    fs::create_hard_link(from, to, linked);
+    if (linked) fs::copy_file(from, to);
+  };
+  for (const char* lib : {"ld-linux-aarch64.so.1", "libc.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libm.so.6"})
+    place(fs::path(testing::kA64Sysroot) / "lib" / lib, root / "lib" / lib);
+  for (const auto& z : testing::LoadA64Zoo()) {
+    fs::path at = root / fs::path(z.binary).relative_path();
+    fs::create_directories(at.parent_path());
+    place(z.binary, at);
+  }
   std::string db = (dir / "fleet.db").string();
-  auto scan = testing::Coroner("scan --db " + db + " --jobs 2 " + (dir / "cores").string());
+  auto scan = testing::Coroner("scan --db " + db + " --jobs 2 --sysroot aarch64=" + root.string() + " " +
+                               (dir / "cores").string());
   ASSERT_EQ(scan.status, 0) << scan.err;
+  // Each core's libc was found in its machine's tree.
+  auto libc = testing::Coroner("query --json --db " + db +
+                               " \"SELECT c.path, m.status FROM modules m JOIN cores c ON m.core = c.id "
+                               "WHERE m.path LIKE '%/libc.so.6'\"");
+  ASSERT_EQ(libc.status, 0) << libc.err;
+  auto libc_rows = nlohmann::json::parse(libc.out);
+  EXPECT_EQ(libc_rows.size(), want_arch.size());
+  for (const auto& r : libc_rows) EXPECT_EQ(r["status"], "ok") << r["path"];
   auto rows = testing::Coroner("query --json --db " + db +
                                " \"SELECT c.path, c.status, c.signature, a.value AS arch FROM cores c "
                                "LEFT JOIN attributes a ON a.core = c.id AND a.key = 'arch'\"");

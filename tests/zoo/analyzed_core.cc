@@ -7,7 +7,7 @@
 namespace coroner::testing {
 
 FileSymbolProvider& ZooSymbols() {
-  static FileSymbolProvider provider{SymbolOptions{"", {ZooDir() + "/debug"}, false, {}}};
+  static FileSymbolProvider provider{SymbolOptions{{}, {ZooDir() + "/debug"}, false, {}}};
   return provider;
 }
 
