@@ -38,7 +38,7 @@ bool IsCalleeSaved(Arch arch, int r) {
   return r == 3 || r == 6 || (r >= 12 && r <= 15);
 }
 
-// The instruction at a aarch64 return address' predecessor: bl, blr, and
+// The instruction before an aarch64 return address: bl, blr, and
 // the authenticating blraa/blrab(z).
 bool IsA64Call(uint32_t insn) {
   return (insn & 0xfc000000) == 0x94000000 ||  // bl imm26
