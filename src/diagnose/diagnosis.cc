@@ -230,10 +230,18 @@ class Diagnoser {
   // --- memory and addresses ---------------------------------------------------
   // What `v` is as an address; `where`, when asked for, names the code or
   // the module whose data it points into.
-  AddressKind Classify(uint64_t v, std::string* where) const {
+  // aarch64 Linux ignores a data address' top byte (TBI): its tag, if any,
+  // is no part of where it points.
+  uint64_t Untagged(uint64_t v) const { return regs_.arch == Arch::kAarch64 ? v & 0x00ffffffffffffffull : v; }
+  bool Canonical(uint64_t v) const {
+    return regs_.arch == Arch::kAarch64 ? (Untagged(v) >> 48) == 0 : IsCanonicalAddress(v);
+  }
+
+  AddressKind Classify(uint64_t tagged, std::string* where) const {
+    const uint64_t v = Untagged(tagged);
     if (v == 0) return AddressKind::kNull;
     if (v < kNullPages) return AddressKind::kSmall;
-    if (!IsCanonicalAddress(v)) return AddressKind::kNonCanonical;
+    if (!Canonical(v)) return AddressKind::kNonCanonical;
     const Segment* s = core_.memory().Find(v);
     if (!s) return AddressKind::kUnmapped;
     if (s->exec) {
@@ -569,12 +577,15 @@ class Diagnoser {
       return Decide(Syndrome::kNullDeref, evidence::NullPage{addr, InstructionText(), pc, Where(modules_, pc)});
     }
     if (WriteToReadonly(kernel ? std::nullopt : std::optional<uint64_t>(addr))) return;
-    uint64_t a = kernel ? effective.value_or(0) : addr;
+    uint64_t a = Untagged(kernel ? effective.value_or(0) : addr);
     using evidence::BadAddress;
-    BadAddress why = !IsCanonicalAddress(a)        ? BadAddress::kNonCanonical
-                     : !core_.memory().Find(a)     ? BadAddress::kUnmapped
-                     : a % 8 != 0                  ? BadAddress::kMisaligned
-                                                   : BadAddress::kNoAccess;
+    constexpr int kSegvMteAsync = 8, kSegvMteSync = 9;
+    const bool a64 = regs_.arch == Arch::kAarch64;
+    BadAddress why = (sig_.code == kSegvMteAsync || sig_.code == kSegvMteSync) && a64 ? BadAddress::kTagMismatch
+                     : !Canonical(a)            ? (a64 ? BadAddress::kBeyondUserSpace : BadAddress::kNonCanonical)
+                     : !core_.memory().Find(a)  ? BadAddress::kUnmapped
+                     : a % 8 != 0               ? BadAddress::kMisaligned
+                                                : BadAddress::kNoAccess;
     std::optional<uint64_t> shown = kernel && !effective ? std::nullopt : std::optional<uint64_t>(a);
     Decide(Syndrome::kBadPointer, evidence::BadAccess{InstructionText(), Where(modules_, pc), shown, why, kernel});
     std::vector<std::pair<std::string, uint64_t>> pointers;

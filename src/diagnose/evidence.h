@@ -174,7 +174,9 @@ struct NullPage {
   std::string where;
 };
 
-enum class BadAddress { kNonCanonical, kUnmapped, kMisaligned, kNoAccess };
+// kBeyondUserSpace: aarch64's non-canonical (bits 55-48 set under a top-byte
+// tag); kTagMismatch: an MTE tag check fault (SEGV_MTESERR, SEGV_MTEAERR).
+enum class BadAddress { kNonCanonical, kUnmapped, kMisaligned, kNoAccess, kBeyondUserSpace, kTagMismatch };
 struct BadAccess {
   std::optional<std::string> instruction;
   std::string where;

@@ -36,6 +36,10 @@ std::string BadAddressText(evidence::BadAddress why) {
     case evidence::BadAddress::kUnmapped: return "not mapped";
     case evidence::BadAddress::kMisaligned: return "misaligned";
     case evidence::BadAddress::kNoAccess: return "mapped without the access right needed";
+    case evidence::BadAddress::kBeyondUserSpace: return "beyond the 48-bit user address space (bits 55-48 are set)";
+    case evidence::BadAddress::kTagMismatch:
+      return "mapped, but the pointer's tag does not match the memory's (an MTE tag check fault: a use after free or "
+             "an overrun the tags caught)";
   }
   return "not mapped";
 }

@@ -165,6 +165,16 @@ TEST_P(A64ZooTest, SyndromeIsTheCrashersOwn) {
   } else {
     EXPECT_FALSE(a->analysis.fault_context) << z.variant;  // handler_crash's handler faulted itself
   }
+  if (z.crasher == "bad_pointer") {
+    // 0xdead00000000beef: the top byte is a tag the hardware ignores; the
+    // rest lies beyond the 48-bit user address space.
+    const evidence::BadAccess* bad = nullptr;
+    for (const auto& ev : d.evidence)
+      if (auto* b = std::get_if<evidence::BadAccess>(&ev)) bad = b;
+    ASSERT_NE(bad, nullptr);
+    EXPECT_EQ(bad->why, evidence::BadAddress::kBeyondUserSpace);
+    EXPECT_EQ(bad->address, 0x00ad00000000beefu);
+  }
   if (e.syndrome == "null-deref") {
     // The register that held NULL is named, as on x86_64.
     ASSERT_TRUE(d.null_register);
