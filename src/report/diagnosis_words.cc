@@ -13,6 +13,8 @@ namespace {
 // "SIGSEGV (SEGV_MAPERR)" spelled as the evidence has it: the code's name,
 // or `fallback` when the code means nothing for the signal.
 std::string CodeName(const SignalInfo& s, const char* fallback) {
+  // NT_PRSTATUS's signal alone (qemu-user's cores) has no code to name.
+  if (s.source == SignalInfo::Source::kPrstatus && s.code == 0) return "code unknown";
   return SignalCodeName(s.signo, s.code).value_or(fallback);
 }
 

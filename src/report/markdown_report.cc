@@ -53,7 +53,11 @@ class MarkdownReport {
     add("");
     const SignalInfo* sig = a_.fault_context ? &a_.fault_context->signal : core_.signal() ? &*core_.signal() : nullptr;
     if (sig) {
-      std::string s = SignalName(sig->signo) + " (" + SignalCodeName(sig->signo, sig->code).value_or("code " + std::to_string(sig->code));
+      // NT_PRSTATUS's signal alone (qemu-user's cores): no code is known.
+      std::string code = sig->source == SignalInfo::Source::kPrstatus && sig->code == 0
+                             ? "code unknown: the core has no siginfo"
+                             : SignalCodeName(sig->signo, sig->code).value_or("code " + std::to_string(sig->code));
+      std::string s = SignalName(sig->signo) + " (" + code;
       if (sig->fault_address) s += ", fault address " + Hex(*sig->fault_address);
       s += ")";
       if (a_.fault_context) {
