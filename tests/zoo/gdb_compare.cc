@@ -87,7 +87,9 @@ size_t ExpectSameFrames(const std::vector<GdbFrame>& gdb_all, const Backtrace& o
       bool alias = f.function != theirs && f.module && f.module->image &&
                    f.module->image->SymbolAddress(f.function).has_value() &&
                    f.module->image->SymbolAddress(f.function) == f.module->image->SymbolAddress(theirs);
-      if (!alias) EXPECT_EQ(f.function, theirs) << where;
+      if (!alias) {
+        EXPECT_EQ(f.function, theirs) << where;
+      }
     }
     if (f.pc != g.pc) break;  // the rest would only repeat the first difference
   }
