@@ -283,13 +283,10 @@ class Diagnoser {
   void FaultWithoutSiginfo() {
     if (sig_.source != SignalInfo::Source::kPrstatus || sig_.signo != SIGSEGV || sig_.code != 0 || sig_.fault_address)
       return;
-    std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
-    if (!base) return;
-    uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
-    if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
-    // aarch64 Linux ignores a data address' top byte (TBI) and leaves the
-    // tag out of si_addr.
-    if (regs_.arch == Arch::kAarch64) e &= 0x00ffffffffffffffull;
+    std::optional<uint64_t> effective = EffectiveAddress();
+    if (!effective) return;
+    // The kernel leaves a tag out of si_addr.
+    const uint64_t e = Untagged(*effective);
     sig_.fault_address = e;
     sig_.code = core_.memory().Find(e) ? SEGV_ACCERR : SEGV_MAPERR;
   }
@@ -308,6 +305,16 @@ class Diagnoser {
       c.misaligned_pointer = pointer_into_memory && c.value % 8 != 0 && !stack_pointer;
       d_.registers.push_back(std::move(c));
     }
+  }
+
+  // The address the faulting operand names (base + index * scale +
+  // displacement); none without a base register, or rip-relative.
+  std::optional<uint64_t> EffectiveAddress() const {
+    std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
+    if (!base) return std::nullopt;
+    uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
+    if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
+    return e;
   }
 
   // The operand's base register and its value; none for rip-relative.
@@ -559,13 +566,8 @@ class Diagnoser {
     // context is the re-delivery's) carries no address either: the
     // faulting instruction's operand says where it went.
     bool sent = sig_.code <= 0;
-    std::optional<uint64_t> effective;
     std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
-    if (base) {
-      uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
-      if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
-      effective = e;
-    }
+    std::optional<uint64_t> effective = EffectiveAddress();
     uint64_t addr = sent ? effective.value_or(sig_.fault_address.value_or(0)) : sig_.fault_address.value_or(0);
     uint64_t pc = regs_.pc();
     if (!kernel && addr < kNullPages) {
