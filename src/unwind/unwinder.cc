@@ -355,14 +355,19 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
   // return address into it is the walk's end, whatever the stack holds
   // above (aarch64's _start has no CFI to say so, and an old executable
   // stack made its words look like code).
+  // Only a return address within the function's size (4 KiB when the
+  // symbol table gives none) is looked up: not a lookup every frame.
   std::optional<uint64_t> entry_function;
+  uint64_t entry_span = 0;
   if (auto entry = modules.entry()) {
     PcSymbol sym = modules.Symbolize(*entry);
     if (!sym.symbol.empty()) entry_function = *entry - sym.symbol_offset;
+    entry_span = sym.symbol_size > 0 ? sym.symbol_size : 4096;
   }
   while (result.frames.size() < options.max_frames) {
     RawFrame& cur = result.frames.back();
-    if (entry_function && !cur.exact_pc && result.frames.size() > 1) {
+    if (entry_function && !cur.exact_pc && result.frames.size() > 1 && cur.pc - 1 >= *entry_function &&
+        cur.pc - 1 - *entry_function < entry_span) {
       PcSymbol sym = modules.Symbolize(cur.pc - 1);
       if (!sym.symbol.empty() && cur.pc - 1 - sym.symbol_offset == *entry_function) {
         result.stop_reason = {StopReason::Kind::kEntryPoint};
