@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <span>
 
 #include "core/signals.h"
 
@@ -17,17 +18,30 @@ constexpr size_t kMaxStackWords = 64, kMaxFrames = 256, kMaxModules = 1024, kMax
 constexpr size_t kMaxPath = 4096;
 constexpr uint64_t kPage = 4096;
 
-constexpr std::string_view kRegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+// Each machine's registers in the line's order: x86_64's ucontext general
+// registers, aarch64's sigcontext (x0-x30, sp, pc, pstate).
+constexpr std::string_view kX86RegisterNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
                                       "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
                                       "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
-static_assert(std::size(kRegisterNames) == std::tuple_size_v<decltype(CrashLine::registers)>);
+constexpr std::string_view kA64RegisterNames[] = {
+    "x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",  "x9",  "x10", "x11",
+    "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23",
+    "x24", "x25", "x26", "x27", "x28", "x29", "x30", "sp",  "pc",  "pstate"};
+static_assert(std::size(kA64RegisterNames) == kA64RegCount);
+static_assert(std::max(std::size(kX86RegisterNames), std::size(kA64RegisterNames)) ==
+              std::tuple_size_v<decltype(CrashLine::registers)>);
+
+std::span<const std::string_view> RegisterNames(Arch arch) {
+  if (arch == Arch::kAarch64) return kA64RegisterNames;
+  return kX86RegisterNames;
+}
 
 // The fields a line may have; the first kRequired it must have.
 constexpr std::string_view kKeys[] = {"v",  "pid",   "tid", "time", "sig",      "code", "addr", "regs",
-                                      "stack", "bt", "host", "comm", "fps", "stackmap", "mods", "segs"};
+                                      "stack", "bt", "host", "comm", "fps", "stackmap", "mods", "segs", "arch"};
 constexpr size_t kRequired = 10;
-enum KeyIndex : size_t { kV, kPid, kTid, kTime, kSig, kCode, kAddr, kRegs, kStack, kBt, kHost, kComm, kFps, kStackmap, kMods, kSegs };
-static_assert(kKeys[kSegs] == "segs" && kKeys[kHost] == "host");
+enum KeyIndex : size_t { kV, kPid, kTid, kTime, kSig, kCode, kAddr, kRegs, kStack, kBt, kHost, kComm, kFps, kStackmap, kMods, kSegs, kArch };
+static_assert(kKeys[kSegs] == "segs" && kKeys[kHost] == "host" && kKeys[kArch] == "arch");
 
 Error Bad(const std::string& why) { return MakeError(ErrorKind::kMalformed, "crash line: " + why); }
 
@@ -163,6 +177,7 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
   if (text.size() > kMaxLine) return Bad("longer than 256 KiB");
   CrashLine l;
   uint32_t seen = 0;  // bit i: kKeys[i] was read
+  std::string_view regs;
   Pieces fields(text, ' ');
   for (std::string_view field; fields.Next(field);) {
     size_t eq = field.find('=');
@@ -205,19 +220,11 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       if (!v) return Bad("addr is not a hex address");
       l.fault_address = *v;
     } else if (k == kRegs) {
-      Pieces items(value, ',');
-      std::string_view item;
-      while (items.count() <= std::size(kRegisterNames) && items.Next(item)) {
-        size_t i = items.count() - 1;
-        if (i >= std::size(kRegisterNames)) break;
-        size_t colon = item.find(':');
-        auto v = colon == std::string_view::npos ? std::nullopt : Hex(item.substr(colon + 1));
-        if (!v || item.substr(0, colon) != kRegisterNames[i])
-          return Bad("register " + std::to_string(i) + " is not " + std::string(kRegisterNames[i]) + ":0x...");
-        l.registers[i] = *v;
-      }
-      if (items.count() != std::size(kRegisterNames))
-        return Bad("regs has " + std::to_string(items.count()) + " registers, not 23");
+      regs = value;  // read once the line's machine is known: `arch` may follow
+    } else if (k == kArch) {
+      if (value == ArchName(Arch::kAarch64)) l.arch = Arch::kAarch64;
+      else if (value == ArchName(Arch::kX86_64)) l.arch = Arch::kX86_64;
+      else return Bad("arch " + std::string(value.substr(0, 16)) + " is neither x86_64 nor aarch64");
     } else if (k == kStack) {
       size_t colon = value.find(':');
       auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
@@ -303,6 +310,21 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
   }
   for (size_t k = 0; k < kRequired; ++k)
     if (!(seen & (1u << k))) return Bad("no " + std::string(kKeys[k]) + " field (a cut line?)");
+  const auto names = RegisterNames(l.arch);
+  Pieces items(regs, ',');
+  std::string_view item;
+  while (items.count() <= names.size() && items.Next(item)) {
+    size_t i = items.count() - 1;
+    if (i >= names.size()) break;
+    size_t colon = item.find(':');
+    auto v = colon == std::string_view::npos ? std::nullopt : Hex(item.substr(colon + 1));
+    if (!v || item.substr(0, colon) != names[i])
+      return Bad("register " + std::to_string(i) + " is not " + std::string(names[i]) + ":0x...");
+    l.registers[i] = *v;
+  }
+  if (items.count() != names.size())
+    return Bad("regs has " + std::to_string(items.count()) + " registers, not " + std::to_string(names.size()) +
+               " (" + std::string(ArchName(l.arch)) + ")");
   for (const auto& s : l.segments)
     if (s.module >= l.modules.size()) return Bad("a segment names module " + std::to_string(s.module) + " of " +
                                                  std::to_string(l.modules.size()));
@@ -363,10 +385,12 @@ struct Load {
   std::optional<size_t> header_of;  // the module whose ELF header page starts here
 };
 
+uint16_t Machine(Arch arch) { return arch == Arch::kAarch64 ? EM_AARCH64 : EM_X86_64; }
+
 // The ELF header page the kernel would have dumped at the start of module
 // m's first mapping at `start`, holding its build-id; cut to `size`. Its one
 // PT_LOAD spans the module's mappings up to `end`, the image's extent.
-Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size, uint64_t end) {
+Bytes HeaderPage(const CrashLine::Module& m, Arch arch, uint64_t start, uint64_t size, uint64_t end) {
   Bytes h;
   h.b.assign(0x100, std::byte{0});
   Elf64_Ehdr eh{};
@@ -375,7 +399,7 @@ Bytes HeaderPage(const CrashLine::Module& m, uint64_t start, uint64_t size, uint
   eh.e_ident[EI_DATA] = ELFDATA2LSB;
   eh.e_ident[EI_VERSION] = EV_CURRENT;
   eh.e_type = m.bias ? ET_DYN : ET_EXEC;
-  eh.e_machine = EM_X86_64;
+  eh.e_machine = Machine(arch);
   eh.e_version = EV_CURRENT;
   eh.e_phoff = sizeof eh;
   eh.e_ehsize = sizeof eh;
@@ -490,14 +514,25 @@ std::vector<Load> LayOut(const CrashLine& l) {
   return kept;
 }
 
-// The ucontext's registers in the kernel's user_regs_struct order (the
-// order of Reg and of NT_PRSTATUS).
-std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
-  // The parser keeps the registers in kRegisterNames' order, all 23.
+// The line's registers in its machine's NT_PRSTATUS order, which is Reg's
+// from the machine's first: x86_64's user_regs_struct (27, rebuilt from
+// the ucontext's 23), aarch64's user_pt_regs (the line's own 34).
+struct PrRegs {
+  std::array<uint64_t, 34> value{};
+  size_t count = 0;
+};
+PrRegs UserRegs(const CrashLine& l) {
+  PrRegs out;
+  if (l.arch == Arch::kAarch64) {
+    out.value = l.registers;
+    out.count = kA64RegCount;
+    return out;
+  }
+  // The parser keeps the registers in kX86RegisterNames' order, all 23.
   auto reg = [&](size_t place) { return l.registers[place]; };
   constexpr auto at = [](std::string_view n) {
     size_t i = 0;
-    while (i < std::size(kRegisterNames) && kRegisterNames[i] != n) ++i;
+    while (i < std::size(kX86RegisterNames) && kX86RegisterNames[i] != n) ++i;
     return i;
   };
   // user_regs_struct's general registers, by their place in the line.
@@ -505,13 +540,17 @@ std::array<uint64_t, 27> UserRegs(const CrashLine& l) {
                                       at("r11"), at("r10"), at("r9"),  at("r8"),  at("rax"), at("rcx"),
                                       at("rdx"), at("rsi"), at("rdi"), at("rip"), at("eflags"), at("rsp"),
                                       at("csgsfs")};
-  static_assert(*std::max_element(std::begin(kPlace), std::end(kPlace)) < std::size(kRegisterNames));
+  static_assert(*std::max_element(std::begin(kPlace), std::end(kPlace)) < std::size(kX86RegisterNames));
   uint64_t csgsfs = reg(kPlace[18]);
-  return {reg(kPlace[0]),  reg(kPlace[1]),  reg(kPlace[2]),  reg(kPlace[3]),  reg(kPlace[4]),  reg(kPlace[5]),
-          reg(kPlace[6]),  reg(kPlace[7]),  reg(kPlace[8]),  reg(kPlace[9]),  reg(kPlace[10]), reg(kPlace[11]),
-          reg(kPlace[12]), reg(kPlace[13]), reg(kPlace[14]), UINT64_MAX,      reg(kPlace[15]), csgsfs & 0xffff,
-          reg(kPlace[16]), reg(kPlace[17]), (csgsfs >> 48) & 0xffff, 0, 0, 0, 0,
-          (csgsfs >> 32) & 0xffff, (csgsfs >> 16) & 0xffff};
+  const std::array<uint64_t, kX86RegCount> x86 = {
+      reg(kPlace[0]),  reg(kPlace[1]),  reg(kPlace[2]),  reg(kPlace[3]),  reg(kPlace[4]),  reg(kPlace[5]),
+      reg(kPlace[6]),  reg(kPlace[7]),  reg(kPlace[8]),  reg(kPlace[9]),  reg(kPlace[10]), reg(kPlace[11]),
+      reg(kPlace[12]), reg(kPlace[13]), reg(kPlace[14]), UINT64_MAX,      reg(kPlace[15]), csgsfs & 0xffff,
+      reg(kPlace[16]), reg(kPlace[17]), (csgsfs >> 48) & 0xffff, 0, 0, 0, 0,
+      (csgsfs >> 32) & 0xffff, (csgsfs >> 16) & 0xffff};
+  std::copy(x86.begin(), x86.end(), out.value.begin());
+  out.count = kX86RegCount;
+  return out;
 }
 
 // The AT_PHDR a process has: the main program is the first module, as
@@ -531,21 +570,22 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
     uint64_t end = ld.vaddr + ld.memsz;
     for (const auto& s : l.segments)
       if (s.module == *ld.header_of && s.start >= ld.vaddr) end = std::max(end, s.end);
-    ld.data = HeaderPage(l.modules[*ld.header_of], ld.vaddr, ld.memsz, end);
+    ld.data = HeaderPage(l.modules[*ld.header_of], l.arch, ld.vaddr, ld.memsz, end);
   }
 
   // Notes.
   Bytes notes;
   {
     Bytes pr;
-    pr.b.assign(336, std::byte{0});
+    // elf_prstatus: pr_reg at 112, then pr_fpvalid, padded to 8.
+    auto values = UserRegs(l);
+    pr.b.assign(112 + 8 * values.count + 8, std::byte{0});
     pr.At<int32_t>(0, l.signal);
     pr.At<int32_t>(4, l.code);
     pr.At<int16_t>(12, static_cast<int16_t>(l.signal));
     pr.At<int32_t>(32, l.tid);
     pr.At<int32_t>(36, 0);
-    auto values = UserRegs(l);
-    for (size_t i = 0; i < values.size(); ++i) pr.At<uint64_t>(112 + 8 * i, values[i]);
+    for (size_t i = 0; i < values.count; ++i) pr.At<uint64_t>(112 + 8 * i, values.value[i]);
     Note(notes, "CORE", NT_PRSTATUS, pr);
 
     Bytes ps;
@@ -599,7 +639,7 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   eh.e_ident[EI_DATA] = ELFDATA2LSB;
   eh.e_ident[EI_VERSION] = EV_CURRENT;
   eh.e_type = ET_CORE;
-  eh.e_machine = EM_X86_64;
+  eh.e_machine = Machine(l.arch);
   eh.e_version = EV_CURRENT;
   eh.e_phoff = sizeof eh;
   eh.e_ehsize = sizeof eh;
@@ -622,6 +662,7 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
 std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   std::vector<Load> kept = LayOut(l);
   CoreParts parts;
+  parts.arch = l.arch;
   std::vector<std::byte> bytes;
   size_t total = 0;
   for (const auto& ld : kept) total += ld.data.size();
@@ -643,9 +684,10 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   Thread t;
   t.tid = l.tid;
   t.cursig = static_cast<int16_t>(l.signal);
+  t.registers.arch = l.arch;
   auto values = UserRegs(l);
-  static_assert(std::tuple_size_v<decltype(values)> == kX86RegCount);
-  for (size_t i = 0; i < kX86RegCount; ++i) t.registers.value[i] = values[i];
+  const size_t first = l.arch == Arch::kAarch64 ? static_cast<size_t>(kA64First) : 0;
+  for (size_t i = 0; i < values.count; ++i) t.registers.value[first + i] = values.value[i];
   SignalInfo si;
   si.source = SignalInfo::Source::kSiginfoNote;
   si.signo = l.signal;
@@ -700,6 +742,7 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   });
   for (auto& object : objects) {
     Module& m = object.module;
+    m.arch = l.arch;
     const Load* header = object.header_at ? at(*object.header_at) : nullptr;
     // The page holds the header, its program headers and the build-id note
     // unless the mapping is smaller (a hostile line).

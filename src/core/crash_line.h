@@ -43,9 +43,12 @@ struct CrashLine {
   std::string host, comm;
   int signal = 0, code = 0;
   uint64_t fault_address = 0;
-  // The ucontext's general registers in the line's order: rax ... r15,
-  // rip, eflags, csgsfs, err, trapno, oldmask, cr2.
-  std::array<uint64_t, 23> registers{};
+  // The machine (`arch`; a line without one is x86_64's) and the
+  // ucontext's general registers in the line's order: for x86_64 the 23
+  // rax ... r15, rip, eflags, csgsfs, err, trapno, oldmask, cr2; for
+  // aarch64 the 34 x0 ... x30, sp, pc, pstate. The rest are 0.
+  Arch arch = Arch::kX86_64;
+  std::array<uint64_t, 34> registers{};
   uint64_t stack_start = 0;                   // the first word's address
   std::vector<std::optional<uint64_t>> stack; // nullopt: unreadable
   std::vector<std::string> backtrace;         // "buildid+0xoff" or "0xaddr", frame 0 first

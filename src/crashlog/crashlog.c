@@ -79,6 +79,9 @@ static _Atomic int current_table = -1;
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int out_fd = 2;
+/* Segments are whole pages of the machine (aarch64 kernels may have 16 or
+ * 64 KiB ones); set at install. */
+static uintptr_t page_size = 4096;
 static char host[65], comm[17], exe_path[4096];
 static struct sigaction previous[NSIG_HANDLED];
 static _Atomic int installed;
@@ -138,10 +141,38 @@ static void put_escaped(struct out* o, const char* s) {
 
 static pid_t gettid_(void) { return (pid_t)syscall(SYS_gettid); }
 
+/* Reads `n` bytes at `addr` of this process through a pipe: the kernel
+ * copies them in write(2) and says EFAULT, rather than faulting, when any
+ * is unmapped. For where process_vm_readv is refused: a seccomp profile
+ * that denies it (EPERM; older container runtimes' default) or a system
+ * without it (ENOSYS: qemu-user). The pipe lives for the one read, so a
+ * program that survives the signal keeps its descriptors as they were. */
+static int read_self_by_pipe(uintptr_t addr, void* to, size_t n) {
+  int fds[2];
+  if (syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK) != 0) return 0;
+  int ok = 1;
+  for (size_t done = 0; ok && done < n;) {
+    size_t chunk = n - done < 4096 ? n - done : 4096; /* within a pipe's capacity */
+    ok = write(fds[1], (const char*)addr + done, chunk) == (ssize_t)chunk &&
+         read(fds[0], (char*)to + done, chunk) == (ssize_t)chunk;
+    done += chunk;
+  }
+  close(fds[0]);
+  close(fds[1]);
+  return ok;
+}
+
 /* Reads `n` bytes at `addr` of this process; 0 when any is unreadable. */
+static _Atomic int vm_readv_refused;
 static int read_self(uintptr_t addr, void* to, size_t n) {
-  struct iovec local = {to, n}, remote = {(void*)addr, n};
-  return syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL) == (long)n;
+  if (!atomic_load(&vm_readv_refused)) {
+    struct iovec local = {to, n}, remote = {(void*)addr, n};
+    long got = syscall(SYS_process_vm_readv, getpid(), &local, 1UL, &remote, 1UL, 0UL);
+    if (got == (long)n) return 1;
+    if (got >= 0 || (errno != ENOSYS && errno != EPERM)) return 0;
+    atomic_store(&vm_readv_refused, 1);
+  }
+  return read_self_by_pipe(addr, to, n);
 }
 
 /* --- the module table (not in the handler) --------------------------------- */
@@ -188,7 +219,7 @@ static int add_module(struct dl_phdr_info* info, size_t size, void* data) {
   for (int i = 0; i < info->dlpi_phnum && t->nsegments < MAX_SEGMENTS; ++i) {
     const ElfW(Phdr)* ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD) continue;
-    uintptr_t page = 4096;
+    uintptr_t page = page_size;
     struct segment* s = &t->segments[t->nsegments++];
     s->start = (info->dlpi_addr + ph->p_vaddr) & ~(page - 1);
     s->end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) & ~(page - 1);
@@ -366,9 +397,9 @@ static void add_loaded_object(struct table* t, uintptr_t base, uintptr_t name_ad
     }
     if (ph[i].p_type != PT_LOAD || t->nsegments >= MAX_SEGMENTS) continue;
     struct segment* sg = &t->segments[t->nsegments++];
-    sg->start = (base + ph[i].p_vaddr) & ~(uintptr_t)4095;
-    sg->end = (base + ph[i].p_vaddr + ph[i].p_memsz + 4095) & ~(uintptr_t)4095;
-    sg->offset = ph[i].p_offset & ~(uintptr_t)4095;
+    sg->start = (base + ph[i].p_vaddr) & ~(page_size - 1);
+    sg->end = (base + ph[i].p_vaddr + ph[i].p_memsz + page_size - 1) & ~(page_size - 1);
+    sg->offset = ph[i].p_offset & ~(page_size - 1);
     sg->module = t->nmodules;
     int k = 0;
     sg->perm[k++] = 'r';
@@ -409,21 +440,59 @@ static void put_pc(struct out* o, const struct table* t, uintptr_t pc) {
   }
 }
 
-static const struct {
-  const char* name;
-  int index;
-} kRegs[] = {{"rax", REG_RAX}, {"rbx", REG_RBX}, {"rcx", REG_RCX}, {"rdx", REG_RDX}, {"rsi", REG_RSI},
-             {"rdi", REG_RDI}, {"rbp", REG_RBP}, {"rsp", REG_RSP}, {"r8", REG_R8},   {"r9", REG_R9},
-             {"r10", REG_R10}, {"r11", REG_R11}, {"r12", REG_R12}, {"r13", REG_R13}, {"r14", REG_R14},
-             {"r15", REG_R15}, {"rip", REG_RIP}, {"eflags", REG_EFL}, {"csgsfs", REG_CSGSFS}, {"err", REG_ERR},
-             {"trapno", REG_TRAPNO}, {"oldmask", REG_OLDMASK}, {"cr2", REG_CR2}};
+/* The registers the line carries, in its order, taken from the ucontext:
+ * each machine's general registers as docs/crashlog.md lists them. */
+#if defined(__x86_64__)
+#define ARCH_FIELD ""  /* x86_64 lines name no machine: the format's first */
+static const char* const kRegNames[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
+                                        "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15",
+                                        "rip", "eflags", "csgsfs", "err", "trapno", "oldmask", "cr2"};
+static const int kGregOf[] = {REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI,    REG_RDI, REG_RBP, REG_RSP,
+                              REG_R8,  REG_R9,  REG_R10, REG_R11, REG_R12,    REG_R13, REG_R14, REG_R15,
+                              REG_RIP, REG_EFL, REG_CSGSFS, REG_ERR, REG_TRAPNO, REG_OLDMASK, REG_CR2};
+enum { NREGS = 23, PC_AT = 16, SP_AT = 7, FP_AT = 6 };
+struct cpu {
+  uint64_t r[NREGS];
+};
+static void capture(const ucontext_t* uc, struct cpu* c) {
+  for (int i = 0; i < NREGS; ++i) c->r[i] = (uint64_t)uc->uc_mcontext.gregs[kGregOf[i]];
+}
+static uintptr_t return_address(uintptr_t ra) { return ra; }
+#elif defined(__aarch64__)
+#define ARCH_FIELD " arch=aarch64"
+static const char* const kRegNames[] = {"x0",  "x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",  "x8",
+                                        "x9",  "x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17",
+                                        "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+                                        "x27", "x28", "x29", "x30", "sp",  "pc",  "pstate"};
+enum { NREGS = 34, PC_AT = 32, SP_AT = 31, FP_AT = 29 };
+struct cpu {
+  uint64_t r[NREGS];
+};
+static void capture(const ucontext_t* uc, struct cpu* c) {
+  for (int i = 0; i < 31; ++i) c->r[i] = uc->uc_mcontext.regs[i];
+  c->r[SP_AT] = uc->uc_mcontext.sp;
+  c->r[PC_AT] = uc->uc_mcontext.pc;
+  c->r[33] = uc->uc_mcontext.pstate;
+}
+/* A saved return address without its pointer authentication code
+ * (-mbranch-protection): xpaclri, a hint that does nothing on a CPU
+ * without PAC, strips x30 in place. */
+static uintptr_t return_address(uintptr_t ra) {
+  register uintptr_t x30 __asm__("x30") = ra;
+  __asm__("hint #7" : "+r"(x30));
+  return x30;
+}
+#else
+#error "libcoroner_crashlog knows the ucontext of x86_64 and aarch64"
+#endif
+_Static_assert(sizeof kRegNames / sizeof kRegNames[0] == NREGS, "a name for each register");
 
-static size_t format_line(int sig, const siginfo_t* si, const greg_t* g) {
+static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
   struct out o = {line, line + sizeof line - 1};
   const struct table* t = modules_at_crash();
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  puts_(&o, "coroner-crash: v=1 pid=");
+  puts_(&o, "coroner-crash: v=1" ARCH_FIELD " pid=");
   put_dec(&o, getpid());
   puts_(&o, " tid=");
   put_dec(&o, gettid_());
@@ -445,13 +514,13 @@ static size_t format_line(int sig, const siginfo_t* si, const greg_t* g) {
   puts_(&o, " addr=");
   put_hex(&o, (uintptr_t)si->si_addr);
   puts_(&o, " regs=");
-  for (size_t i = 0; i < sizeof kRegs / sizeof kRegs[0]; ++i) {
+  for (int i = 0; i < NREGS; ++i) {
     if (i) put(&o, ",", 1);
-    puts_(&o, kRegs[i].name);
+    puts_(&o, kRegNames[i]);
     put(&o, ":", 1);
-    put_hex(&o, (uint64_t)g[kRegs[i].index]);
+    put_hex(&o, c->r[i]);
   }
-  uintptr_t sp = (uintptr_t)g[REG_RSP];
+  uintptr_t sp = (uintptr_t)c->r[SP_AT];
   puts_(&o, " stack=");
   put_hex(&o, sp - STACK_BELOW);
   put(&o, ":", 1);
@@ -465,13 +534,13 @@ static size_t format_line(int sig, const siginfo_t* si, const greg_t* g) {
    * walk went through (so a reader can lay the chain out again). */
   uintptr_t fps[MAX_FRAMES], pcs[MAX_FRAMES];
   int frames = 1, nfps = 0;
-  pcs[0] = (uintptr_t)g[REG_RIP];
-  uintptr_t fp = (uintptr_t)g[REG_RBP];
+  pcs[0] = (uintptr_t)c->r[PC_AT];
+  uintptr_t fp = (uintptr_t)c->r[FP_AT];
   while (frames < MAX_FRAMES) {
-    uintptr_t frame[2];
-    if (fp == 0 || fp % 8 || !read_self(fp, frame, sizeof frame) || frame[1] == 0) break;
+    uintptr_t frame[2]; /* the caller's frame pointer, the return address: x86_64's and aarch64's frame record */
+    if (fp == 0 || fp % 8 || !read_self(fp, frame, sizeof frame) || return_address(frame[1]) == 0) break;
     fps[nfps++] = fp;
-    pcs[frames++] = frame[1];
+    pcs[frames++] = return_address(frame[1]);
     if (frame[0] <= fp) break; /* frames go up the stack */
     fp = frame[0];
   }
@@ -592,7 +661,7 @@ struct pending {
   int sig;
   int open; /* the program's handler has not returned (or left by siglongjmp) */
   siginfo_t info;
-  greg_t regs[NGREG];
+  struct cpu regs;
   uintptr_t frame; /* address of our handler's token while it ran the program's handler */
   uint64_t token;
 };
@@ -615,10 +684,10 @@ static int sent_by_self(const siginfo_t* si) {
 }
 
 /* The pending fault the current signal follows from, or NULL. */
-static const struct pending* follows_from(const struct pending* p, const siginfo_t* si, const greg_t* g) {
+static const struct pending* follows_from(const struct pending* p, const siginfo_t* si, const struct cpu* c) {
   if (!p || !p->sig || !sent_by_self(si)) return NULL;
-  if (g[REG_RIP] == p->regs[REG_RIP] && g[REG_RSP] == p->regs[REG_RSP]) return p;
-  uintptr_t sp = (uintptr_t)g[REG_RSP];
+  if (c->r[PC_AT] == p->regs.r[PC_AT] && c->r[SP_AT] == p->regs.r[SP_AT]) return p;
+  uintptr_t sp = (uintptr_t)c->r[SP_AT];
   uint64_t token = 0;
   if (p->open && sp < p->frame && p->frame - sp < NESTED_SPAN && read_self(p->frame, &token, sizeof token) &&
       token == p->token)
@@ -637,7 +706,7 @@ static void write_all(const char* p, size_t n) {
 }
 
 /* Writes the line for a fatal signal (or for the fault it follows from). */
-static void log_fatal(int sig, const siginfo_t* si, const greg_t* g, long tid) {
+static void log_fatal(int sig, const siginfo_t* si, const struct cpu* c, long tid) {
   atomic_fetch_add(&inside, 1);
   /* Wait (bounded, about 2 s) for another thread's line. */
   long none = 0;
@@ -647,7 +716,7 @@ static void log_fatal(int sig, const siginfo_t* si, const greg_t* g, long tid) {
     nanosleep(&pause, NULL);
   }
   if (atomic_load(&owner) == tid) {
-    size_t n = format_line(sig, si, g);
+    size_t n = format_line(sig, si, c);
     write_all(line, n);
     atomic_store(&owner, 0);
   }
@@ -658,7 +727,8 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
   int saved_errno = errno;
   long tid = gettid_();
   int slot = index_of(sig);
-  const greg_t* g = ((const ucontext_t*)ctx)->uc_mcontext.gregs;
+  struct cpu c;
+  capture((const ucontext_t*)ctx, &c);
   if (slot < 0) return;
   /* A fault inside our own formatting: no second line, straight to the
    * default action below. */
@@ -671,10 +741,10 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
      * re-raises, unless this is a signal inside a handler already running
      * for a fault we hold. */
     volatile uint64_t token = atomic_fetch_add(&token_counter, 1) ^ ((uint64_t)tid << 32) ^ 0x636f726f6e6572ULL;
-    if (!follows_from(p, si, g) && (p = pending_of(tid, 1)) != NULL) {
+    if (!follows_from(p, si, &c) && (p = pending_of(tid, 1)) != NULL) {
       p->sig = sig;
       p->info = *si;
-      memcpy(p->regs, g, sizeof p->regs);
+      p->regs = c;
       p->frame = (uintptr_t)&token;
       p->token = token;
       p->open = 1;
@@ -699,9 +769,9 @@ static void handler(int sig, siginfo_t* si, void* ctx) {
 
   /* The default action: this signal ends the process. */
   if (!nested_in_us) {
-    const struct pending* first = follows_from(p, si, g);
-    if (first) log_fatal(first->sig, &first->info, first->regs, tid);
-    else log_fatal(sig, si, g, tid);
+    const struct pending* first = follows_from(p, si, &c);
+    if (first) log_fatal(first->sig, &first->info, &first->regs, tid);
+    else log_fatal(sig, si, &c, tid);
     /* Let every other crashing thread write its line first. A thread that
      * faults within 100 ms of this one counts as crashing with it; waiting
      * is bounded at 2 s. */
@@ -790,6 +860,8 @@ int coroner_crashlog_install(const coroner_crashlog_options* opts) {
     fd = opts->fd;
   }
   out_fd = fd;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page >= 4096 && (page & (page - 1)) == 0) page_size = (uintptr_t)page;
   struct utsname u;
   if (uname(&u) == 0) {
     size_t len = strnlen(u.nodename, sizeof host - 1);

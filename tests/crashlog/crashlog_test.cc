@@ -8,12 +8,18 @@
 // prior handler, two threads at once, no malloc allowed, a thread's stack
 // overflow). Hostile lines are rejected with a reason.
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -23,6 +29,7 @@
 #include <thread>
 
 #include "core/core.h"
+#include "core/registers.h"
 #include "core/signals.h"
 #include "core/crash_line.h"
 #include "dataset/dataset.h"
@@ -52,8 +59,10 @@ struct ProcessRun {
   std::string dir;  // its working directory (where a kernel core lands)
 };
 
-// Runs argv in `dir` with RLIMIT_CORE unlimited and `env` added.
-ProcessRun Exec(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& dir) {
+// Runs argv in `dir` with RLIMIT_CORE unlimited and `env` added; `in_child`
+// runs in the child before the exec.
+ProcessRun Exec(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& dir,
+                void (*in_child)() = nullptr) {
   fs::create_directories(dir);
   pid_t pid = fork();
   if (pid == 0) {
@@ -68,6 +77,7 @@ ProcessRun Exec(const std::vector<std::string>& argv, const std::vector<std::str
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     alarm(60);
+    if (in_child) in_child();
     execv(args[0], args.data());
     _exit(121);
   }
@@ -199,6 +209,139 @@ TEST(Crashlog, EveryZooCrasherPreloadedStillDumpsCoreAndLogsOneLine) {
     ASSERT_EQ(epi.status, 0) << epi.err;
     EXPECT_NE(epi.out.find("\"cores\": " + std::to_string(cores.size()) + ","), std::string::npos) << epi.out.substr(0, 200);
   }
+}
+
+// An executable on PATH, or "" (qemu-user is a dependency, but a machine
+// without it skips the aarch64 runs with a message).
+std::string Which(const std::string& name) {
+  std::stringstream path(Env("PATH"));
+  for (std::string dir; std::getline(path, dir, ':');)
+    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return dir + "/" + name;
+  return "";
+}
+
+struct QemuRun {
+  int status = 0;
+  std::vector<std::string> lines;
+  std::string core;  // the guest's core qemu wrote, "" when none
+};
+
+// An aarch64 zoo crasher run under qemu-user with the library built for
+// aarch64 preloaded, in its own directory under Work().
+QemuRun RunUnderQemu(const ZooCore& z, const std::string& so, const std::string& qemu) {
+  std::string dir = Work() + "/a64/" + z.variant, log = dir + ".log";
+  fs::remove_all(dir);
+  fs::remove(log);  // the handler appends
+  ProcessRun r = Exec({qemu, "-L", kA64Sysroot, "-E", "LD_PRELOAD=" + so, "-E", "CORONER_CRASHLOG_FILE=" + log, z.binary},
+                      {}, dir);
+  QemuRun out;
+  out.status = r.status;
+  out.lines = Lines(log);
+  fs::remove(dir + "/core");  // qemu's own core, from the kernel
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind("qemu_", 0) == 0) out.core = e.path().string();
+  return out;
+}
+
+#define SKIP_WITHOUT_QEMU(so, qemu)                             \
+  std::string so = Env("CORONER_CRASHLOG_A64_SO"), qemu = Which("qemu-aarch64"); \
+  if (so.empty() || qemu.empty())                                \
+  GTEST_SKIP() << "no aarch64 cross compiler or qemu-user here (scripts/deps.sh installs them)"
+
+// The library built for aarch64, preloaded into every crasher of the
+// aarch64 zoo run under qemu-user (which writes the guest's core, and has
+// no process_vm_readv: the library reads its memory through a pipe).
+// Each crasher still dies of its signal and leaves its core, and exactly
+// one line: the fault the crasher's source makes, with the registers of
+// the core where the fault is raised again by the same instruction. The
+// lines scanned beside the cores are aarch64 rows with the core's syndrome,
+// the core's signature or a shorter one, linked to their cores.
+TEST(CrashlogA64, EveryA64CrasherPreloadedUnderQemuLogsItsFault) {
+  SKIP_WITHOUT_QEMU(so, qemu);
+  auto expected = LoadExpectations();
+  const std::set<std::string> handlers = {"reraise", "reraise_siginfo", "handler_crash"};
+  std::string all_logs = Work() + "/a64.log";
+  std::vector<std::string> cores;
+  size_t ran = 0, same_registers = 0;
+  for (const auto& z : LoadA64Zoo()) {
+    SCOPED_TRACE(z.variant);
+    QemuRun r = RunUnderQemu(z, so, qemu);
+    ++ran;
+    const Expectation& want = expected.at(z.crasher);
+    ASSERT_TRUE(WIFSIGNALED(r.status)) << "status " << r.status;
+    EXPECT_EQ(SignalName(WTERMSIG(r.status)), want.signal);
+    ASSERT_EQ(r.lines.size(), 1u);
+    auto line = ParseCrashLine(r.lines[0]);
+    ASSERT_TRUE(line.ok()) << line.error().message;
+    EXPECT_EQ(line->arch, Arch::kAarch64);
+    EXPECT_EQ(SignalName(line->signal), want.signal);
+    EXPECT_FALSE(line->stack.empty());
+    std::ofstream(all_logs, std::ios::app) << r.lines[0] << "\n";
+    ASSERT_FALSE(r.core.empty()) << "qemu wrote no core";
+    std::string named = Work() + "/a64-cores/" + z.variant + ".core";
+    fs::create_directories(Work() + "/a64-cores");
+    fs::rename(r.core, named);
+    cores.push_back(named);
+    auto source = OpenFileSource(named);
+    ASSERT_TRUE(source.ok());
+    auto read = Core::Open(std::move(*source));
+    ASSERT_TRUE(read.ok()) << read.error().message;
+    const Thread& crashed = (*read)->threads()[0];
+    EXPECT_EQ(crashed.tid, line->tid);
+    // A fault the crasher's own code raises (no handler of its own): the
+    // default action runs the instruction again, which faults with the
+    // registers the handler saw.
+    bool refault = line->code > 0 && !handlers.count(z.crasher) && want.signal != "SIGABRT";
+    if (refault) {
+      for (size_t i = 0; i < kA64RegCount; ++i)
+        EXPECT_EQ(line->registers[i], crashed.registers[A64X(i)]) << RegName(A64X(i));
+      ++same_registers;
+    }
+  }
+  EXPECT_GE(ran, 50u);
+  EXPECT_GE(same_registers, 20u);
+
+  // The machine's tree holds the library too: a qemu core's modules are
+  // the dynamic linker's list, found in the tree by path.
+  std::string root = MakeA64Root(Work() + "/a64-root", {so}), db = Work() + "/a64.db", inputs;
+  for (const auto& c : cores) inputs += " " + c;
+  auto scan = Coroner("scan" + inputs + " --log " + all_logs + " --sysroot aarch64=" + root + " --db " + db);
+  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto ds = Dataset::OpenReadOnly(db);
+  ASSERT_TRUE(ds.ok());
+  auto rows = ds->Query(
+      "SELECT l.path, l.status, l.error, l.syndrome, l.signature, c.path, c.syndrome, c.signature, "
+      "(SELECT value FROM attributes WHERE core = l.id AND key = 'same_crash_as') = c.path, "
+      "(SELECT value FROM attributes WHERE core = l.id AND key = 'arch') "
+      "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  EXPECT_EQ(rows->rows.size(), ran);
+  size_t equal = 0;
+  for (const auto& row : rows->rows) {
+    SCOPED_TRACE(row[0].text + " " + row[5].text);
+    ASSERT_EQ(row[1].text, "ok") << row[2].text;
+    EXPECT_EQ(row[9].text, "aarch64");
+    ASSERT_EQ(row[6].type, QueryValue::Type::kText) << "no core of the same pid";
+    EXPECT_EQ(row[8].integer, 1) << "the line and its core are not linked";
+    const std::string &from_core = row[6].text, &log_sig = row[4].text, &core_sig = row[7].text;
+    if (row[5].text.find("/bad_pointer-") != std::string::npos) {
+      // qemu's siginfo for an address beyond the 48-bit space says 0 (a
+      // kernel gives the address): the line, which trusts it, reads a
+      // null-deref; the core, which has no siginfo, the operand's address.
+      continue;
+    }
+    if (!kRegisterSyndromes.count(from_core)) {
+      // Heap corruption: libc's message, which tells it from an abort, is
+      // in memory the line does not carry.
+      EXPECT_TRUE(row[3].text == from_core || row[3].text == "abort") << row[3].text;
+      continue;
+    }
+    EXPECT_EQ(row[3].text, from_core);
+    EXPECT_TRUE(core_sig.rfind(log_sig, 0) == 0 && (core_sig.size() == log_sig.size() || core_sig[log_sig.size()] == ' '))
+        << log_sig << " vs " << core_sig;
+    equal += log_sig == core_sig;
+  }
+  EXPECT_GE(equal, 30u);  // the rest shorter: a chain that ends at a signal frame or in code without frame pointers
 }
 
 struct Linked {
@@ -429,6 +572,54 @@ TEST(CrashlogDoesNoHarm, ASignalFromAnotherProcessKeepsItsSender) {
   }
 }
 
+// A seccomp filter that refuses process_vm_readv with EPERM, as older
+// container runtimes' default profiles do.
+void RefuseProcessVmReadv() {
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog program = {static_cast<unsigned short>(std::size(filter)), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+    _exit(122);
+}
+
+// Where process_vm_readv is refused, the line still carries the stack
+// words and the frame chain: the library reads its memory through a pipe
+// instead. The same crasher's line with and without the filter has the
+// same frames and as many readable words.
+TEST(CrashlogDoesNoHarm, AProcessThatMayNotReadItselfStillLogsItsStack) {
+  std::string so = Env("CORONER_CRASHLOG_SO");
+  std::vector<CrashLine> got;
+  for (bool refused : {false, true}) {
+    for (const auto& z : LoadZoo()) {
+      if (z.variant != "null_deref-O0") continue;
+      std::string dir = Work() + "/refused-" + std::to_string(refused), log = dir + ".log";
+      fs::remove(log);
+      ProcessRun r = Exec({z.binary}, {"LD_PRELOAD=" + so, "CORONER_CRASHLOG_FILE=" + log}, dir,
+                          refused ? RefuseProcessVmReadv : nullptr);
+      ASSERT_TRUE(WIFSIGNALED(r.status)) << "status " << r.status;
+      EXPECT_EQ(WTERMSIG(r.status), SIGSEGV);
+      auto lines = Lines(log);
+      ASSERT_EQ(lines.size(), 1u);
+      auto line = ParseCrashLine(lines[0]);
+      ASSERT_TRUE(line.ok()) << line.error().message;
+      got.push_back(*line);
+    }
+  }
+  ASSERT_EQ(got.size(), 2u);
+  auto readable = [](const CrashLine& l) {
+    return std::count_if(l.stack.begin(), l.stack.end(), [](const auto& w) { return w.has_value(); });
+  };
+  EXPECT_EQ(readable(got[1]), readable(got[0]));
+  EXPECT_GE(readable(got[1]), 20);
+  EXPECT_EQ(got[1].backtrace, got[0].backtrace);
+  EXPECT_GE(got[1].backtrace.size(), 3u);  // walk, main, and libc's caller: the chain was read
+  EXPECT_EQ(got[1].frame_pointers.size(), got[0].frame_pointers.size());
+}
+
 // The line each of these zoo crashers logs with the handler preloaded.
 std::vector<std::string> PreloadedLines(const std::set<std::string>& variants) {
   std::string so = Env("CORONER_CRASHLOG_SO");
@@ -453,6 +644,17 @@ TEST(CrashLine, TheAssembledCoreIsTheCoreReadersOfTheSynthesizedFile) {
   for (const char* mode : {"deep", "overflow"})
     for (const auto& l : RunLinked(mode).lines) lines.push_back(l);
   ASSERT_GE(lines.size(), 7u);
+  // aarch64 lines, from the aarch64 zoo under qemu-user where it is here:
+  // a PIE, a stack overflow, an abort and a fault inside a handler.
+  std::string so = Env("CORONER_CRASHLOG_A64_SO"), qemu = Which("qemu-aarch64");
+  if (!so.empty() && !qemu.empty()) {
+    const std::set<std::string> a64 = {"null_deref-pie", "stack_overflow-O0", "abort_assert-O2", "handler_crash-pac"};
+    size_t before = lines.size();
+    for (const auto& z : LoadA64Zoo())
+      if (a64.count(z.variant))
+        for (const auto& l : RunUnderQemu(z, so, qemu).lines) lines.push_back(l);
+    EXPECT_EQ(lines.size() - before, a64.size());
+  }
   for (const auto& text : lines) {
     auto line = ParseCrashLine(text);
     ASSERT_TRUE(line.ok()) << line.error().message;
@@ -461,6 +663,10 @@ TEST(CrashLine, TheAssembledCoreIsTheCoreReadersOfTheSynthesizedFile) {
     ASSERT_TRUE(read.ok()) << read.error().message;
     const Core& want = **read;
     std::unique_ptr<Core> got = AssembleCore(*line);
+    EXPECT_EQ(want.arch(), line->arch);
+    EXPECT_EQ(got->arch(), line->arch);
+    ASSERT_FALSE(got->threads().empty());
+    EXPECT_EQ(got->threads()[0].registers.arch, line->arch);
     ASSERT_EQ(got->threads().size(), 1u);
     ASSERT_EQ(want.threads().size(), 1u);
     EXPECT_EQ(got->threads()[0].tid, want.threads()[0].tid);
@@ -679,6 +885,24 @@ TEST(CrashLine, PrefixesAreFineCutsAndJunkAreRejectedWithAReason) {
   EXPECT_NE(reason(replace("pid", "99999999999999999999")).find("pid"), std::string::npos);
   EXPECT_NE(reason(replace("addr", "0x1234567890abcdef0")).find("addr"), std::string::npos);
   EXPECT_NE(reason(replace("regs", "rax:0x1")).find("not 23"), std::string::npos);
+  // The machine decides the register list, wherever `arch` stands.
+  EXPECT_NE(reason(real + " arch=aarch64").find("is not x0:"), std::string::npos);
+  EXPECT_NE(reason(real + " arch=riscv64").find("neither x86_64 nor aarch64"), std::string::npos);
+  EXPECT_EQ(reason(real + " arch=x86_64"), "accepted");
+  std::string a64_regs;
+  for (int i = 0; i < 31; ++i) a64_regs += "x" + std::to_string(i) + ":0x" + std::to_string(i + 1) + ",";
+  a64_regs += "sp:0x7ff0,pc:0x400614,pstate:0x80000000";
+  EXPECT_NE(reason(replace("regs", a64_regs)).find("is not rax:"), std::string::npos);
+  auto a64 = ParseCrashLine(replace("regs", a64_regs) + " arch=aarch64");
+  ASSERT_TRUE(a64.ok()) << a64.error().message;
+  EXPECT_EQ(a64->registers[29], 0x30u);  // x29
+  EXPECT_EQ(a64->registers[33], 0x80000000u);  // pstate
+  EXPECT_NE(reason(replace("regs", a64_regs.substr(0, a64_regs.rfind(','))) + " arch=aarch64").find("not 34"),
+            std::string::npos);
+  std::unique_ptr<Core> assembled = AssembleCore(*a64);
+  EXPECT_EQ(assembled->arch(), Arch::kAarch64);
+  EXPECT_EQ(assembled->threads()[0].registers.pc(), 0x400614u);
+  EXPECT_EQ(assembled->threads()[0].registers.sp(), 0x7ff0u);
   EXPECT_NE(reason(replace("sig", "-3")).find("sig"), std::string::npos);
   EXPECT_NE(reason(replace("v", "2")).find("version"), std::string::npos);
   EXPECT_NE(reason(replace("segs", "7:0x1000-0x2000:0x0:rx")).find("module 7"), std::string::npos);

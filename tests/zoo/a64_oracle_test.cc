@@ -288,23 +288,8 @@ TEST(A64Zoo, MixedFleetScansIntoOneDatasetAndEpiKeepsThePopulations) {
     fs::create_symlink(z.core, dir / "cores" / ("x86-" + z.variant + ".core"));
     want_arch["x86-" + z.variant + ".core"] = "x86_64";
   }
-  // The aarch64 machine's tree: the cross toolchain's libraries at /lib,
-  // and the zoo's programs where they ran. The x86_64 cores keep this
-  // machine's own files (no sysroot for them).
-  fs::path root = dir / "aarch64-root";
-  fs::create_directories(root / "lib");
-  auto place = [](const fs::path& from, const fs::path& to) {
-    std::error_code linked;
-    fs::create_hard_link(from, to, linked);
-    if (linked) fs::copy_file(from, to);
-  };
-  for (const char* lib : {"ld-linux-aarch64.so.1", "libc.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libm.so.6"})
-    place(fs::path(testing::kA64Sysroot) / "lib" / lib, root / "lib" / lib);
-  for (const auto& z : testing::LoadA64Zoo()) {
-    fs::path at = root / fs::path(z.binary).relative_path();
-    fs::create_directories(at.parent_path());
-    place(z.binary, at);
-  }
+  // The x86_64 cores keep this machine's own files (no sysroot for them).
+  fs::path root = testing::MakeA64Root((dir / "aarch64-root").string());
   std::string db = (dir / "fleet.db").string();
   auto scan = testing::Coroner("scan --db " + db + " --jobs 2 --sysroot aarch64=" + root.string() + " " +
                                (dir / "cores").string());

@@ -1,6 +1,7 @@
 #include "zoo/zoo.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -58,6 +59,27 @@ std::vector<ZooCore> LoadManifest(const std::string& path) {
 
 std::vector<ZooCore> LoadZoo() { return LoadManifest(ZooDir() + "/manifest.tsv"); }
 std::vector<ZooCore> LoadA64Zoo() { return LoadManifest(ZooDir() + "/a64/manifest.tsv"); }
+
+std::string MakeA64Root(const std::string& dir, const std::vector<std::string>& also) {
+  namespace fs = std::filesystem;
+  fs::path root = dir;
+  fs::create_directories(root / "lib");
+  auto place = [](const fs::path& from, const fs::path& to) {
+    std::error_code linked;
+    fs::create_hard_link(from, to, linked);
+    if (linked) fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  };
+  for (const char* lib : {"ld-linux-aarch64.so.1", "libc.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libm.so.6"})
+    place(fs::path(kA64Sysroot) / "lib" / lib, root / "lib" / lib);
+  std::vector<std::string> files = also;
+  for (const auto& z : LoadA64Zoo()) files.push_back(z.binary);
+  for (const auto& file : files) {
+    fs::path at = root / fs::path(file).relative_path();
+    fs::create_directories(at.parent_path());
+    place(file, at);
+  }
+  return dir;
+}
 
 std::map<std::string, Expectation> LoadExpectations() {
   const char* src = std::getenv("CORONER_SOURCE_DIR");

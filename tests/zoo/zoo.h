@@ -37,6 +37,12 @@ std::vector<ZooCore> LoadZoo();
 std::vector<ZooCore> LoadA64Zoo();
 // Where the aarch64 zoo's libraries are: the cross toolchain's root.
 constexpr const char* kA64Sysroot = "/usr/aarch64-linux-gnu";
+// The aarch64 machine's tree at `dir`, as `--sysroot aarch64=` takes it:
+// the cross toolchain's libraries at /lib and the aarch64 zoo's programs
+// where they ran, with `also` (files of the host given at their own paths,
+// as a library preloaded into them), hard links where they can be.
+// Returns `dir`.
+std::string MakeA64Root(const std::string& dir, const std::vector<std::string>& also = {});
 std::map<std::string, Expectation> LoadExpectations();
 
 struct GdbThread {
