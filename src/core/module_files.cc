@@ -1,3 +1,4 @@
+#include <climits>
 #include "core/module_files.h"
 
 #include <fcntl.h>
@@ -87,10 +88,10 @@ Expected<Sysroot> ParseSysroot(const std::vector<std::string>& values) {
   return s;
 }
 
-std::string InSysroot(const std::string& sysroot, const std::string& path) {
-  if (sysroot.empty()) return path;
-  std::string root = sysroot;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
+namespace {
+
+// `path` resolved inside `root` (no trailing '/') as a chroot would.
+std::string ResolveInside(const std::string& root, const std::string& path) {
   // What is left to resolve, as components; `resolved` is the part inside
   // the sysroot that is known to be no link ("" is its top).
   std::vector<std::string> todo;
@@ -130,6 +131,30 @@ std::string InSysroot(const std::string& sysroot, const std::string& path) {
     push_components(t);
   }
   return root + (resolved.empty() ? "/" : resolved);
+}
+
+}  // namespace
+
+std::string InSysroot(const std::string& sysroot, const std::string& path) {
+  if (sysroot.empty()) return path;
+  std::string root = sysroot;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  std::string inside = ResolveInside(root, path);
+  // A path that already names a file in the tree: qemu-user, given the
+  // tree's program (`qemu-aarch64 -L ROOT ROOT/usr/bin/prog`), records
+  // that host path as the program's, and the program finds its own files
+  // from there. Its part below the tree is resolved inside it like any
+  // other, so it cannot leave the tree either.
+  struct stat st {};
+  if (!inside.empty() && ::stat(inside.c_str(), &st) == 0) return inside;
+  // The tree as given (`--sysroot ./root`) and as the host spells it.
+  char real[PATH_MAX];
+  for (std::string top : {root, std::string(::realpath(root.c_str(), real) ? real : "")}) {
+    if (top.empty() || top == "/") continue;
+    if (path.size() > top.size() + 1 && path.compare(0, top.size() + 1, top + "/") == 0)
+      return ResolveInside(root, path.substr(top.size()));
+  }
+  return inside;
 }
 
 }  // namespace coroner

@@ -51,7 +51,10 @@ Expected<Sysroot> ParseSysroot(const std::vector<std::string>& values);
 // symbolic link's target (an absolute one too) taken inside it, so that a
 // hostile NT_FILE path (`/../../etc/x`) or a link in the tree never reaches a
 // file outside it. No sysroot: `path` as it is. Empty when the path does not
-// resolve (more than 40 links, a component that is not a directory).
+// resolve (more than 40 links, a component that is not a directory). A
+// path that begins with the sysroot itself and is not in the tree as it
+// stands is the tree's own file named by its host path (qemu-user's
+// program): its rest is resolved inside the tree.
 std::string InSysroot(const std::string& sysroot, const std::string& path);
 
 }  // namespace coroner

@@ -220,8 +220,14 @@ class CompressedSource final : public ByteSource {
     return false;
   }
 
-  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { Want(ranges, wanted_); }
-  void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) override { Want(ranges, optional_); }
+  void Retain(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
+    Want(ranges, wanted_);
+    KeepCachedWanted();
+  }
+  void RetainIfRoom(std::span<const std::pair<uint64_t, uint64_t>> ranges) override {
+    Want(ranges, optional_);
+    KeepCachedWanted();
+  }
   std::vector<SourceProblem> Problems() const override { return problems_.After(inner_->Problems()); }
 
  private:
@@ -342,6 +348,26 @@ class CompressedSource final : public ByteSource {
   static const Bytes& ZeroBlock() {
     static const Bytes zeros(kBlockSize, std::byte{0});
     return zeros;
+  }
+
+  // Blocks decoded before the plan named them (a core without NT_FILE is
+  // read through its dynamic linker's list, in memory, before the plan can
+  // be made) move from the window to the kept blocks, as Insert would have
+  // put them, rather than leave with the window.
+  void KeepCachedWanted() {
+    for (auto it = cache_.begin(); it != cache_.end();) {
+      uint64_t index = it->first;
+      bool wanted = wanted_.count(index) && retained_.size() - optional_retained_ < kMaxRetainedBlocks;
+      bool optional = !wanted && optional_.count(index) && optional_retained_ < kMaxOptionalBlocks && !retained_.count(index);
+      if (!wanted && !optional) {
+        ++it;
+        continue;
+      }
+      retained_.insert_or_assign(index, std::move(it->second.data));
+      optional_retained_ += optional;
+      lru_.erase(it->second.lru);
+      it = cache_.erase(it);
+    }
   }
 
   void Insert(uint64_t index, Bytes data) {

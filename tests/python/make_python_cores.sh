@@ -16,7 +16,7 @@ out=$(realpath -m "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out/cores" "$out/expected"
 manifest=$out/manifest.tsv.tmp
-printf '#name\tinterpreter\tcore\texpected\twriter\n' >"$manifest"
+printf '#name\tinterpreter\tcore\texpected\twriter\tsysroot\n' >"$manifest"
 
 . "$here/../fixtures/kernel_cores.sh"
 
@@ -62,7 +62,58 @@ for py in "${interpreters[@]}"; do
     # As systemd-coredump stores them, for the compressed-core test.
     [ -s "$out/cores/$name.core.zst" ] || zstd -q -f "$out/cores/$name.core" -o "$out/cores/$name.core.zst"
     writer=$(cat "$out/cores/$name.writer" 2>/dev/null || echo unknown)
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$py" "$out/cores/$name.core" "$expected" "$writer" >>"$manifest"
+    printf '%s\t%s\t%s\t%s\t%s\t-\n' "$name" "$py" "$out/cores/$name.core" "$expected" "$writer" >>"$manifest"
   fi
 done
+
+# An aarch64 CPython: Debian's python3.11 for arm64. Its packages are
+# fetched from the Debian archive into OUT/aarch64 with an apt
+# configuration of their own (this machine gets no foreign dpkg
+# architecture), unpacked into a tree, and run under qemu-user with that
+# tree as its root: the guest sees /usr/bin/python3.11 and its own
+# /usr/lib/python3.11. qemu writes the guest's core. Where qemu-user or the
+# archive is missing, OUT/aarch64.skipped says why and the tests skip it.
+a64=$out/aarch64
+root=$a64/root
+name=debian-python3.11-aarch64
+expected=$out/expected/$name.json
+rm -f "$out/aarch64.skipped"
+fetch_aarch64_python() {
+  [ -x "$root/usr/bin/python3.11" ] && return 0
+  command -v qemu-aarch64 >/dev/null || { echo "qemu-user is not installed" >"$out/aarch64.skipped"; return 1; }
+  rm -rf "$a64"
+  mkdir -p "$a64/lists/partial" "$a64/cache/archives/partial" "$a64/debs" "$root"
+  echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main" \
+    >"$a64/sources.list"
+  local apt=(-o Dir::Etc::SourceList="$a64/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+    -o Dir::State::Lists="$a64/lists" -o Dir::Cache="$a64/cache" -o APT::Architecture=arm64
+    -o APT::Architectures::=arm64 -o Debug::NoLocking=1 -o APT::Sandbox::User="$(id -un)")
+  if ! apt-get "${apt[@]}" -qq update >"$a64/apt.log" 2>&1 ||
+    ! (cd "$a64/debs" && apt-get "${apt[@]}" -qq download python3.11-minimal libpython3.11-minimal \
+      libpython3.11-stdlib libc6 libffi8 libssl3 zlib1g libexpat1 >>"$a64/apt.log" 2>&1); then
+    echo "the Debian archive's arm64 packages could not be fetched: $(tail -n 1 "$a64/apt.log")" >"$out/aarch64.skipped"
+    return 1
+  fi
+  for deb in "$a64"/debs/*.deb; do dpkg-deb -x "$deb" "$root"; done
+}
+if [ ! -s "$expected" ] && fetch_aarch64_python; then
+  work=$(mktemp -d)
+  (cd "$work" && ulimit -c unlimited && timeout 300 qemu-aarch64 -L "$root" -E PYTHONHOME=/usr -0 /usr/bin/python3.11 \
+    "$root/usr/bin/python3.11" "$here/crash_scenario.py" "$expected" </dev/null >"$work/out.log" 2>&1) || true
+  core=$(find "$work" -maxdepth 1 -name 'qemu_*.core' -type f | head -n 1)
+  if [ -n "$core" ] && [ -s "$core" ] && [ -s "$expected" ]; then
+    mv "$core" "$out/cores/$name.core"
+    echo qemu >"$out/cores/$name.writer"
+  else
+    echo "python cores: $name made no core" >&2
+    echo "qemu-user made no core of the aarch64 python3.11" >"$out/aarch64.skipped"
+    rm -f "$expected"
+  fi
+  rm -rf "$work"
+fi
+if [ -s "$expected" ]; then
+  [ -s "$out/cores/$name.core.zst" ] || zstd -q -f "$out/cores/$name.core" -o "$out/cores/$name.core.zst"
+  printf '%s\t%s\t%s\t%s\tqemu\t%s\n' "$name" "$root/usr/bin/python3.11" "$out/cores/$name.core" "$expected" "$root" \
+    >>"$manifest"
+fi
 mv "$manifest" "$out/manifest.tsv"

@@ -24,6 +24,7 @@ namespace {
 
 struct PythonCase {
   std::string name, interpreter, core, expected;
+  std::string sysroot;  // the machine's tree for a core of another machine ("" for this one's)
 };
 void PrintTo(const PythonCase& c, std::ostream* os) { *os << c.name; }
 
@@ -36,7 +37,7 @@ std::string PythonDir() {
 std::vector<PythonCase> LoadCases() {
   std::vector<PythonCase> out;
   for (const auto& r : ReadTsv(PythonDir() + "/manifest.tsv")) {
-    if (r.size() >= 4) out.push_back({r[0], r[1], r[2], r[3]});
+    if (r.size() >= 4) out.push_back({r[0], r[1], r[2], r[3], r.size() >= 6 && r[5] != "-" ? r[5] : ""});
   }
   return out;
 }
@@ -48,6 +49,25 @@ std::string CaseName(const ::testing::TestParamInfo<PythonCase>& info) {
   }
   return n;
 }
+
+// The case's core, or `bytes` standing for it, analyzed as `coroner
+// analyze` does (with the machine's tree for an aarch64 one).
+std::unique_ptr<AnalyzedCore> AnalyzeCase(const PythonCase& c, std::vector<std::byte>* bytes = nullptr) {
+  if (c.sysroot.empty() && !bytes) return AnalyzeCore(c.core);
+  if (c.sysroot.empty()) {
+    auto a = std::make_unique<AnalyzedCore>();
+    auto core = Core::Open(MakeMemorySource(std::move(*bytes)), {});
+    if (!core.ok()) throw std::runtime_error(core.error().message);
+    a->core = std::move(*core);
+    a->analysis = ProcessCore(*a->core, ZooSymbols(), {});
+    return a;
+  }
+  if (!bytes) return AnalyzeCrossCore(c.core, c.sysroot, "");
+  return AnalyzeCrossSource(MakeMemorySource(std::move(*bytes)), c.core, c.sysroot, "");
+}
+
+// The command-line options `coroner` needs for the case's core.
+std::string Flags(const PythonCase& c) { return c.sysroot.empty() ? "" : " --sysroot " + c.sysroot; }
 
 nlohmann::json Expected(const PythonCase& c) {
   std::ifstream in(c.expected);
@@ -81,7 +101,7 @@ class PythonStacksTest : public ::testing::TestWithParam<PythonCase> {};
 
 TEST_P(PythonStacksTest, EveryThreadsFramesAreTheInterpretersOwn) {
   auto e = Expected(GetParam());
-  auto a = AnalyzeCore(GetParam().core);
+  auto a = AnalyzeCase(GetParam());
   ASSERT_TRUE(a->analysis.python) << "no CPython found";
   const PythonState& s = *a->analysis.python;
   EXPECT_EQ(s.error, "");
@@ -104,7 +124,7 @@ TEST_P(PythonStacksTest, EveryThreadsFramesAreTheInterpretersOwn) {
 
 TEST_P(PythonStacksTest, PythonFramesSitInTheEvalFramesThatRunThem) {
   auto e = Expected(GetParam());
-  auto a = AnalyzeCore(GetParam().core);
+  auto a = AnalyzeCase(GetParam());
   const Backtrace& bt = *a->analysis.crashing_backtrace();
   std::vector<PythonFrame> python;
   for (size_t i = 0; i < bt.frames.size(); ++i) {
@@ -147,11 +167,11 @@ TEST_P(PythonStacksTest, PythonFramesSitInTheEvalFramesThatRunThem) {
 TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
   auto e = Expected(GetParam());
   const auto& top = MainThread(e)["frames"][0];
-  auto text = Coroner("analyze " + GetParam().core);
+  auto text = Coroner("analyze" + Flags(GetParam()) + " " + GetParam().core);
   std::string line = "compare (" + top["file"].get<std::string>() + ":" + std::to_string(top["line"].get<int>()) +
                      ") [python]";
   EXPECT_NE(text.out.find(line), std::string::npos) << line;
-  auto json = Coroner("analyze --json " + GetParam().core);
+  auto json = Coroner("analyze --json" + Flags(GetParam()) + " " + GetParam().core);
   auto j = nlohmann::json::parse(json.out);
   size_t crashing = j["crashing_thread"].get<size_t>();
   std::vector<std::string> names;
@@ -167,7 +187,7 @@ TEST_P(PythonStacksTest, ReportsShowThePythonFrames) {
   EXPECT_EQ(names.back(), "<module>");
   // The Markdown call chain: the script's frames are the application's
   // Python code; the interpreter (the executable or libpython) is CPython.
-  auto md = Coroner("analyze --format md " + GetParam().core);
+  auto md = Coroner("analyze --format md" + Flags(GetParam()) + " " + GetParam().core);
   EXPECT_NE(md.out.find("| compare (Python) | "), std::string::npos);
   EXPECT_NE(md.out.find(":" + std::to_string(top["line"].get<int>()) + " | application (Python) |"), std::string::npos);
   EXPECT_NE(md.out.find("| \\_PyEval\\_EvalFrameDefault | "), std::string::npos);
@@ -191,10 +211,10 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
     }
     return std::make_pair(j["python"], frames);
   };
-  auto plain = python_of(Coroner("analyze --json " + GetParam().core));
+  auto plain = python_of(Coroner("analyze --json" + Flags(GetParam()) + " " + GetParam().core));
   std::string zst = GetParam().core + ".zst";
   ASSERT_TRUE(std::filesystem::exists(zst));
-  auto packed = python_of(Coroner("analyze --json " + zst));
+  auto packed = python_of(Coroner("analyze --json" + Flags(GetParam()) + " " + zst));
   EXPECT_EQ(packed.first, plain.first);
   EXPECT_EQ(packed.second, plain.second);
   // Reading the interpreter's objects does not decode the stream again:
@@ -205,7 +225,7 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
   // Without the plan, a pyenv CPython's frames are missing here and
   // Debian's python3.11 decodes its stream a second time.
   {
-    auto a = AnalyzeCore(zst);
+    auto a = GetParam().sysroot.empty() ? AnalyzeCore(zst) : AnalyzeCrossCore(zst, GetParam().sysroot, "");
     ASSERT_TRUE(a->analysis.python);
     EXPECT_LE(a->core->source().BytesDecoded(), std::filesystem::file_size(GetParam().core)) << "decoded more than once";
   }
@@ -214,7 +234,7 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
   uint64_t size = std::filesystem::file_size(GetParam().core);
   int cut_threads = 0, cuts_with_python = 0;
   for (uint64_t keep : {size / 2, size / 4}) {
-    auto cut = python_of(Coroner("analyze --json --max-bytes " + std::to_string(keep) + " " + GetParam().core));
+    auto cut = python_of(Coroner("analyze --json" + Flags(GetParam()) + " --max-bytes " + std::to_string(keep) + " " + GetParam().core));
     const auto& p = cut.first;
     // No interpreter: gdb writes the notes after the memory, so a cut gdb
     // core has no threads or modules at all.
@@ -248,7 +268,7 @@ TEST_P(PythonStacksTest, ScanStoresPythonFramesAndSignsWithThem) {
   auto e = Expected(GetParam());
   std::string db = ::testing::TempDir() + "/" + GetParam().name + ".db";
   std::filesystem::remove(db);
-  auto scan = Coroner("scan " + GetParam().core + " --db " + db);
+  auto scan = Coroner("scan" + Flags(GetParam()) + " " + GetParam().core + " --db " + db);
   ASSERT_EQ(scan.status, 0) << scan.err;
   auto q = Coroner("query --db " + db + " \"SELECT signature, syndrome FROM cores\" --json");
   ASSERT_EQ(q.status, 0) << q.err;
@@ -280,7 +300,7 @@ TEST_P(PythonStacksTest, DamagedInterpreterStateNeverCrashes) {
   std::vector<std::byte> intact(raw.size());
   std::memcpy(intact.data(), raw.data(), raw.size());
   raw.clear();
-  auto a = AnalyzeCore(GetParam().core);
+  auto a = AnalyzeCase(GetParam());
   ASSERT_TRUE(a->analysis.python);
   std::vector<uint64_t> targets;
   for (const auto& t : a->analysis.python->threads) {
@@ -319,9 +339,8 @@ TEST_P(PythonStacksTest, DamagedInterpreterStateNeverCrashes) {
       uint64_t v = rng() % 2 ? targets[rng() % targets.size()] : kinds[rng() % 4];
       std::memcpy(bytes.data() + *off, &v, 8);
     }
-    auto core = Core::Open(MakeMemorySource(std::move(bytes)), {});
-    ASSERT_TRUE(core.ok());
-    CrashAnalysis damaged = ProcessCore(**core, ZooSymbols(), {});
+    auto analyzed = AnalyzeCase(GetParam(), &bytes);
+    const CrashAnalysis& damaged = analyzed->analysis;
     if (!damaged.python) continue;
     changed += signature(*damaged.python) != undamaged;
     size_t total = 0;
@@ -351,7 +370,7 @@ TEST_P(PythonStacksTest, AFrameChainLoopEndsTheChain) {
   std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> bytes(raw.size());
   std::memcpy(bytes.data(), raw.data(), raw.size());
-  auto a = AnalyzeCore(GetParam().core);
+  auto a = AnalyzeCase(GetParam());
   ASSERT_TRUE(a->analysis.python);
   const PythonThread* main = FindThread(*a->analysis.python, a->core->threads()[a->core->crashing_thread()].tid);
   ASSERT_TRUE(main && main->frames.size() > 3);
@@ -371,9 +390,8 @@ TEST_P(PythonStacksTest, AFrameChainLoopEndsTheChain) {
   ASSERT_TRUE(s);
   uint64_t target = main->frames[0].address;
   std::memcpy(bytes.data() + s->offset + (at - s->vaddr), &target, 8);
-  auto core = Core::Open(MakeMemorySource(std::move(bytes)), {});
-  ASSERT_TRUE(core.ok());
-  CrashAnalysis looped = ProcessCore(**core, ZooSymbols(), {});
+  auto analyzed = AnalyzeCase(GetParam(), &bytes);
+  const CrashAnalysis& looped = analyzed->analysis;
   ASSERT_TRUE(looped.python);
   const PythonThread* t = FindThread(*looped.python, main->tid);
   ASSERT_TRUE(t);

@@ -237,6 +237,12 @@ TEST(HostileInput, SysrootPathsResolveInsideTheSysroot) {
   EXPECT_EQ(InSysroot(root, "/usr/./lib/../lib/libx.so"), root + "/usr/lib/libx.so");
   EXPECT_EQ(InSysroot(root, "/loop-a/x"), "");
   EXPECT_EQ(InSysroot("", "/usr/lib/x"), "/usr/lib/x");  // no sysroot: the host's path
+  // The tree's own file named by its host path (qemu-user's program): its
+  // rest is resolved inside the tree, so it cannot climb out either.
+  EXPECT_EQ(InSysroot(root, root + "/usr/lib/libx.so"), root + "/usr/lib/libx.so");
+  EXPECT_EQ(InSysroot(root, root + "/lib/libx.so"), root + "/usr/lib/libx.so");
+  EXPECT_EQ(InSysroot(root, root + "/../../../etc/passwd"), root + "/etc/passwd");
+  EXPECT_EQ(InSysroot(root + "/", root + "/usr/lib/libx.so"), root + "/usr/lib/libx.so");
 
   // End to end: a core whose NT_FILE names `/../<outside>/libc.so.6`, with
   // an ELF file really there outside the sysroot: the module is missing.

@@ -30,6 +30,10 @@ std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path);
 // reads it.
 std::unique_ptr<AnalyzedCore> AnalyzeCrossCore(const std::string& path, const std::string& sysroot,
                                                const std::string& binary);
+// The same, of a core's bytes (`path` names it in errors); no --exe when
+// `binary` is empty.
+std::unique_ptr<AnalyzedCore> AnalyzeCrossSource(std::unique_ptr<ByteSource> source, const std::string& path,
+                                                 const std::string& sysroot, const std::string& binary);
 
 // A gtest-safe name for a zoo core parameter ("null_deref_O0").
 std::string ZooTestName(const ::testing::TestParamInfo<ZooCore>& info);
