@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/registers.h"
 #include "source/byte_source.h"
 
 namespace coroner {
@@ -32,6 +33,16 @@ enum class AddressState { kUnmapped, kAbsent, kPresent };
 inline bool IsCanonicalAddress(uint64_t a) {
   uint64_t top = a >> 47;
   return top == 0 || top == 0x1ffff;
+}
+
+// aarch64 Linux ignores a data address's top byte (TBI): a tag goes there.
+constexpr uint64_t kA64TagBits = 0xff00000000000000ull;
+// `a` as the machine's loads and stores use it: without an aarch64 tag.
+inline uint64_t UntaggedAddress(Arch arch, uint64_t a) { return arch == Arch::kAarch64 ? a & ~kA64TagBits : a; }
+// An address the machine can use at all: x86_64's canonical ones, aarch64's
+// 48-bit ones once untagged.
+inline bool IsCanonicalAddress(Arch arch, uint64_t a) {
+  return arch == Arch::kAarch64 ? (UntaggedAddress(arch, a) >> 48) == 0 : IsCanonicalAddress(a);
 }
 
 class Memory {

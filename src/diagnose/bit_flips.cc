@@ -15,15 +15,14 @@ std::vector<BitFlip> PossibleBitFlips(const std::vector<std::pair<std::string, u
   constexpr int kLowestBit = 16, kHighConfidenceBit = 32;
   constexpr size_t kMaxCandidates = 2;
   const bool a64 = arch == Arch::kAarch64;
-  constexpr uint64_t kTagBits = 0xff00000000000000ull;
   // Bits 48-54: where PAC puts its code below the tag with 48-bit addresses.
-  const uint64_t pac_bits = a64 ? pac_mask.value_or(0x007f000000000000ull) & ~kTagBits : 0;
-  auto canonical = [&](uint64_t a) { return a64 ? (a >> 48) == 0 : IsCanonicalAddress(a); };
+  const uint64_t pac_bits = a64 ? pac_mask.value_or(0x007f000000000000ull) & ~kA64TagBits : 0;
+  auto canonical = [&](uint64_t a) { return IsCanonicalAddress(arch, a); };
   const int top_bit = a64 ? 56 : 64;
   std::vector<BitFlip> out;
   std::vector<uint64_t> seen;
   for (const auto& [source, tagged] : values) {
-    const uint64_t value = a64 ? tagged & ~kTagBits : tagged;
+    const uint64_t value = UntaggedAddress(arch, tagged);
     if (value == 0 || (canonical(value) && memory.Find(value))) continue;
     bool repeated = false;
     for (uint64_t v : seen) repeated |= v == value;

@@ -232,10 +232,8 @@ class Diagnoser {
   // the module whose data it points into.
   // aarch64 Linux ignores a data address' top byte (TBI): its tag, if any,
   // is no part of where it points.
-  uint64_t Untagged(uint64_t v) const { return regs_.arch == Arch::kAarch64 ? v & 0x00ffffffffffffffull : v; }
-  bool Canonical(uint64_t v) const {
-    return regs_.arch == Arch::kAarch64 ? (Untagged(v) >> 48) == 0 : IsCanonicalAddress(v);
-  }
+  uint64_t Untagged(uint64_t v) const { return UntaggedAddress(regs_.arch, v); }
+  bool Canonical(uint64_t v) const { return IsCanonicalAddress(regs_.arch, v); }
 
   AddressKind Classify(uint64_t tagged, std::string* where) const {
     const uint64_t v = Untagged(tagged);
@@ -447,7 +445,7 @@ class Diagnoser {
       uint32_t insn = 0;
       if (LooksLikeReturnAddress(modules_, lr) &&
           modules_.ReadCode(lr - 4, std::as_writable_bytes(std::span(&insn, 1))) == 4) {
-        bool indirect = (insn & 0xfc000000) != 0x94000000;  // blr and its kin, not bl
+        bool indirect = A64CallKind(insn) == A64Call::kIndirect;
         return Decide(Syndrome::kCallToNull, evidence::PcZero{indirect ? PcZeroCause::kIndirectCall : PcZeroCause::kCall,
                                                               lr, Where(modules_, lr - 4)});
       }

@@ -38,15 +38,6 @@ bool IsCalleeSaved(Arch arch, int r) {
   return r == 3 || r == 6 || (r >= 12 && r <= 15);
 }
 
-// The instruction before an aarch64 return address: bl, blr, and
-// the authenticating blraa/blrab(z).
-bool IsA64Call(uint32_t insn) {
-  return (insn & 0xfc000000) == 0x94000000 ||  // bl imm26
-         (insn & 0xfffffc1f) == 0xd63f0000 ||  // blr xn
-         (insn & 0xfffff800) == 0xd63f0800 ||  // blraaz, blrabz
-         (insn & 0xfffff800) == 0xd73f0800;    // blraa, blrab
-}
-
 // aarch64's signal return: `mov x8, #139` (rt_sigreturn); `svc #0`, as the
 // kernel's vDSO and qemu-user's trampoline both have it, without CFI.
 bool IsA64SigreturnAt(const ModuleMap& modules, uint64_t pc) {
@@ -310,12 +301,21 @@ DwarfRegisters ToDwarfRegisters(const Registers& r) {
   return d;
 }
 
+A64Call A64CallKind(uint32_t insn) {
+  if ((insn & 0xfc000000) == 0x94000000) return A64Call::kDirect;  // bl imm26
+  if ((insn & 0xfffffc1f) == 0xd63f0000 ||                          // blr xn
+      (insn & 0xfffff800) == 0xd63f0800 ||                          // blraaz, blrabz
+      (insn & 0xfffff800) == 0xd73f0800)                            // blraa, blrab
+    return A64Call::kIndirect;
+  return A64Call::kNone;
+}
+
 bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr) {
   if (addr < 8 || !modules.IsCode(addr)) return false;
   if (modules.arch() == Arch::kAarch64) {
     uint32_t insn = 0;
     if (addr % 4 != 0 || modules.ReadCode(addr - 4, std::as_writable_bytes(std::span(&insn, 1))) != 4) return false;
-    return IsA64Call(insn);
+    return A64CallKind(insn) != A64Call::kNone;
   }
   std::byte b[8];
   if (modules.ReadCode(addr - 8, b) != 8) return false;

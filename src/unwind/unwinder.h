@@ -100,4 +100,10 @@ UnwindResult Unwind(const Thread& thread, const ModuleMap& modules, StackMemory&
 // after a call instruction (x86_64's call, aarch64's bl and blr).
 bool LooksLikeReturnAddress(const ModuleMap& modules, uint64_t addr);
 
+// What an aarch64 instruction is as the one before a return address: bl
+// (kDirect), blr or the authenticating blraa/blrab(z) (kIndirect), or no
+// call.
+enum class A64Call { kNone, kDirect, kIndirect };
+A64Call A64CallKind(uint32_t insn);
+
 }  // namespace coroner
