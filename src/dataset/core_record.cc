@@ -235,6 +235,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     depth.depth = options.notes_only ? AnalysisDepth::kRegisters : AnalysisDepth::kLabels;
     CoreOptions core_options = CoreOptionsFor(depth);
     core_options.sysroot = options.sysroot;
+    core_options.executable_files = options.exe_files;
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
       r.status = "error";

@@ -90,6 +90,7 @@ struct CoreRecord {
 struct RecordOptions {
   std::optional<uint64_t> max_bytes;
   Sysroot sysroot;
+  std::vector<std::string> exe_files;  // --exe
   int max_frames = 256;  // of the crashing thread
   const Inventory* inventory = nullptr;  // joined on host, when given
   EnvironmentPolicy environment;         // identity variables kept besides the built-in ones

@@ -176,6 +176,7 @@ void AnalyzeLogLines(const std::vector<LogLine>& lines, const RecordOptions& opt
     if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), std::min(nice + 5, 19));
     SymbolOptions symbol_options;
     symbol_options.sysroot = options.sysroot;
+    symbol_options.extra_files = options.exe_files;
     FileSymbolProvider symbols(symbol_options);
     for (;;) {
       size_t b;

@@ -100,10 +100,12 @@ struct WorkerContext {
 #endif
   SymbolOptions symbol_options;
   symbol_options.sysroot = ctx.options->sysroot;
+  symbol_options.extra_files = ctx.options->exe_files;
   FileSymbolProvider symbols(symbol_options);
   RecordOptions record_options;
   record_options.max_bytes = ctx.options->max_bytes;
   record_options.sysroot = ctx.options->sysroot;
+  record_options.exe_files = ctx.options->exe_files;
   record_options.inventory = ctx.inventory;
   record_options.environment.allow = ctx.options->environment_allow;
   RecordOptions notes_options = record_options;
@@ -432,6 +434,7 @@ class Scan {
     all_new_ = bulk;
     RecordOptions record_options;
     record_options.sysroot = options_.sysroot;
+    record_options.exe_files = options_.exe_files;
     record_options.inventory = inventory_;
     record_options.environment.allow = options_.environment_allow;
     std::optional<Error> failed;

@@ -267,6 +267,47 @@ TEST(A64Zoo, SysrootPerMachine) {
   EXPECT_NE(two.err.find("two trees for every machine"), std::string::npos) << two.err;
 }
 
+// `scan --exe` gives the programs of qemu cores, as `analyze --exe` does:
+// each row's signature is analyze's, named from the program's symbols;
+// without the programs the same cores' signatures are not.
+TEST(A64Zoo, ScanTakesTheProgramFilesAsAnalyzeDoes) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("coroner-a64-exe-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "cores");
+  const std::set<std::string> variants = {"null_deref-O0", "call_null-O2", "abort_assert-pac", "locals-O2"};
+  std::string exes;
+  std::map<std::string, std::string> want;  // core name -> analyze's signature
+  for (const auto& z : testing::LoadA64Zoo()) {
+    if (!variants.count(z.variant)) continue;
+    std::string name = z.variant + ".core";
+    fs::create_symlink(z.core, dir / "cores" / name);
+    exes += " --exe " + z.binary;
+    auto one = testing::Coroner("analyze --json --sysroot aarch64=" + std::string(testing::kA64Sysroot) + " --exe " +
+                                z.binary + " " + z.core);
+    ASSERT_EQ(one.status, 0) << one.err;
+    want[name] = nlohmann::json::parse(one.out)["diagnosis"]["signature"];
+    EXPECT_NE(want[name].find(" | "), std::string::npos) << want[name];  // a function of the program
+  }
+  ASSERT_EQ(want.size(), variants.size());
+  auto signatures = [&](const std::string& flags) {
+    std::string db = (dir / "exe.db").string();
+    fs::remove(db);
+    auto scan = testing::Coroner("scan --db " + db + " --sysroot aarch64=" + testing::kA64Sysroot + flags + " " +
+                                 (dir / "cores").string());
+    EXPECT_EQ(scan.status, 0) << scan.err;
+    auto rows = testing::Coroner("query --json --db " + db + " \"SELECT path, signature FROM cores\"");
+    EXPECT_EQ(rows.status, 0) << rows.err;
+    std::map<std::string, std::string> got;
+    for (const auto& r : nlohmann::json::parse(rows.out))
+      got[fs::path(r["path"].get<std::string>()).filename()] = r["signature"].is_string() ? r["signature"] : "";
+    return got;
+  };
+  EXPECT_EQ(signatures(exes), want);
+  for (const auto& [name, signature] : signatures("")) EXPECT_NE(signature, want[name]) << name;
+  fs::remove_all(dir);
+}
+
 // A mixed fleet: the x86_64 zoo's kernel-made cores and the aarch64 zoo's
 // qemu-made ones scanned into one dataset, as a scan of a bucket of both
 // reads them, the aarch64 ones with their machine's tree
