@@ -640,7 +640,7 @@ class CoreReader {
     const auto& a = c_.auxv_;
     const Memory& mem = *c_.memory_;
     if (!a.phdr || !options_.check_module_files) return;
-    const uint16_t machine = c_.arch_ == Arch::kAarch64 ? EM_AARCH64 : EM_X86_64;
+    const uint16_t machine = ElfMachine(c_.arch_);
     uint64_t page = a.pagesz && *a.pagesz >= 4096 && *a.pagesz <= (1u << 20) && (*a.pagesz & (*a.pagesz - 1)) == 0
                         ? *a.pagesz : 4096;
     std::string exe;

@@ -385,8 +385,6 @@ struct Load {
   std::optional<size_t> header_of;  // the module whose ELF header page starts here
 };
 
-uint16_t Machine(Arch arch) { return arch == Arch::kAarch64 ? EM_AARCH64 : EM_X86_64; }
-
 // The ELF header page the kernel would have dumped at the start of module
 // m's first mapping at `start`, holding its build-id; cut to `size`. Its one
 // PT_LOAD spans the module's mappings up to `end`, the image's extent.
@@ -399,7 +397,7 @@ Bytes HeaderPage(const CrashLine::Module& m, Arch arch, uint64_t start, uint64_t
   eh.e_ident[EI_DATA] = ELFDATA2LSB;
   eh.e_ident[EI_VERSION] = EV_CURRENT;
   eh.e_type = m.bias ? ET_DYN : ET_EXEC;
-  eh.e_machine = Machine(arch);
+  eh.e_machine = ElfMachine(arch);
   eh.e_version = EV_CURRENT;
   eh.e_phoff = sizeof eh;
   eh.e_ehsize = sizeof eh;
@@ -639,7 +637,7 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   eh.e_ident[EI_DATA] = ELFDATA2LSB;
   eh.e_ident[EI_VERSION] = EV_CURRENT;
   eh.e_type = ET_CORE;
-  eh.e_machine = Machine(l.arch);
+  eh.e_machine = ElfMachine(l.arch);
   eh.e_version = EV_CURRENT;
   eh.e_phoff = sizeof eh;
   eh.e_ehsize = sizeof eh;

@@ -1,5 +1,7 @@
 #include "core/registers.h"
 
+#include <elf.h>
+
 #include "core/byte_view.h"
 
 namespace coroner {
@@ -26,6 +28,7 @@ constexpr std::array<Reg, kA64RegCount> kA64DisplayOrder = [] {
 }  // namespace
 
 std::string_view ArchName(Arch a) { return a == Arch::kAarch64 ? "aarch64" : "x86_64"; }
+uint16_t ElfMachine(Arch a) { return a == Arch::kAarch64 ? EM_AARCH64 : EM_X86_64; }
 
 std::span<const Reg> RegDisplayOrder(Arch arch) {
   if (arch == Arch::kAarch64) return kA64DisplayOrder;

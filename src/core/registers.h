@@ -21,6 +21,8 @@ namespace coroner {
 enum class Arch : uint8_t { kX86_64, kAarch64 };
 // "x86_64" or "aarch64": the dataset's `arch` and the reports' words.
 std::string_view ArchName(Arch a);
+// Its ELF e_machine: EM_X86_64 or EM_AARCH64.
+uint16_t ElfMachine(Arch a);
 
 enum class Reg : uint8_t {
   r15, r14, r13, r12, rbp, rbx, r11, r10, r9, r8, rax, rcx, rdx, rsi, rdi, orig_rax,

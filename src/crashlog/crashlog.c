@@ -464,7 +464,7 @@ static const char* const kRegNames[] = {"x0",  "x1",  "x2",  "x3",  "x4",  "x5",
                                         "x9",  "x10", "x11", "x12", "x13", "x14", "x15", "x16", "x17",
                                         "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
                                         "x27", "x28", "x29", "x30", "sp",  "pc",  "pstate"};
-enum { NREGS = 34, PC_AT = 32, SP_AT = 31, FP_AT = 29 };
+enum { NREGS = 34, FP_AT = 29, SP_AT = 31, PC_AT = 32, PSTATE_AT = 33 };
 struct cpu {
   uint64_t r[NREGS];
 };
@@ -472,7 +472,7 @@ static void capture(const ucontext_t* uc, struct cpu* c) {
   for (int i = 0; i < 31; ++i) c->r[i] = uc->uc_mcontext.regs[i];
   c->r[SP_AT] = uc->uc_mcontext.sp;
   c->r[PC_AT] = uc->uc_mcontext.pc;
-  c->r[33] = uc->uc_mcontext.pstate;
+  c->r[PSTATE_AT] = uc->uc_mcontext.pstate;
 }
 /* A saved return address without its pointer authentication code
  * (-mbranch-protection): xpaclri, a hint that does nothing on a CPU
