@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -316,7 +317,7 @@ TEST(CrashlogA64, EveryA64CrasherPreloadedUnderQemuLogsItsFault) {
       "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
   ASSERT_TRUE(rows.ok()) << rows.error().message;
   EXPECT_EQ(rows->rows.size(), ran);
-  size_t equal = 0;
+  size_t equal = 0, compared = 0;
   for (const auto& row : rows->rows) {
     SCOPED_TRACE(row[0].text + " " + row[5].text);
     ASSERT_EQ(row[1].text, "ok") << row[2].text;
@@ -340,7 +341,10 @@ TEST(CrashlogA64, EveryA64CrasherPreloadedUnderQemuLogsItsFault) {
     EXPECT_TRUE(core_sig.rfind(log_sig, 0) == 0 && (core_sig.size() == log_sig.size() || core_sig[log_sig.size()] == ' '))
         << log_sig << " vs " << core_sig;
     equal += log_sig == core_sig;
+    ++compared;
   }
+  std::cout << "aarch64 lines: " << ran << " crashes, registers equal to the core's in " << same_registers
+            << " refaults, signatures equal in " << equal << " of " << compared << " compared\n";
   EXPECT_GE(equal, 30u);  // the rest shorter: a chain that ends at a signal frame or in code without frame pointers
 }
 
