@@ -537,6 +537,15 @@ class Diagnoser {
       Decide(Syndrome::kMisalignedStack, evidence::MisalignedFrame{*f0->cfa, op_->text});
       return true;
     }
+    // aarch64 checks the stack pointer itself: a load or store based on sp
+    // while sp is not 16-byte aligned is an SP alignment fault, which the
+    // kernel delivers as SIGBUS, BUS_ADRALN (a core without siginfo only
+    // says SIGBUS).
+    if (regs_.arch == Arch::kAarch64 && sig_.signo == SIGBUS && op_ && op_->base && op_->base->reg == Reg::sp &&
+        regs_.sp() % 16 != 0 && (sig_.code == BUS_ADRALN || sig_.source == SignalInfo::Source::kPrstatus)) {
+      Decide(Syndrome::kMisalignedStack, evidence::MisalignedStackOperand{op_->text, *op_->base, regs_.sp()});
+      return true;
+    }
     bool stack_base = op_ && op_->base && (op_->base->reg == Reg::rsp || op_->base->reg == Reg::rbp);
     if (op_ && op_->needs_alignment && stack_base && sig_.code == 0x80) {
       uint64_t base = SizedRegValue(regs_, *op_->base);

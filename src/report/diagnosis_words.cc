@@ -133,6 +133,9 @@ struct Sentence {
            e.instruction + "` requires a 16-byte aligned operand: rsp is off by 8.";
   }
   std::string operator()(const evidence::MisalignedStackOperand& e) const {
+    if (e.base.reg == Reg::sp)  // aarch64: the CPU checks sp whenever it is a load's or store's base
+      return "`" + e.instruction + "` uses sp as its base, and aarch64 faults on an sp that is not 16-byte aligned; sp = " +
+             Hex(e.value) + ", " + std::to_string(e.value % 16) + " bytes off.";
     return "`" + e.instruction + "` needs a 16-byte aligned stack operand; " + SizedRegName(e.base) + " = " +
            Hex(e.value) + ".";
   }

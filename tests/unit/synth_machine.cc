@@ -10,11 +10,24 @@ namespace coroner::testing {
 
 std::unique_ptr<Core> OpenMachine(const Machine& m) {
   SynthCore core;
+  const bool a64 = m.arch == Arch::kAarch64;
   auto prstatus = SynthCore::Prstatus(1234, m.signo, m.rip, m.rsp);
+  if (a64) {
+    // elf_prstatus with user_pt_regs (x0-x30, sp, pc, pstate): 392 bytes.
+    core.machine = 183;  // EM_AARCH64
+    prstatus.assign(392, std::byte{0});
+    Put32(prstatus, 0, static_cast<uint32_t>(m.signo));
+    Put16(prstatus, 12, static_cast<uint16_t>(m.signo));
+    Put32(prstatus, 32, 1234);
+    Put64(prstatus, 112 + 31 * 8, m.rsp);
+    Put64(prstatus, 112 + 32 * 8, m.rip);
+  }
   for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
   core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
   core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
   std::vector<std::byte> code(4096, std::byte{0xcc});  // int3 everywhere else
+  if (a64)
+    for (size_t i = 0; i < code.size(); i += 4) Put32(code, i, 0xd4200000);  // brk #0
   for (const auto& [addr, bytes] : m.code_bytes)
     for (size_t i = 0; i < bytes.size(); ++i) code.at(addr - kCode + i) = static_cast<std::byte>(bytes[i]);
   std::vector<std::byte> stack(8192, std::byte{0x11});  // no word of it is code or zero

@@ -23,6 +23,10 @@ constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's tar
 enum : int { kRbp = 4, kRax = 10, kRcx = 11, kRsi = 13, kRdi = 14, kOrigRax = 15 };
 
 struct Machine {
+  // An aarch64 machine's pc and sp are `rip` and `rsp`, its `regs` indexed
+  // by x-register number; its code page is `brk #0` wherever no
+  // instruction is placed.
+  Arch arch = Arch::kX86_64;
   uint64_t rip = 0, rsp = kSp;
   std::map<int, uint64_t> regs;
   int signo = SIGSEGV, code = 1 /* SEGV_MAPERR */;
