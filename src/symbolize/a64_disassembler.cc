@@ -3,6 +3,7 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/byte_view.h"
 
@@ -55,6 +56,16 @@ std::string Text(const cs_insn& in) {
   std::string text = in.mnemonic;
   if (in.op_str[0]) text += std::string(" ") + in.op_str;
   return text;
+}
+
+// Four bytes Capstone does not decode: `udf #imm16` (the permanently
+// undefined instruction, top half zero, which Capstone 4 does not name),
+// else "(bad)".
+std::string UndecodedText(std::span<const std::byte> word) {
+  uint32_t insn = 0;
+  std::memcpy(&insn, word.data(), sizeof insn);
+  if ((insn >> 16) == 0) return "udf #" + std::to_string(insn & 0xffff);
+  return "(bad)";
 }
 
 // x0-x30 and sp, at their width (w registers are 32 bits); nullopt for
@@ -137,7 +148,7 @@ std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool
   std::vector<Instruction> out;
   for (size_t at = 0; at + 4 <= code.size(); at += 4) {
     const cs_insn* in = TheDecoder().One(std::span(code).subspan(at), first + at);
-    Instruction shown{first + at, HexBytes(std::span(code).subspan(at, 4)), in ? Text(*in) : "(bad)", first + at == current};
+    Instruction shown{first + at, HexBytes(std::span(code).subspan(at, 4)), in ? Text(*in) : UndecodedText(std::span(code).subspan(at, 4)), first + at == current};
     out.push_back(std::move(shown));
   }
   return out;
