@@ -651,16 +651,22 @@ class CoreReader {
       if (info.state == ModuleFileInfo::State::kFound && info.machine != machine) info.state = ModuleFileInfo::State::kNotElf;
       return info;
     };
-    ModuleFileInfo exe_info = exe.empty() ? ModuleFileInfo{} : look_up(exe);
-    // Not under the sysroot: the program's file the user gave (--exe), as
-    // gdb is given it beside the core.
-    for (const auto& f : options_.executable_files) {
-      if (exe_info.state == ModuleFileInfo::State::kFound) break;
+    // Not under the sysroot: a file the user gave (--exe), as gdb is given
+    // the program beside the core and a library search path: the one file
+    // given, for the program, else the one of the same name.
+    auto given = [&](const std::string& path, bool program) {
+      ModuleFileInfo info;
       auto base = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
-      if (options_.executable_files.size() > 1 && base(f) != base(exe)) continue;
-      exe_info = LookUpModuleFile(f);
-      if (exe_info.machine != machine) exe_info.state = ModuleFileInfo::State::kNotElf;
-    }
+      for (const auto& f : options_.executable_files) {
+        if (!(program && options_.executable_files.size() == 1) && base(f) != base(path)) continue;
+        info = LookUpModuleFile(f);
+        if (info.state == ModuleFileInfo::State::kFound && info.machine == machine) return info;
+      }
+      info.state = ModuleFileInfo::State::kMissing;
+      return info;
+    };
+    ModuleFileInfo exe_info = exe.empty() ? ModuleFileInfo{} : look_up(exe);
+    if (exe_info.state != ModuleFileInfo::State::kFound) exe_info = given(exe, true);
     std::vector<Elf64_Phdr> phdrs;
     for (uint64_t i = 0; i < std::min<uint64_t>(a.phnum.value_or(0), kMaxImagePhdrs); ++i) {
       auto ph = mem.Read<Elf64_Phdr>(*a.phdr + i * sizeof(Elf64_Phdr));
@@ -695,7 +701,8 @@ class CoreReader {
       }
     }
     for (const auto& [path, bias] : objects) {
-      const ModuleFileInfo info = path == exe ? exe_info : look_up(path);
+      ModuleFileInfo info = path == exe ? exe_info : look_up(path);
+      if (info.state != ModuleFileInfo::State::kFound && path != exe) info = given(path, false);
       if (info.state != ModuleFileInfo::State::kFound) continue;
       link_map_objects_[path] = {bias, info.build_id};
       for (const auto& ph : info.segments) {

@@ -62,8 +62,8 @@ std::unique_ptr<AnalyzedCore> AnalyzeCase(const PythonCase& c, std::vector<std::
     a->analysis = ProcessCore(*a->core, ZooSymbols(), {});
     return a;
   }
-  if (!bytes) return AnalyzeCrossCore(c.core, c.sysroot, "");
-  return AnalyzeCrossSource(MakeMemorySource(std::move(*bytes)), c.core, c.sysroot, "");
+  if (!bytes) return AnalyzeCrossCore(c.core, c.sysroot, {});
+  return AnalyzeCrossSource(MakeMemorySource(std::move(*bytes)), c.core, c.sysroot, {});
 }
 
 // The command-line options `coroner` needs for the case's core.
@@ -225,7 +225,7 @@ TEST_P(PythonStacksTest, CompressedAndCutCoresGiveWhatTheirBytesHold) {
   // Without the plan, a pyenv CPython's frames are missing here and
   // Debian's python3.11 decodes its stream a second time.
   {
-    auto a = GetParam().sysroot.empty() ? AnalyzeCore(zst) : AnalyzeCrossCore(zst, GetParam().sysroot, "");
+    auto a = GetParam().sysroot.empty() ? AnalyzeCore(zst) : AnalyzeCrossCore(zst, GetParam().sysroot, {});
     ASSERT_TRUE(a->analysis.python);
     EXPECT_LE(a->core->source().BytesDecoded(), std::filesystem::file_size(GetParam().core)) << "decoded more than once";
   }

@@ -35,7 +35,7 @@ namespace {
   if ((z).oracle == "-") GTEST_SKIP() << "no gdb-multiarch oracle: it does not finish on qemu's signal frames"
 
 std::unique_ptr<testing::AnalyzedCore> Analyze(const testing::ZooCore& z) {
-  return testing::AnalyzeCrossCore(z.core, testing::kA64Sysroot, z.binary);
+  return testing::AnalyzeCrossCore(z.core, testing::kA64Sysroot, testing::A64ExeFiles(z));
 }
 
 // gdb (binutils) writes some immediates in decimal ("#1") where Capstone

@@ -25,32 +25,32 @@ std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path) {
 }
 
 std::unique_ptr<AnalyzedCore> AnalyzeCrossSource(std::unique_ptr<ByteSource> source, const std::string& path,
-                                                 const std::string& sysroot, const std::string& binary) {
+                                                 const std::string& sysroot, const std::vector<std::string>& exe_files) {
   auto a = std::make_unique<AnalyzedCore>();
   ProcessOptions options;
   CoreOptions core_options = CoreOptionsFor(options);
   core_options.sysroot = sysroot;
-  if (!binary.empty()) core_options.executable_files = {binary};
+  core_options.executable_files = exe_files;
   auto core = Core::Open(std::move(source), core_options);
   if (!core.ok()) throw std::runtime_error(path + ": " + core.error().message);
   a->core = std::move(*core);
-  // One provider per binary: --exe is given when it is made. Kept, as the
-  // analysis' modules refer to it.
+  // One provider per set of files: --exe is given when it is made. Kept,
+  // as the analysis' modules refer to it.
   static auto& providers = *new std::map<std::string, std::unique_ptr<FileSymbolProvider>>;
-  auto& provider = providers[sysroot + "\n" + binary];
-  if (!provider)
-    provider = std::make_unique<FileSymbolProvider>(
-        SymbolOptions{sysroot, {}, false, binary.empty() ? std::vector<std::string>{} : std::vector<std::string>{binary}});
+  std::string key = sysroot;
+  for (const auto& f : exe_files) key += "\n" + f;
+  auto& provider = providers[key];
+  if (!provider) provider = std::make_unique<FileSymbolProvider>(SymbolOptions{sysroot, {}, false, exe_files});
   a->analysis = ProcessCore(*a->core, *provider, options);
   a->analysis.path = path;
   return a;
 }
 
 std::unique_ptr<AnalyzedCore> AnalyzeCrossCore(const std::string& path, const std::string& sysroot,
-                                               const std::string& binary) {
+                                               const std::vector<std::string>& exe_files) {
   auto source = OpenCoreSource(path, std::nullopt);
   if (!source.ok()) throw std::runtime_error(path + ": " + source.error().message);
-  return AnalyzeCrossSource(std::move(*source), path, sysroot, binary);
+  return AnalyzeCrossSource(std::move(*source), path, sysroot, exe_files);
 }
 
 std::string ZooTestName(const ::testing::TestParamInfo<ZooCore>& info) {

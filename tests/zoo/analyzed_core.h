@@ -26,14 +26,13 @@ FileSymbolProvider& ZooSymbols();
 
 // Throws on a core that does not open (the zoo's cores all do).
 std::unique_ptr<AnalyzedCore> AnalyzeCore(const std::string& path);
-// A core of another machine, as `analyze --sysroot SYSROOT --exe BINARY`
+// A core of another machine, as `analyze --sysroot SYSROOT --exe FILE...`
 // reads it.
 std::unique_ptr<AnalyzedCore> AnalyzeCrossCore(const std::string& path, const std::string& sysroot,
-                                               const std::string& binary);
-// The same, of a core's bytes (`path` names it in errors); no --exe when
-// `binary` is empty.
+                                               const std::vector<std::string>& exe_files);
+// The same, of a core's bytes (`path` names it in errors).
 std::unique_ptr<AnalyzedCore> AnalyzeCrossSource(std::unique_ptr<ByteSource> source, const std::string& path,
-                                                 const std::string& sysroot, const std::string& binary);
+                                                 const std::string& sysroot, const std::vector<std::string>& exe_files);
 
 // A gtest-safe name for a zoo core parameter ("null_deref_O0").
 std::string ZooTestName(const ::testing::TestParamInfo<ZooCore>& info);

@@ -28,7 +28,7 @@ struct Compared {
 Compared CompareWithGdb(const testing::ZooCore& z, bool a64 = false) {
   Compared c;
   auto gdb = testing::ParseGdbOracle(z.oracle);
-  auto a = a64 ? testing::AnalyzeCrossCore(z.core, testing::kA64Sysroot, z.binary) : testing::AnalyzeCore(z.core);
+  auto a = a64 ? testing::AnalyzeCrossCore(z.core, testing::kA64Sysroot, testing::A64ExeFiles(z)) : testing::AnalyzeCore(z.core);
   const Thread& crashed = a->core->threads()[a->core->crashing_thread()];
   const auto& gframes = gdb.frames.at(crashed.tid);
   const Backtrace& bt = a->threads()[a->core->crashing_thread()];

@@ -1,5 +1,6 @@
 #include "zoo/zoo.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +61,25 @@ std::vector<ZooCore> LoadManifest(const std::string& path) {
 std::vector<ZooCore> LoadZoo() { return LoadManifest(ZooDir() + "/manifest.tsv"); }
 std::vector<ZooCore> LoadA64Zoo() { return LoadManifest(ZooDir() + "/a64/manifest.tsv"); }
 
+namespace {
+// The aarch64 zoo's libraries (lib*.so*) in its binaries' directory.
+std::vector<std::string> A64Libraries() {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(ZooDir() + "/a64/bin", ec))
+    if (e.path().filename().string().rfind("lib", 0) == 0) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> A64ExeFiles(const ZooCore& z) {
+  std::vector<std::string> out = {z.binary};
+  for (auto& lib : A64Libraries()) out.push_back(std::move(lib));
+  return out;
+}
+
 std::string MakeA64Root(const std::string& dir, const std::vector<std::string>& also) {
   namespace fs = std::filesystem;
   fs::path root = dir;
@@ -73,6 +93,7 @@ std::string MakeA64Root(const std::string& dir, const std::vector<std::string>& 
     place(fs::path(kA64Sysroot) / "lib" / lib, root / "lib" / lib);
   std::vector<std::string> files = also;
   for (const auto& z : LoadA64Zoo()) files.push_back(z.binary);
+  for (auto& lib : A64Libraries()) files.push_back(std::move(lib));
   for (const auto& file : files) {
     fs::path at = root / fs::path(file).relative_path();
     fs::create_directories(at.parent_path());

@@ -37,9 +37,13 @@ std::vector<ZooCore> LoadZoo();
 std::vector<ZooCore> LoadA64Zoo();
 // Where the aarch64 zoo's libraries are: the cross toolchain's root.
 constexpr const char* kA64Sysroot = "/usr/aarch64-linux-gnu";
+// What `--exe` is given for an aarch64 zoo core: its program, then the
+// zoo's libraries beside it (the ones the dlopen crashers load), which are
+// not under the sysroot either.
+std::vector<std::string> A64ExeFiles(const ZooCore& z);
 // The aarch64 machine's tree at `dir`, as `--sysroot aarch64=` takes it:
 // the cross toolchain's libraries at /lib and the aarch64 zoo's programs
-// where they ran, with `also` (files of the host given at their own paths,
+// and libraries where they ran, with `also` (files of the host given at their own paths,
 // as a library preloaded into them), hard links where they can be.
 // Returns `dir`.
 std::string MakeA64Root(const std::string& dir, const std::vector<std::string>& also = {});
