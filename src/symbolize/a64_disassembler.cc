@@ -3,6 +3,7 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "core/byte_view.h"
@@ -58,14 +59,16 @@ std::string Text(const cs_insn& in) {
   return text;
 }
 
-// Four bytes Capstone does not decode: `udf #imm16` (the permanently
-// undefined instruction, top half zero, which Capstone 4 does not name),
-// else "(bad)".
+// Four bytes Capstone does not decode, as binutils (gdb, objdump) writes
+// them: `udf #imm16` (the permanently undefined instruction, top half
+// zero, which Capstone 4 does not name), else `.inst 0x... ; undefined`.
 std::string UndecodedText(std::span<const std::byte> word) {
   uint32_t insn = 0;
   std::memcpy(&insn, word.data(), sizeof insn);
   if ((insn >> 16) == 0) return "udf #" + std::to_string(insn & 0xffff);
-  return "(bad)";
+  char text[40];
+  std::snprintf(text, sizeof text, ".inst 0x%08x ; undefined", insn);
+  return text;
 }
 
 // x0-x30 and sp, at their width (w registers are 32 bits); nullopt for
