@@ -14,7 +14,7 @@ sysroot=/usr/aarch64-linux-gnu
 # signal frames (the handler crashers), which would stall its loop.
 mapfile -t a64 < <(awk -F'\t' '!/^#/ && $5 != "-" {print $4}' "$zoo/a64/manifest.tsv")
 mapfile -t x86 < <(ls "$zoo"/cores/*.core)
-exes=()
+exes=()  # the programs and the libraries beside them (the dlopen crashers')
 for b in "$zoo"/a64/bin/*; do exes+=(--exe "$b"); done
 now() { date +%s.%N; }
 median5() {  # the median of five runs of "$@", in seconds
@@ -30,7 +30,8 @@ ours_x86=$(median5 "$coroner" analyze --json --debug-dir "$zoo/debug" "${x86[@]}
 t1=$(now)
 for c in "${a64[@]}"; do
   b="$zoo/a64/bin/$(basename "$c" .core)"
-  gdb-multiarch -nx -batch -q -iex "set sysroot $sysroot" -ex 'thread apply all bt 1024' "$b" "$c" > /dev/null 2>&1 || true
+  gdb-multiarch -nx -batch -q -iex "set sysroot $sysroot" -iex "set solib-search-path $zoo/a64/bin" \
+    -ex 'thread apply all bt 1024' "$b" "$c" > /dev/null 2>&1 || true
 done
 t2=$(now)
 for c in "${a64[@]}"; do
