@@ -415,6 +415,18 @@ TEST(PythonInterpreters, EachMinorVersionHasACore) {
   if (!missing.empty()) GTEST_SKIP() << "no CPython " << missing << " on this machine: not tested";
 }
 
+// Debian's arm64 python3.11 under qemu-user: fetched from the Debian
+// archive by make_python_cores.sh, which says why where it could not be.
+TEST(PythonInterpreters, AnAarch64InterpreterHasACore) {
+  for (const auto& c : LoadCases())
+    if (!c.sysroot.empty()) return;
+  std::ifstream why(PythonDir() + "/aarch64.skipped");
+  std::string reason;
+  std::getline(why, reason);
+  ASSERT_FALSE(reason.empty()) << "no aarch64 interpreter's core, and no reason given";
+  GTEST_SKIP() << "no aarch64 CPython core: " << reason;
+}
+
 // --- A deep recursion at the end of a long location table -------------------
 
 // One function whose location table is some 600 KB (a branch never taken
