@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -106,6 +107,66 @@ const std::set<std::string> kRegisterSyndromes = {
     "null-deref", "bad-pointer", "return-to-null", "call-to-null", "wild-jump",  "misaligned-stack",
     "stack-overflow", "abort",   "illegal-instruction", "fpe",    "bus-error"};
 
+// A line's row beside the row of the core of its pid, from one scan.
+struct LineBesideCore {
+  std::string path, status, error, syndrome, signature, comm, arch;
+  std::optional<std::string> core_path, core_syndrome, core_signature;
+  bool linked = false;  // same_crash_as names the core
+};
+
+// `coroner scan` of `cores` and the lines of `log` into `db` (`flags`
+// added), and each line's row beside its core's; empty, with a failure,
+// when the scan or the query fails.
+std::vector<LineBesideCore> ScanLinesBesideCores(const std::vector<std::string>& cores, const std::string& log,
+                                                 const std::string& flags, const std::string& db) {
+  std::string inputs;
+  for (const auto& c : cores) inputs += " " + c;
+  auto scan = Coroner("scan" + inputs + " --log " + log + flags + " --db " + db);
+  EXPECT_EQ(scan.status, 0) << scan.err;
+  auto ds = Dataset::OpenReadOnly(db);
+  EXPECT_TRUE(ds.ok());
+  if (scan.status != 0 || !ds.ok()) return {};
+  auto rows = ds->Query(
+      "SELECT l.path, l.status, l.error, l.syndrome, l.signature, l.comm, "
+      "(SELECT value FROM attributes WHERE core = l.id AND key = 'arch'), c.path, c.syndrome, c.signature, "
+      "(SELECT value FROM attributes WHERE core = l.id AND key = 'same_crash_as') = c.path "
+      "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
+  EXPECT_TRUE(rows.ok()) << rows.error().message;
+  if (!rows.ok()) return {};
+  std::vector<LineBesideCore> out;
+  for (const auto& row : rows->rows) {
+    LineBesideCore r{row[0].text, row[1].text, row[2].text, row[3].text, row[4].text, row[5].text, row[6].text};
+    if (row[7].type == QueryValue::Type::kText) r.core_path = row[7].text;
+    if (row[8].type == QueryValue::Type::kText) r.core_syndrome = row[8].text;
+    if (row[9].type == QueryValue::Type::kText) r.core_signature = row[9].text;
+    r.linked = row[10].integer == 1;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// A line and its core agree: linked, and with the core's syndrome where
+// registers and the stack words decide it (assert, heap corruption and an
+// uncaught exception are told apart by frames in libc, which has no frame
+// pointers, and by memory the line does not carry: the line may say
+// "abort"). The line's frames are the frame-pointer chain: its signature
+// is the core's, or the start of it where the chain ends (code without
+// frame pointers, a signal frame). True when the signatures are equal.
+bool ExpectLineAgreesWithCore(const LineBesideCore& r) {
+  EXPECT_TRUE(r.core_syndrome && r.core_signature) << "no core of the same pid";
+  if (!r.core_syndrome || !r.core_signature) return false;
+  EXPECT_TRUE(r.linked) << "the line and its core are not linked";
+  if (!kRegisterSyndromes.count(*r.core_syndrome)) {
+    EXPECT_TRUE(r.syndrome == *r.core_syndrome || r.syndrome == "abort") << r.syndrome;
+    return false;
+  }
+  EXPECT_EQ(r.syndrome, *r.core_syndrome);
+  const std::string &line = r.signature, &core = *r.core_signature;
+  EXPECT_TRUE(core.rfind(line, 0) == 0 && (core.size() == line.size() || core[line.size()] == ' '))
+      << line << " vs " << core;
+  return line == core;
+}
+
 TEST(Crashlog, EveryZooCrasherPreloadedStillDumpsCoreAndLogsOneLine) {
   std::string so = Env("CORONER_CRASHLOG_SO");
   ASSERT_FALSE(so.empty());
@@ -149,39 +210,16 @@ TEST(Crashlog, EveryZooCrasherPreloadedStillDumpsCoreAndLogsOneLine) {
   // Where the kernel writes cores elsewhere, the zoo's own cores stand in
   // (same binaries, same deterministic crashes), without the link check.
   std::string db = Work() + "/preload.db";
-  std::string inputs;
-  for (const auto& c : cores) inputs += " " + c;
-  auto scan = Coroner("scan" + inputs + " --log " + all_logs + " --db " + db);
-  ASSERT_EQ(scan.status, 0) << scan.err;
+  auto rows = ScanLinesBesideCores(cores, all_logs, "", db);
+  EXPECT_EQ(rows.size(), ran);
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.path + " " + row.comm);
+    ASSERT_EQ(row.status, "ok") << row.error;
+    EXPECT_EQ(row.arch, "x86_64");
+    if (!cores.empty()) compared += ExpectLineAgreesWithCore(row);
+  }
   auto ds = Dataset::OpenReadOnly(db);
   ASSERT_TRUE(ds.ok());
-  auto rows = ds->Query(
-      "SELECT l.path, l.status, l.error, l.syndrome, l.signature, l.comm, c.syndrome, c.signature, "
-      "(SELECT value FROM attributes WHERE core = l.id AND key = 'same_crash_as') = c.path "
-      "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
-  ASSERT_TRUE(rows.ok()) << rows.error().message;
-  EXPECT_EQ(rows->rows.size(), ran);
-  for (const auto& row : rows->rows) {
-    SCOPED_TRACE(row[0].text + " " + row[5].text);
-    ASSERT_EQ(row[1].text, "ok") << row[2].text;
-    if (cores.empty()) continue;
-    ASSERT_EQ(row[6].type, QueryValue::Type::kText) << "no core of the same pid";
-    EXPECT_EQ(row[8].integer, 1) << "the line and its core are not linked";
-    const std::string& from_core = row[6].text;
-    if (kRegisterSyndromes.count(from_core)) {
-      EXPECT_EQ(row[3].text, from_core);
-      // The line's frames are the frame-pointer chain: the core's, or fewer
-      // where the chain ends (code without frame pointers, a signal frame).
-      const std::string &log_sig = row[4].text, &core_sig = row[7].text;
-      EXPECT_TRUE(core_sig.rfind(log_sig, 0) == 0 && (core_sig.size() == log_sig.size() || core_sig[log_sig.size()] == ' '))
-          << log_sig << " vs " << core_sig;
-      compared += log_sig == core_sig;
-    } else {
-      // Assert, heap corruption, uncaught exception: the frames that tell
-      // them apart are in libc, which has no frame pointers.
-      EXPECT_TRUE(row[3].text == from_core || row[3].text == "abort") << row[3].text;
-    }
-  }
   // `analyze` reads the same log: one report per line, FILE:LINE, with the
   // scan's diagnosis of that line (one processor for both).
   auto analyzed = Coroner("analyze --json " + all_logs);
@@ -304,44 +342,22 @@ TEST(CrashlogA64, EveryA64CrasherPreloadedUnderQemuLogsItsFault) {
 
   // The machine's tree holds the library too: a qemu core's modules are
   // the dynamic linker's list, found in the tree by path.
-  std::string root = MakeA64Root(Work() + "/a64-root", {so}), db = Work() + "/a64.db", inputs;
-  for (const auto& c : cores) inputs += " " + c;
-  auto scan = Coroner("scan" + inputs + " --log " + all_logs + " --sysroot aarch64=" + root + " --db " + db);
-  ASSERT_EQ(scan.status, 0) << scan.err;
-  auto ds = Dataset::OpenReadOnly(db);
-  ASSERT_TRUE(ds.ok());
-  auto rows = ds->Query(
-      "SELECT l.path, l.status, l.error, l.syndrome, l.signature, c.path, c.syndrome, c.signature, "
-      "(SELECT value FROM attributes WHERE core = l.id AND key = 'same_crash_as') = c.path, "
-      "(SELECT value FROM attributes WHERE core = l.id AND key = 'arch') "
-      "FROM cores l LEFT JOIN cores c ON c.source = 'core' AND c.pid = l.pid WHERE l.source = 'log'");
-  ASSERT_TRUE(rows.ok()) << rows.error().message;
-  EXPECT_EQ(rows->rows.size(), ran);
+  std::string root = MakeA64Root(Work() + "/a64-root", {so});
+  auto rows = ScanLinesBesideCores(cores, all_logs, " --sysroot aarch64=" + root, Work() + "/a64.db");
+  EXPECT_EQ(rows.size(), ran);
   size_t equal = 0, compared = 0;
-  for (const auto& row : rows->rows) {
-    SCOPED_TRACE(row[0].text + " " + row[5].text);
-    ASSERT_EQ(row[1].text, "ok") << row[2].text;
-    EXPECT_EQ(row[9].text, "aarch64");
-    ASSERT_EQ(row[6].type, QueryValue::Type::kText) << "no core of the same pid";
-    EXPECT_EQ(row[8].integer, 1) << "the line and its core are not linked";
-    const std::string &from_core = row[6].text, &log_sig = row[4].text, &core_sig = row[7].text;
-    if (row[5].text.find("/bad_pointer-") != std::string::npos) {
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.path + " " + row.core_path.value_or("(no core)"));
+    ASSERT_EQ(row.status, "ok") << row.error;
+    EXPECT_EQ(row.arch, "aarch64");
+    if (row.core_path && row.core_path->find("/bad_pointer-") != std::string::npos) {
       // qemu's siginfo for an address beyond the 48-bit space says 0 (a
       // kernel gives the address): the line, which trusts it, reads a
       // null-deref; the core, which has no siginfo, the operand's address.
       continue;
     }
-    if (!kRegisterSyndromes.count(from_core)) {
-      // Heap corruption: libc's message, which tells it from an abort, is
-      // in memory the line does not carry.
-      EXPECT_TRUE(row[3].text == from_core || row[3].text == "abort") << row[3].text;
-      continue;
-    }
-    EXPECT_EQ(row[3].text, from_core);
-    EXPECT_TRUE(core_sig.rfind(log_sig, 0) == 0 && (core_sig.size() == log_sig.size() || core_sig[log_sig.size()] == ' '))
-        << log_sig << " vs " << core_sig;
-    equal += log_sig == core_sig;
-    ++compared;
+    equal += ExpectLineAgreesWithCore(row);
+    compared += row.core_syndrome && kRegisterSyndromes.count(*row.core_syndrome);
   }
   std::cout << "aarch64 lines: " << ran << " crashes, registers equal to the core's in " << same_registers
             << " refaults, signatures equal in " << equal << " of " << compared << " compared\n";
