@@ -1,7 +1,7 @@
-#include <climits>
 #include "core/module_files.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -140,13 +140,13 @@ std::string InSysroot(const std::string& sysroot, const std::string& path) {
   std::string root = sysroot;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
   std::string inside = ResolveInside(root, path);
-  // A path that already names a file in the tree: qemu-user, given the
-  // tree's program (`qemu-aarch64 -L ROOT ROOT/usr/bin/prog`), records
-  // that host path as the program's, and the program finds its own files
-  // from there. Its part below the tree is resolved inside it like any
-  // other, so it cannot leave the tree either.
   struct stat st {};
   if (!inside.empty() && ::stat(inside.c_str(), &st) == 0) return inside;
+  // Not in the tree as it stands, but a path that begins with the tree
+  // itself: qemu-user, given the tree's program (`qemu-aarch64 -L ROOT
+  // ROOT/usr/bin/prog`), records that host path as the program's, and the
+  // program finds its own files from there. Its part below the tree is
+  // resolved inside it like any other, so it cannot leave the tree either.
   // The tree as given (`--sysroot ./root`) and as the host spells it.
   char real[PATH_MAX];
   for (std::string top : {root, std::string(::realpath(root.c_str(), real) ? real : "")}) {
