@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
   scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
   scan_cmd->add_option("--sysroot", scan_sysroot, sysroot_help)->allow_extra_args(false);
-  scan_cmd->add_option("--exe", scan.exe_files, "a program file for cores that do not say where theirs is (qemu-user's)")
+  scan_cmd->add_option("--exe", scan.exe_files, "a program's or library's file for cores that do not say where theirs are (qemu-user's), matched by name")
       ->allow_extra_args(false);
   scan_cmd->add_option("--rules", scan_rules, "a rules file: its [environment] allow list adds identity variables");
   scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");

@@ -35,8 +35,9 @@ struct ScanOptions {
   bool force = false;                  // re-analyze unchanged inputs too
   std::optional<std::pair<int, int>> shard;  // (index, count): scan only this shard of the inputs
   Sysroot sysroot;
-  // Program files (`--exe`) for cores that do not say where theirs is
-  // (qemu-user's), matched by file name, and by build-id for symbols.
+  // Programs' and libraries' files (`--exe`) for cores that do not say
+  // where theirs are (qemu-user's), matched by file name, and by build-id
+  // for symbols.
   std::vector<std::string> exe_files;
   std::vector<std::string> environment_allow;  // identity variables kept besides the built-in ones
   FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
