@@ -42,10 +42,12 @@ test: deps build
 	$(MAKE) fuzz
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, on the
-# same zoo cores.
+# same zoo, real-program and Python cores (each corpus is made once, and
+# again only where something is missing).
 test-asan: zoo
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCORONER_SANITIZE=ON \
-	  -DCORONER_WERROR=$(WERROR) -DCORONER_ZOO_DIR=$(ZOO)
+	  -DCORONER_WERROR=$(WERROR) -DCORONER_ZOO_DIR=$(ZOO) -DCORONER_REAL_DIR=$(abspath $(BUILD))/real \
+	  -DCORONER_PYTHON_DIR=$(abspath $(BUILD))/python
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
