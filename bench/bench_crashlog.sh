@@ -2,9 +2,8 @@
 # bench_crashlog.sh BUILD ZOO
 #
 # libcoroner_crashlog: the cost of installing the handler, the time from a
-# fault 64 frames deep to its line being written (read from a pipe by a
-# thread of the crashing program, since the line is written only once the
-# fault proves fatal), and ingesting
+# fault 64 frames deep to its line being written (read from a pipe by the
+# crashing process's parent), and ingesting
 # 100,000 lines with `coroner scan --log`. Targets: < 1 ms, < 1 ms, < 5 s.
 set -euo pipefail
 build=$(realpath "$1") zoo=$(realpath "$2")

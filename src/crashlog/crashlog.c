@@ -1,27 +1,27 @@
 /* The fatal-signal handler of include/coroner/crashlog.h.
  *
- * Everything the handler needs is prepared at install time in static
- * storage: the output descriptor, the host and program names, and the
- * module table (gathered with dl_iterate_phdr, which takes the loader's
- * lock and so cannot run in the handler). The handler itself formats into a
- * static buffer with its own number formatting, reads memory only with
- * process_vm_readv (an unmapped address is an error, not a second fault),
- * and writes the line with one write(2). A spin lock on the thread id keeps
- * two crashing threads from interleaving; a thread that faults again inside
- * the handler skips the logging and goes straight to the default action.
+ * Its promise is a debugger's: the program behaves exactly as without it,
+ * except that a fatal crash also leaves a line. So its surface is as small
+ * as a handler's can be (docs/crashlog.md argues the design):
  *
- * The library's promise is a debugger's: the program behaves exactly as
- * without it, except that a fatal crash also leaves a line. So the kernel
- * always holds the disposition the program asked for, as far as it can
- * tell: an ignored signal is ignored by the kernel, and the program's own
- * handler runs with its own mask, SA_NODEFER, SA_ONSTACK and SA_RESTART
- * (the library's handler sits in front only to notice when a signal turns
- * out fatal; SA_RESETHAND is done by hand). A line is written only when the
- * default action is about to end the process, never for a fault the
- * program's handler recovered from; when that default action follows the
- * program's handler re-raising a fault, the line is the fault's (see
- * `struct pending`). A signal sent again keeps its original siginfo, so the
- * core still names the sender. */
+ * - It interposes nothing of libc and keeps no copy of what the kernel
+ *   keeps. At install it takes, for each fatal signal, only a disposition
+ *   that is still the default; a program that installs its own handler
+ *   afterwards takes the signal over, and the library writes a line for it
+ *   only when that handler chains to the one it replaced.
+ * - It takes no descriptor, key or thread for the process's life: a log
+ *   file is opened at the crash, a descriptor is checked at the crash to
+ *   still be the one it was (or a stream), and the write never blocks for
+ *   long nor raises SIGPIPE.
+ * - Everything the handler needs is prepared at install in static storage:
+ *   the host and program names and the module table (dl_iterate_phdr takes
+ *   the loader's lock and so cannot run in the handler). The handler runs
+ *   its work on a static stack of its own, so it puts only a small frame on
+ *   the program's stack (or a small alternate stack); formats with its own
+ *   number formatting; reads memory with process_vm_readv, or through a
+ *   pipe where a seccomp filter may refuse or kill on that call; and ends
+ *   with the default action, re-sending the signal with its own siginfo so
+ *   the core still names the fault or the sender. */
 #define _GNU_SOURCE
 #include "coroner/crashlog.h"
 
@@ -29,14 +29,19 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
@@ -78,15 +83,12 @@ static struct table tables[2];
 static _Atomic int current_table = -1;
 static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int out_fd = 2;
 /* Segments are whole pages of the machine (aarch64 kernels may have 16 or
  * 64 KiB ones); set at install. */
 static uintptr_t page_size = 4096;
 static char host[65], comm[17], exe_path[4096];
-static struct sigaction previous[NSIG_HANDLED];
-static _Atomic int installed;
 static _Atomic long owner; /* tid writing a line, 0 when none */
-static _Atomic int inside; /* threads logging; the first to finish waits for the others */
+static _Atomic int inside; /* threads in the handler; the writer waits for them, no one else */
 static char line[LINE_MAX_BYTES];
 /* The installing thread's stack as pthread knows it (for the main thread,
  * the extent its rlimit allows, which no mapping shows yet). Other threads'
@@ -162,7 +164,11 @@ static int read_self_by_pipe(uintptr_t addr, void* to, size_t n) {
   return ok;
 }
 
-/* Reads `n` bytes at `addr` of this process; 0 when any is unreadable. */
+/* Reads `n` bytes at `addr` of this process; 0 when any is unreadable.
+ * process_vm_readv is skipped from the start when the process ran under a
+ * seccomp filter at install: a filter may kill the process on it
+ * (SECCOMP_RET_KILL_PROCESS, as systemd's SystemCallFilter= does), and the
+ * real fault and its core would be lost. */
 static _Atomic int vm_readv_refused;
 static int read_self(uintptr_t addr, void* to, size_t n) {
   if (!atomic_load(&vm_readv_refused)) {
@@ -598,268 +604,279 @@ static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
   return (size_t)(o.p - line);
 }
 
-/* libc's sigaction, behind the one this library puts in front of it;
- * resolved at install (dlsym is not async-signal-safe). */
-typedef int (*sigaction_fn)(int, const struct sigaction*, struct sigaction*);
-static sigaction_fn real_sigaction;
-static sigaction_fn resolve_sigaction(void) {
-  if (!real_sigaction) real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-  return real_sigaction;
-}
+/* --- where the line goes ------------------------------------------------------ */
+/* A line goes to a file named at install, opened at the crash (so the
+ * process holds no descriptor of ours), or to a descriptor of the
+ * program's, checked at the crash: a daemon that closed it and opened its
+ * database in its place must not get the line. */
+static char dest_path[PATH_MAX];
+static int dest_fd = 2;
+static dev_t dest_dev;
+static ino_t dest_ino;
+static int dest_known; /* dest_dev and dest_ino are the descriptor's at install */
 
-static int index_of(int sig) {
-  for (size_t i = 0; i < NSIG_HANDLED; ++i)
-    if (kSignals[i] == sig) return (int)i;
+/* Lines that could not be written whole (a full pipe, a descriptor no
+ * longer the one given): readable in the core (`p coroner_crashlog_lines_dropped`). */
+volatile unsigned long coroner_crashlog_lines_dropped;
+
+#define WRITE_BUDGET_MS 100 /* how long a full pipe may hold the line up */
+
+/* The descriptor to write the line to, and whether it was opened for it
+ * (then closed after). A descriptor of the program's is taken when it is
+ * still the one given at install, or a stream (pipe, socket, terminal), or
+ * a file opened for append (a log the program moved there); a stream is
+ * reopened non-blocking through /proc, a new open file description, so the
+ * program's own stays as it is. -1 when none fits. */
+static int destination(int* opened, int* is_socket) {
+  *opened = *is_socket = 0;
+  if (dest_path[0]) {
+    *opened = 1;
+    return open(dest_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+  }
+  struct stat st;
+  if (fstat(dest_fd, &st) != 0) return -1;
+  int same = dest_known && st.st_dev == dest_dev && st.st_ino == dest_ino;
+  int flags = fcntl(dest_fd, F_GETFL);
+  if (S_ISSOCK(st.st_mode)) {
+    *is_socket = 1;
+    return dest_fd;
+  }
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+    if (flags >= 0 && (flags & O_NONBLOCK)) return dest_fd;
+    char proc[32];
+    struct out o = {proc, proc + sizeof proc - 1};
+    puts_(&o, "/proc/self/fd/");
+    put_dec(&o, dest_fd);
+    *o.p = 0;
+    int fd = open(proc, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd >= 0) *opened = 1;
+    return fd; /* no /proc, or not ours to reopen: no line rather than a blocked handler */
+  }
+  if (S_ISREG(st.st_mode) && (same || (flags >= 0 && (flags & O_APPEND)))) return dest_fd;
   return -1;
 }
 
+/* Writes the line whole or counts it dropped: never blocks longer than
+ * WRITE_BUDGET_MS, and never raises SIGPIPE (blocked while writing; the
+ * write's own SIGPIPE is taken back unless one was pending already). */
+static void deliver(const char* p, size_t n) {
+  int opened, is_socket;
+  int fd = destination(&opened, &is_socket);
+  if (fd < 0) {
+    coroner_crashlog_lines_dropped++;
+    return;
+  }
+  sigset_t pipe_only, saved, before, after;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+  sigpending(&before);
+  size_t done = 0;
+  for (int tries = 0, waited = 0; done < n && tries < 64; ++tries) {
+    ssize_t w = is_socket ? send(fd, p + done, n - done, MSG_DONTWAIT | MSG_NOSIGNAL) : write(fd, p + done, n - done);
+    if (w > 0) {
+      done += (size_t)w;
+    } else if (w < 0 && errno == EAGAIN && waited < WRITE_BUDGET_MS) {
+      struct pollfd pf = {fd, POLLOUT, 0};
+      poll(&pf, 1, 10);
+      waited += 10;
+    } else if (!(w < 0 && errno == EINTR)) {
+      break;
+    }
+  }
+  if (done < n) coroner_crashlog_lines_dropped++;
+  sigpending(&after);
+  if (sigismember(&after, SIGPIPE) && !sigismember(&before, SIGPIPE)) {
+    struct timespec now = {0, 0};
+    sigtimedwait(&pipe_only, NULL, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  if (opened) close(fd);
+}
+
+/* --- the handler -------------------------------------------------------------- */
 static void handler(int sig, siginfo_t* si, void* ctx);
 
-static int is_ignored(const struct sigaction* a) { return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN; }
-static int is_program_handler(const struct sigaction* a) {
-  return (a->sa_flags & SA_SIGINFO) ? a->sa_sigaction != NULL : a->sa_handler != SIG_DFL && !is_ignored(a);
-}
+/* The work of a line runs on this stack, not the program's: the handler
+ * then needs only a small frame wherever the kernel put it (a program's
+ * small alternate stack, a thread's nearly exhausted one). The line lock
+ * makes it one thread's at a time. */
+#define WORK_STACK_BYTES (64 * 1024)
+static char work_stack[WORK_STACK_BYTES] __attribute__((aligned(16)));
 
-/* Puts into the kernel the action the program's disposition for kSignals[slot]
- * calls for: SIG_IGN as it is (a signal the program ignores never reaches
- * us, nor interrupts a system call); otherwise our handler, with the
- * program's mask and flags when it has a handler of its own (so its handler
- * runs on the stack, with the signals blocked, it asked for), else on the
- * alternate stack, to log a stack overflow. */
-static void apply_action(int slot) {
-  const struct sigaction* want = &previous[slot];
-  struct sigaction k;
-  memset(&k, 0, sizeof k);
-  sigemptyset(&k.sa_mask);
-  if (is_ignored(want)) {
-    k.sa_handler = SIG_IGN;
-  } else if (is_program_handler(want)) {
-    k.sa_sigaction = handler;
-    k.sa_mask = want->sa_mask;
-    k.sa_flags = SA_SIGINFO | (want->sa_flags & (SA_ONSTACK | SA_NODEFER | SA_RESTART));
-  } else {
-    k.sa_sigaction = handler;
-    k.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  }
-  if (real_sigaction) real_sigaction(kSignals[slot], &k, NULL);
-}
+/* coroner_run_on_stack(arg, fn, top): calls fn(arg) with the stack pointer
+ * at top, and returns on the caller's stack. The frame record it keeps
+ * lets debuggers and the line's own walk go back to the handler. */
+void coroner_run_on_stack(void* arg, void (*fn)(void*), void* top) __attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+__asm__(".text\n"
+        ".globl coroner_run_on_stack\n"
+        ".hidden coroner_run_on_stack\n"
+        ".type coroner_run_on_stack, @function\n"
+        "coroner_run_on_stack:\n"
+        ".cfi_startproc\n"
+        "  pushq %rbp\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset %rbp, -16\n"
+        "  movq %rsp, %rbp\n"
+        ".cfi_def_cfa_register %rbp\n"
+        "  movq %rdx, %rsp\n"
+        "  callq *%rsi\n"
+        "  movq %rbp, %rsp\n"
+        "  popq %rbp\n"
+        ".cfi_def_cfa %rsp, 8\n"
+        "  retq\n"
+        ".cfi_endproc\n"
+        ".size coroner_run_on_stack, .-coroner_run_on_stack\n");
+#elif defined(__aarch64__)
+__asm__(".text\n"
+        ".globl coroner_run_on_stack\n"
+        ".hidden coroner_run_on_stack\n"
+        ".type coroner_run_on_stack, %function\n"
+        "coroner_run_on_stack:\n"
+        ".cfi_startproc\n"
+        "  stp x29, x30, [sp, #-16]!\n"
+        ".cfi_def_cfa_offset 16\n"
+        ".cfi_offset x29, -16\n"
+        ".cfi_offset x30, -8\n"
+        "  mov x29, sp\n"
+        ".cfi_def_cfa x29, 16\n"
+        "  mov sp, x2\n"
+        "  blr x1\n"
+        "  mov sp, x29\n"
+        ".cfi_def_cfa sp, 16\n"
+        "  ldp x29, x30, [sp], #16\n"
+        ".cfi_def_cfa_offset 0\n"
+        ".cfi_restore x29\n"
+        ".cfi_restore x30\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size coroner_run_on_stack, .-coroner_run_on_stack\n");
+#endif
 
-/* A fault handed to the program's handler, kept until it proves fatal or
- * stale. A handler that re-raises (signal(SIG_DFL); raise()) or returns to
- * fault again leads to the default action with a signal that tells
- * nothing (SI_TKILL from the process itself) or the same fault again; the
- * line then describes the fault the program's handler saw. A fault the
- * program recovered from (siglongjmp) must not stand for a later crash:
- * the record counts only for a signal delivered while the program's
- * handler is still on the stack (the interrupted stack pointer below our
- * frame, whose token is intact) or at the very context the fault
- * interrupted (a re-raise delivered on return, a refault). */
-#define PENDING_SLOTS 64
-#define NESTED_SPAN (8u << 20) /* how far below our frame a nested signal's context may be */
-struct pending {
-  _Atomic long tid;
+struct crash {
   int sig;
-  int open; /* the program's handler has not returned (or left by siglongjmp) */
-  siginfo_t info;
-  struct cpu regs;
-  uintptr_t frame; /* address of our handler's token while it ran the program's handler */
-  uint64_t token;
+  const siginfo_t* si;
+  const ucontext_t* uc;
 };
-static struct pending pendings[PENDING_SLOTS];
-static _Atomic uint64_t token_counter;
 
-static struct pending* pending_of(long tid, int claim) {
-  for (size_t i = 0; i < PENDING_SLOTS; ++i)
-    if (atomic_load(&pendings[i].tid) == tid) return &pendings[i];
-  if (!claim) return NULL;
-  for (size_t i = 0; i < PENDING_SLOTS; ++i) {
-    long zero = 0;
-    if (atomic_compare_exchange_strong(&pendings[i].tid, &zero, tid)) return &pendings[i];
-  }
-  return NULL;
+static void write_line(void* arg) {
+  const struct crash* k = arg;
+  struct cpu c;
+  capture(k->uc, &c);
+  deliver(line, format_line(k->sig, k->si, &c));
 }
 
-static int sent_by_self(const siginfo_t* si) {
-  return si->si_code <= 0 && si->si_pid == getpid();
+/* Whether returning from the handler runs the faulting instruction again,
+ * so that the fault recurs under the default action: a synchronous fault
+ * the CPU raised. An asynchronous one (an MTE tag check reported later, a
+ * machine check on memory nobody is using) and anything sent do not. */
+static int refaults(int sig, const siginfo_t* si) {
+#ifndef SEGV_MTEAERR
+#define SEGV_MTEAERR 8
+#endif
+#ifndef BUS_MCEERR_AO
+#define BUS_MCEERR_AO 5
+#endif
+  if (si->si_code <= 0 || si->si_code == SI_KERNEL) return 0;
+  if (sig == SIGSEGV) return si->si_code != SEGV_MTEAERR;
+  if (sig == SIGBUS) return si->si_code != BUS_MCEERR_AO;
+  return sig == SIGILL || sig == SIGFPE;
 }
 
-/* The pending fault the current signal follows from, or NULL. */
-static const struct pending* follows_from(const struct pending* p, const siginfo_t* si, const struct cpu* c) {
-  if (!p || !p->sig || !sent_by_self(si)) return NULL;
-  if (c->r[PC_AT] == p->regs.r[PC_AT] && c->r[SP_AT] == p->regs.r[SP_AT]) return p;
-  uintptr_t sp = (uintptr_t)c->r[SP_AT];
-  uint64_t token = 0;
-  if (p->open && sp < p->frame && p->frame - sp < NESTED_SPAN && read_self(p->frame, &token, sizeof token) &&
-      token == p->token)
-    return p;
-  return NULL;
+/* The default action, with the kernel's own report: a synchronous fault
+ * recurs when its instruction runs again; anything else (a signal that was
+ * sent, an asynchronous fault) is queued again to this thread with its own
+ * siginfo, blocked until the handler returns, so the core names the sender
+ * or the fault and holds the context the signal interrupted, and an
+ * asynchronous fault ends the process as it would have. (A synchronous
+ * fault is not queued again: an emulator such as qemu-user takes a queued
+ * fault for one of its own.) The disposition is reset with the system call
+ * itself: whatever the program interposes on sigaction has no part in it. */
+static void default_action(int sig, const siginfo_t* si, long tid) {
+  unsigned long dfl[4] = {0, 0, 0, 0}; /* the kernel's struct sigaction: SIG_DFL, no flags, an empty mask */
+  syscall(SYS_rt_sigaction, sig, dfl, NULL, sizeof(unsigned long));
+  if (refaults(sig, si)) return;
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, sig);
+  pthread_sigmask(SIG_BLOCK, &block, NULL);
+  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, si) != 0) syscall(SYS_tgkill, getpid(), tid, sig);
 }
 
-static void write_all(const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(out_fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    p += w;
-    n -= (size_t)w;
-  }
-}
-
-/* Writes the line for a fatal signal (or for the fault it follows from). */
-static void log_fatal(int sig, const siginfo_t* si, const struct cpu* c, long tid) {
-  atomic_fetch_add(&inside, 1);
-  /* Wait (bounded, about 2 s) for another thread's line. */
-  long none = 0;
-  struct timespec pause = {0, 1000000};
-  for (int i = 0; i < 2000 && !atomic_compare_exchange_strong(&owner, &none, tid); ++i) {
-    none = 0;
-    nanosleep(&pause, NULL);
-  }
-  if (atomic_load(&owner) == tid) {
-    size_t n = format_line(sig, si, c);
-    write_all(line, n);
-    atomic_store(&owner, 0);
-  }
-  atomic_fetch_sub(&inside, 1);
-}
-
+/* Runs for a signal whose disposition the library took at install, or when
+ * a handler the program installed later passes the signal on to the one it
+ * replaced: either way the signal is about to end the process. */
 static void handler(int sig, siginfo_t* si, void* ctx) {
   int saved_errno = errno;
   long tid = gettid_();
-  int slot = index_of(sig);
-  struct cpu c;
-  capture((const ucontext_t*)ctx, &c);
-  if (slot < 0) return;
-  /* A fault inside our own formatting: no second line, straight to the
-   * default action below. */
-  int nested_in_us = atomic_load(&owner) == tid;
-  struct sigaction prev = previous[slot];
-  struct pending* p = pending_of(tid, 0);
-
-  if (!nested_in_us && is_program_handler(&prev)) {
-    /* The program's handler decides; remember the fault in case it then
-     * re-raises, unless this is a signal inside a handler already running
-     * for a fault we hold. */
-    volatile uint64_t token = atomic_fetch_add(&token_counter, 1) ^ ((uint64_t)tid << 32) ^ 0x636f726f6e6572ULL;
-    if (!follows_from(p, si, &c) && (p = pending_of(tid, 1)) != NULL) {
-      p->sig = sig;
-      p->info = *si;
-      p->regs = c;
-      p->frame = (uintptr_t)&token;
-      p->token = token;
-      p->open = 1;
+  if (atomic_load(&owner) != tid) { /* else a fault inside our own line: straight to the default action */
+    atomic_fetch_add(&inside, 1);
+    /* Another thread's line first (bounded, about 2 s). */
+    long none = 0;
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 2000 && !atomic_compare_exchange_strong(&owner, &none, tid); ++i) {
+      none = 0;
+      nanosleep(&pause, NULL);
     }
-    if (prev.sa_flags & SA_RESETHAND) {
-      /* The kernel would have reset the disposition on delivery. */
-      memset(&previous[slot], 0, sizeof previous[slot]);
-      previous[slot].sa_handler = SIG_DFL;
-      apply_action(slot);
+    int mine = atomic_load(&owner) == tid;
+    if (mine) {
+      struct crash k = {sig, si, (const ucontext_t*)ctx};
+      coroner_run_on_stack(&k, write_line, work_stack + sizeof work_stack);
+      atomic_store(&owner, 0);
     }
-    errno = saved_errno;
-    if (prev.sa_flags & SA_SIGINFO) prev.sa_sigaction(sig, si, ctx);
-    else prev.sa_handler(sig);
-    /* Returned: the program's handler is off the stack. */
-    if (p && p->frame == (uintptr_t)&token) p->open = 0;
-    token = 0;
-    return;
+    atomic_fetch_sub(&inside, 1);
+    /* Threads already inside the handler write their lines before this one
+     * ends the process; no one else is waited for. */
+    for (int i = 0; mine && i < 2000 && atomic_load(&inside) > 0; ++i) nanosleep(&pause, NULL);
   }
-  if (!nested_in_us && is_ignored(&prev) && si->si_code <= 0) {
-    return; /* ignored, and sent: the kernel would have dropped it (only a race with sigaction gets here) */
-  }
-
-  /* The default action: this signal ends the process. */
-  if (!nested_in_us) {
-    const struct pending* first = follows_from(p, si, &c);
-    if (first) log_fatal(first->sig, &first->info, &first->regs, tid);
-    else log_fatal(sig, si, &c, tid);
-    /* Let every other crashing thread write its line first. A thread that
-     * faults within 100 ms of this one counts as crashing with it; waiting
-     * is bounded at 2 s. */
-    struct timespec tick = {0, 1000000};
-    for (int i = 0; i < 2000 && (i < 100 || atomic_load(&inside) > 0); ++i) nanosleep(&tick, NULL);
-  }
-  /* The default action, with the kernel's own report: a fault the CPU
-   * raised happens again when the instruction runs again; a signal that was
-   * sent (abort, kill, raise) is sent again with its own siginfo, blocked
-   * until this handler returns, so the core shows the sender and the
-   * context the signal interrupted. */
-  struct sigaction dfl;
-  memset(&dfl, 0, sizeof dfl);
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  if (real_sigaction) real_sigaction(sig, &dfl, NULL);
-  int refaults = si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE);
-  if (!refaults) {
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, sig);
-    pthread_sigmask(SIG_BLOCK, &block, NULL);
-    siginfo_t again = *si;
-    if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, sig, &again) != 0) syscall(SYS_tgkill, getpid(), tid, sig);
-  }
+  default_action(sig, si, tid);
   errno = saved_errno;
 }
 
 /* --- installing ------------------------------------------------------------- */
-/* Threads' alternate stacks are unmapped, and their slots freed, when the
- * thread exits (a key's destructor runs on return and on pthread_exit), so
- * thread churn costs nothing. */
-static pthread_key_t thread_key;
-static _Atomic int thread_key_ready;
+static _Atomic unsigned taken; /* bit i: the library took kSignals[i] */
 
-static void forget_thread(long tid) {
-  struct pending* p = pending_of(tid, 0);
-  if (p) {
-    p->sig = 0;
-    p->open = 0;
-    atomic_store(&p->tid, 0);
-  }
+/* "Seccomp:" of /proc/self/status: 0 none, 1 strict, 2 filter; -1 unknown. */
+static int seccomp_mode(void) {
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char* at = strstr(buf, "\nSeccomp:");
+  if (!at) return -1;
+  at += strlen("\nSeccomp:");
+  while (*at == ' ' || *at == '\t') ++at;
+  return *at >= '0' && *at <= '9' ? *at - '0' : -1;
 }
 
-/* The key's value for a thread that brought its own alternate stack: only
- * its pending slot is freed at exit. */
-static char no_stack_of_ours;
-
-static void thread_exits(void* alt) {
-  stack_t cur;
-  if (alt != &no_stack_of_ours && sigaltstack(NULL, &cur) == 0) {
-    /* Still the thread's alternate stack (the program may have set another
-     * since): switched off first, and never unmapped while in use. */
-    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-    int in_use = cur.ss_sp == alt && ((cur.ss_flags & SS_ONSTACK) || sigaltstack(&off, NULL) != 0);
-    if (!in_use) munmap(alt, ALT_STACK_BYTES);
+/* Where lines go, from the options; 0, or -1 when the file cannot be made. */
+static int set_destination(const coroner_crashlog_options* opts) {
+  if (opts && opts->path) {
+    /* Created now, so a path that cannot take a line fails the install;
+     * reopened at each crash by its full name (the program may chdir). */
+    int fd = open(opts->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) return -1;
+    close(fd);
+    if (!realpath(opts->path, dest_path)) return -1;
+    return 0;
   }
-  forget_thread(gettid_());
-}
-
-/* Returns the stack it mapped (NULL when the thread had one already). */
-static void* alt_stack_for_this_thread(int* error) {
-  stack_t old;
-  *error = 0;
-  if (sigaltstack(NULL, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= ALT_STACK_BYTES) return NULL;
-  void* mem = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    *error = 1;
-    return NULL;
+  dest_path[0] = 0;
+  dest_fd = opts && opts->fd >= 0 ? opts->fd : 2;
+  struct stat st;
+  dest_known = fstat(dest_fd, &st) == 0;
+  if (dest_known) {
+    dest_dev = st.st_dev;
+    dest_ino = st.st_ino;
   }
-  stack_t ss = {.ss_sp = mem, .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
-  if (sigaltstack(&ss, NULL) != 0) {
-    munmap(mem, ALT_STACK_BYTES);
-    *error = 1;
-    return NULL;
-  }
-  return mem;
+  return 0;
 }
 
 int coroner_crashlog_install(const coroner_crashlog_options* opts) {
-  int fd = 2;
-  if (opts && opts->path) {
-    fd = open(opts->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-  } else if (opts && opts->fd >= 0) {
-    fd = opts->fd;
-  }
-  out_fd = fd;
+  if (set_destination(opts) != 0) return -1;
   long page = sysconf(_SC_PAGESIZE);
   if (page >= 4096 && (page & (page - 1)) == 0) page_size = (uintptr_t)page;
   struct utsname u;
@@ -876,115 +893,70 @@ int coroner_crashlog_install(const coroner_crashlog_options* opts) {
   }
   ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
   exe_path[n > 0 ? n : 0] = 0;
+  if (seccomp_mode() != 0) atomic_store(&vm_readv_refused, 1);
   coroner_crashlog_refresh_modules();
   remember_stack();
-  int error = 0;
-  alt_stack_for_this_thread(&error); /* the installing thread's: kept for the process's life */
-  if (error) return -1;
-  if (!resolve_sigaction()) return -1;
-  int expected = 0;
-  if (!atomic_compare_exchange_strong(&installed, &expected, 1)) return 0;
-  if (pthread_key_create(&thread_key, thread_exits) == 0) atomic_store(&thread_key_ready, 1);
+  /* A stack overflow is logged only from an alternate stack: the
+   * installing thread gets one when it has none. A program's own, however
+   * small, stays: the handler's work runs on a stack of the library's. */
+  stack_t cur;
+  if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE)) {
+    void* mem = mmap(NULL, ALT_STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    stack_t ss = {.ss_sp = mem, .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
+    if (mem == MAP_FAILED) return -1;
+    if (sigaltstack(&ss, NULL) != 0) munmap(mem, ALT_STACK_BYTES);
+  }
+  /* Only a disposition that is still the default is taken: an ignored
+   * signal stays ignored, a program's handler stays the program's. While
+   * the library's handler runs, the other fatal signals and SIGPIPE wait. */
+  struct sigaction ours;
+  memset(&ours, 0, sizeof ours);
+  ours.sa_sigaction = handler;
+  ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  for (size_t i = 0; i < NSIG_HANDLED; ++i) sigaddset(&ours.sa_mask, kSignals[i]);
+  sigaddset(&ours.sa_mask, SIGPIPE);
   for (size_t i = 0; i < NSIG_HANDLED; ++i) {
-    if (resolve_sigaction()(kSignals[i], NULL, &previous[i]) != 0) return -1;
-    apply_action((int)i);
+    struct sigaction now;
+    if (sigaction(kSignals[i], NULL, &now) != 0) return -1;
+    if ((now.sa_flags & SA_SIGINFO) ? now.sa_sigaction == handler : now.sa_handler != SIG_DFL) continue;
+    if (sigaction(kSignals[i], &ours, NULL) != 0) return -1;
+    atomic_fetch_or(&taken, 1u << i);
   }
   return 0;
 }
 
-/* --- threads and dlopen ------------------------------------------------------ */
-/* Every thread needs an alternate stack of its own for a stack overflow to
- * be logged: threads created after install get one from this wrapper.
- * What a new thread starts with is handed over in a static slot: a malloc
- * or free on the new thread would give it a malloc arena (64 MiB of
- * address space) the program without us never makes. With every slot
- * taken (1,024 threads starting at once), a thread starts as it would
- * without us, with no alternate stack. */
-#define START_SLOTS 1024
-static struct start {
-  _Atomic int used;
-  void* (*routine)(void*);
-  void* arg;
-} starts[START_SLOTS];
-
-static void* thread_start(void* p) {
-  struct start* slot = p;
-  void* (*routine)(void*) = slot->routine;
-  void* arg = slot->arg;
-  atomic_store(&slot->used, 0);
-  if (atomic_load(&installed)) {
-    int error;
-    void* alt = alt_stack_for_this_thread(&error);
-    if (!error && atomic_load(&thread_key_ready)) pthread_setspecific(thread_key, alt ? alt : &no_stack_of_ours);
+/* A copy of the library inside a shared object of the program's (the
+ * static archive linked into a plugin) is unmapped by dlclose while the
+ * kernel would still call its handler: the dispositions it took that are
+ * still its own go back to the default first. The shared library itself is
+ * linked -z nodelete, and a copy in the main program is never unmapped. */
+#ifndef CORONER_CRASHLOG_CONSTRUCTOR
+__attribute__((destructor)) static void give_back_on_unload(void) {
+  Dl_info info;
+  struct link_map* self = NULL;
+  if (!atomic_load(&taken) || !dladdr1((void*)handler, &info, (void**)&self, RTLD_DL_LINKMAP) || !self ||
+      self == _r_debug.r_map)
+    return;
+  for (size_t i = 0; i < NSIG_HANDLED; ++i) {
+    struct sigaction now;
+    if (!(atomic_load(&taken) & (1u << i)) || sigaction(kSignals[i], NULL, &now) != 0) continue;
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == handler) signal(kSignals[i], SIG_DFL);
   }
-  return routine(arg);
 }
+#endif
 
-int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routine)(void*), void* arg) {
-  static int (*real)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
-  if (!real) real = (int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*))dlsym(RTLD_NEXT, "pthread_create");
-  if (!real) return EAGAIN;
-  struct start* s = NULL;
-  for (size_t i = 0; i < START_SLOTS && !s; ++i) {
-    int zero = 0;
-    if (atomic_compare_exchange_strong(&starts[i].used, &zero, 1)) s = &starts[i];
-  }
-  if (!s) return real(thread, attr, routine, arg);
-  s->routine = routine;
-  s->arg = arg;
-  int rc = real(thread, attr, thread_start, s);
-  if (rc != 0) atomic_store(&s->used, 0);
-  return rc;
-}
-
-void* dlopen(const char* file, int mode) {
-  static void* (*real)(const char*, int);
-  if (!real) real = (void* (*)(const char*, int))dlsym(RTLD_NEXT, "dlopen");
-  if (!real) return NULL;
-  void* h = real(file, mode);
-  if (h && atomic_load(&installed)) coroner_crashlog_refresh_modules();
-  return h;
-}
-
-/* A program that installs its own handler for one of these signals after
- * us (in LD_PRELOAD mode, every program) gets it recorded as the handler we
- * chain to, and ours stays in front with the program's mask and flags: so
- * its handler runs as it asked, and a crash it passes on is still logged.
- * What it reads back is what it set. */
-int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  sigaction_fn real = resolve_sigaction();
-  if (!real) {
-    errno = ENOSYS;
-    return -1;
-  }
-  int slot = index_of(sig);
-  if (slot < 0 || !atomic_load(&installed)) return real(sig, act, old);
-  if (old) *old = previous[slot];
-  if (act) {
-    previous[slot] = *act;
-    apply_action(slot);
-  }
-  return 0;
-}
-
-sighandler_t signal(int sig, sighandler_t handler_fn) {
-  struct sigaction sa, old;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler_fn;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
-  return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void*)old.sa_sigaction : old.sa_handler;
-}
-
-/* LD_PRELOAD mode (the shared library only). */
+/* LD_PRELOAD mode (the shared library only). Nothing is installed for a
+ * program running with privileges its user does not have (set-user-ID,
+ * capabilities: AT_SECURE), whose environment is its user's to forge. */
 #ifdef CORONER_CRASHLOG_CONSTRUCTOR
 __attribute__((constructor)) static void install_from_environment(void) {
-  const char* off = getenv("CORONER_CRASHLOG_DISABLE");
+  if (getauxval(AT_SECURE)) return;
+  const char* off = secure_getenv("CORONER_CRASHLOG_DISABLE");
   if (off && *off == '1') return;
   coroner_crashlog_options o = {-1, NULL};
-  const char* file = getenv("CORONER_CRASHLOG_FILE");
-  const char* fd = getenv("CORONER_CRASHLOG_FD");
+  const char* file = secure_getenv("CORONER_CRASHLOG_FILE");
+  const char* fd = secure_getenv("CORONER_CRASHLOG_FD");
   if (file && *file) o.path = file;
   else if (fd && *fd) o.fd = atoi(fd);
   else o.fd = 2;
