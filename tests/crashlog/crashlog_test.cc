@@ -580,6 +580,17 @@ BenignRun RunBenign(const std::string& mode, bool preload, LinesTo to = LinesTo:
   return r;
 }
 
+// abort_writer's records written after its abort mark; -1 when no mark.
+long RecordsAfterMark(const BenignRun& r) {
+  std::istringstream in(Slurp(r.dir + "/records"));
+  long n = -1;
+  for (std::string l; std::getline(in, l);) {
+    if (l == "mark") n = 0;
+    else if (n >= 0) ++n;
+  }
+  return n;
+}
+
 struct BenignCase {
   const char* mode;
   int signal;  // the signal that ends it, or 0 for an exit
@@ -691,11 +702,7 @@ TEST(CrashlogA64DoesNoHarm, BenignProgramsUnderQemuBehaveAsWithoutTheLibrary) {
   // Row 13: the writer's records after the abort mark stay few.
   BenignRun aborted = RunBenign("abort_writer", true, LinesTo::kFile, {}, a64);
   EXPECT_EQ(aborted.lines.size(), 1u);
-  std::istringstream records(Slurp(aborted.dir + "/records"));
-  long after = -1;
-  for (std::string l; std::getline(records, l);)
-    if (l == "mark") after = 0;
-    else if (after >= 0) ++after;
+  long after = RecordsAfterMark(aborted);
   EXPECT_GE(after, 0);
   EXPECT_LE(after, 100);
 }
@@ -740,21 +747,13 @@ TEST(CrashlogDoesNoHarm, AnAsynchronousFaultStillEndsTheProcess) {
 // the bound here is 10 ms of its records, far from that and far above the
 // line's own fraction of a millisecond on a loaded machine.
 TEST(CrashlogDoesNoHarm, OtherThreadsAreNotKeptRunningAfterAnAbort) {
-  auto after_mark = [](const BenignRun& r) {
-    std::istringstream in(Slurp(r.dir + "/records"));
-    long n = -1;
-    for (std::string l; std::getline(in, l);)
-      if (l == "mark") n = 0;
-      else if (n >= 0) ++n;
-    return n;
-  };
   BenignRun without = RunBenign("abort_writer", false), with = RunBenign("abort_writer", true);
   for (const BenignRun* r : {&without, &with}) {
     ASSERT_TRUE(WIFSIGNALED(r->status));
     EXPECT_EQ(WTERMSIG(r->status), SIGABRT);
   }
   EXPECT_EQ(with.lines.size(), 1u);
-  long a = after_mark(without), b = after_mark(with);
+  long a = RecordsAfterMark(without), b = RecordsAfterMark(with);
   ASSERT_GE(a, 0);
   ASSERT_GE(b, 0);
   std::cout << "records after the abort mark: " << a << " without the library, " << b << " with it\n";
