@@ -45,6 +45,11 @@ inline bool IsCanonicalAddress(Arch arch, uint64_t a) {
   return arch == Arch::kAarch64 ? (UntaggedAddress(arch, a) >> 48) == 0 : IsCanonicalAddress(a);
 }
 
+// The end of user space, where a user pointer (untagged) lies below:
+// x86_64's 4-level paging gives 2^47, aarch64's 48-bit VA 2^48 (a native
+// arm64 kernel puts the main stack and the mmap area just below it).
+inline uint64_t UserSpaceEnd(Arch arch) { return uint64_t{1} << (arch == Arch::kAarch64 ? 48 : 47); }
+
 class Memory {
  public:
   // `segments` must be sorted by vaddr and must not overlap.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/core.h"
+#include "core/memory.h"
 
 namespace coroner {
 namespace {
@@ -85,26 +86,47 @@ ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> envi
   };
   // A pointer the arrays may hold: into the strings above them, or, for an
   // entry the program replaced (setenv over an existing name, a rewritten
-  // argv), anywhere a user-space pointer can point. argc, below argv, is
-  // far smaller.
-  auto is_string = [&](uint64_t v) { return v >= kMinPointer && v < (uint64_t{1} << 47); };
+  // argv), anywhere a user-space pointer of the machine can point. argc,
+  // below argv, is far smaller.
+  const uint64_t user_end = UserSpaceEnd(core.arch());
+  auto is_string = [&](uint64_t v) { return v >= kMinPointer && v < user_end; };
   if (top < 8 || word(top - 8) != 0) {
     out.missing = "no NULL ends the environment's pointers";
     return out;
   }
+  // unsetenv moves the entries after the one it removes down in place, so
+  // each leaves one more NULL at the array's end. The layout is the one
+  // that skips the most of the NULLs there and still has argc count its
+  // argument pointers: fewer would read a NULL as argc 0. (With no
+  // environment left, argv's own NULL is among them.)
   std::vector<uint64_t> env, args;
-  size_t off = top - 8;
-  while (off >= 8 && is_string(word(off - 8)) && env.size() < kMaxProcessPointers) env.push_back(word(off -= 8));
-  if (off < 8 || word(off - 8) != 0) {
-    out.missing = "no NULL ends the command line's pointers";
-    return out;
-  }
-  off -= 8;
-  while (off >= 8 && is_string(word(off - 8)) && env.size() + args.size() < kMaxProcessPointers)
-    args.push_back(word(off -= 8));
-  if (off < 8 || word(off - 8) != args.size()) {
-    out.missing = "argc (" + (off >= 8 ? std::to_string(word(off - 8)) : std::string("?")) +
-                  ") is not the number of argument pointers (" + std::to_string(args.size()) + ")";
+  size_t off = 0;
+  std::string why = "no NULL ends the command line's pointers";
+  auto layout_after = [&](size_t skipped) {
+    env.clear();
+    args.clear();
+    off = top - 8 * (1 + skipped);
+    while (off >= 8 && is_string(word(off - 8)) && env.size() < kMaxProcessPointers) env.push_back(word(off -= 8));
+    if (off < 8 || word(off - 8) != 0) {
+      why = "no NULL ends the command line's pointers";
+      return false;
+    }
+    off -= 8;
+    while (off >= 8 && is_string(word(off - 8)) && env.size() + args.size() < kMaxProcessPointers)
+      args.push_back(word(off -= 8));
+    if (off < 8 || word(off - 8) != args.size()) {
+      why = "argc (" + (off >= 8 ? std::to_string(word(off - 8)) : std::string("?")) +
+            ") is not the number of argument pointers (" + std::to_string(args.size()) + ")";
+      return false;
+    }
+    return true;
+  };
+  size_t nulls = 1;
+  while (8 * (nulls + 2) <= top && word(top - 8 * (nulls + 1)) == 0 && nulls < kMaxProcessPointers) ++nulls;
+  bool laid_out = false;
+  for (size_t skipped = nulls; !laid_out && skipped-- > 0;) laid_out = layout_after(skipped);
+  if (!laid_out) {
+    out.missing = why;
     return out;
   }
   out.found = true;

@@ -19,7 +19,8 @@ namespace {
 // (read-only data, untouched .data pages).
 class ProcessBytes {
  public:
-  ProcessBytes(const ModuleMap& modules, const Memory& memory) : modules_(modules), memory_(memory) {}
+  ProcessBytes(const ModuleMap& modules, const Memory& memory, Arch arch)
+      : modules_(modules), memory_(memory), user_end_(UserSpaceEnd(arch)) {}
 
   bool Read(uint64_t addr, std::span<std::byte> out) {
     if (addr > UINT64_MAX - out.size()) return false;
@@ -39,7 +40,7 @@ class ProcessBytes {
   // A pointer field: present, and pointing at a plausible, aligned object.
   std::optional<uint64_t> Pointer(uint64_t addr) {
     auto v = Get<uint64_t>(addr);
-    if (!v || *v < kNullPage || (*v & 7) != 0 || *v >= (uint64_t{1} << 47)) return std::nullopt;
+    if (!v || *v < kNullPage || (*v & 7) != 0 || *v >= user_end_) return std::nullopt;
     return v;
   }
   // Reads not made: bytes behind what a compressed stream's decoder holds.
@@ -87,6 +88,7 @@ class ProcessBytes {
 
   const ModuleMap& modules_;
   const Memory& memory_;
+  uint64_t user_end_;  // a pointer field points below it
   std::unordered_map<uint64_t, Block> blocks_;
   size_t left_behind_ = 0;
 };
@@ -352,7 +354,7 @@ std::optional<PythonState> ReadPythonState(const ModuleMap& modules, const Memor
   PythonState state;
   state.module = in.module->module->path;
   state.runtime = in.runtime;
-  ProcessBytes mem(modules, memory);
+  ProcessBytes mem(modules, memory, in.module->module->arch);
   auto code_type = RuntimeSymbol(*in.module, "PyCode_Type");
   auto unicode_type = RuntimeSymbol(*in.module, "PyUnicode_Type");
   auto bytes_type = RuntimeSymbol(*in.module, "PyBytes_Type");

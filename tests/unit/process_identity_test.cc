@@ -47,15 +47,19 @@ struct Stack {
   // Breakages.
   std::optional<uint64_t> argc_override;
   bool unterminated_last_env = false;
+  size_t trailing_nulls = 0;  // after envp's NULL: what each unsetenv leaves
+  uint64_t top = kStackTop;   // where the stack ends
+  Arch arch = Arch::kX86_64;
   uint64_t present = UINT64_MAX;  // bytes of the segment in the core, from its start
 };
 
 // argc, argv[], NULL, envp[], NULL, auxv, then the strings, AT_EXECFN's last.
 std::vector<std::byte> BuildCore(const Stack& s) {
-  uint64_t base = kStackTop - s.size;
+  const uint64_t stack_top = s.top;
+  uint64_t base = stack_top - s.size;
   std::vector<std::byte> mem(s.size);
   // Strings from the top down: "prog" (execfn) at the very top.
-  uint64_t at = kStackTop - 16;
+  uint64_t at = stack_top - 16;
   auto put_string = [&](const std::string& str, bool terminate = true) {
     at -= str.size() + (terminate ? 1 : 0);
     std::memcpy(mem.data() + (at - base), str.data(), str.size());
@@ -69,12 +73,12 @@ std::vector<std::byte> BuildCore(const Stack& s) {
   if (s.unterminated_last_env) {
     // The last string runs into the execfn string's bytes... and past: no NUL
     // anywhere up to the top.
-    for (uint64_t a = env_ptrs.back(); a < kStackTop; ++a) mem[a - base] = std::byte{'x'};
+    for (uint64_t a = env_ptrs.back(); a < stack_top; ++a) mem[a - base] = std::byte{'x'};
   }
   for (size_t i = s.argv.size(); i-- > 0;) arg_ptrs[i] = put_string(s.argv[i]);
   at &= ~uint64_t{15};
   std::vector<std::pair<uint64_t, uint64_t>> auxv = {{AT_PHDR_, 0x400040}, {AT_PAGESZ_, 4096}, {AT_EXECFN_, execfn}};
-  uint64_t words = 1 + arg_ptrs.size() + 1 + env_ptrs.size() + 1 + 2 * (auxv.size() + 1);
+  uint64_t words = 1 + arg_ptrs.size() + 1 + env_ptrs.size() + 1 + s.trailing_nulls + 2 * (auxv.size() + 1);
   uint64_t sp = (at - 8 * words - 64) & ~uint64_t{15};
   uint64_t w = sp;
   auto put = [&](uint64_t v) {
@@ -86,10 +90,18 @@ std::vector<std::byte> BuildCore(const Stack& s) {
   put(0);
   for (uint64_t p : env_ptrs) put(p);
   put(0);
+  for (size_t i = 0; i < s.trailing_nulls; ++i) put(0);
   for (auto [k, v] : auxv) put(k), put(v);
   put(0), put(0);
   testing::SynthCore synth;
-  synth.AddNote("CORE", 1, testing::SynthCore::Prstatus(100, 11, 0x401000, sp));
+  auto prstatus = testing::SynthCore::Prstatus(100, 11, 0x401000, sp);
+  if (s.arch == Arch::kAarch64) {
+    synth.machine = 183;               // EM_AARCH64
+    prstatus.resize(392, std::byte{0});  // user_pt_regs: x0-x30, sp, pc, pstate
+    testing::Put64(prstatus, 112 + 31 * 8, sp);
+    testing::Put64(prstatus, 112 + 32 * 8, 0x401000);
+  }
+  synth.AddNote("CORE", 1, prstatus);
   synth.AddNote("CORE", 6, testing::SynthCore::Auxv(auxv));
   std::vector<std::byte> data = mem;
   if (s.present < data.size()) data.resize(s.present);
@@ -112,6 +124,42 @@ TEST(ProcessStrings, WholeBlockIsReadPointerByPointer) {
   ProcessStrings p = Read(BuildCore(s));
   EXPECT_TRUE(p.found);
   EXPECT_EQ(p.missing, "");
+  EXPECT_EQ(p.argv, s.argv);
+  EXPECT_EQ(p.envp, s.envp);
+}
+
+// unsetenv moves the later entries down in place: each call leaves one
+// more NULL at the array's end.
+TEST(ProcessStrings, NullsThatUnsetenvLeftAreSkipped) {
+  Stack s;
+  s.argv = {"prog", "--epochs", "3"};
+  s.envp = {"PATH=/usr/bin", "SLURM_JOB_ID=7"};
+  s.trailing_nulls = 2;
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_TRUE(p.found) << p.missing;
+  EXPECT_EQ(p.argv, s.argv);
+  EXPECT_EQ(p.envp, s.envp);
+  // Every variable removed: argv's NULL is among the NULLs; argc decides.
+  s.envp.clear();
+  s.trailing_nulls = 3;
+  p = Read(BuildCore(s));
+  EXPECT_TRUE(p.found) << p.missing;
+  EXPECT_EQ(p.argv, s.argv);
+  EXPECT_TRUE(p.envp.empty());
+}
+
+// A native arm64 kernel puts the main stack just below 2^48 (x86_64's user
+// space ends at 2^47): the pointers there are the machine's own.
+TEST(ProcessStrings, AnArm64StackJustBelowTwoToThe48IsRead) {
+  Stack s;
+  s.argv = {"/opt/app/prog", "--rank", "2"};
+  s.envp = {"SLURM_JOB_ID=9"};
+  s.top = 0xfffff7ff0000;
+  // As an x86_64 core's, such a stack lies outside user space.
+  EXPECT_FALSE(Read(BuildCore(s)).found);
+  s.arch = Arch::kAarch64;
+  ProcessStrings p = Read(BuildCore(s));
+  EXPECT_TRUE(p.found) << p.missing;
   EXPECT_EQ(p.argv, s.argv);
   EXPECT_EQ(p.envp, s.envp);
 }
@@ -414,6 +462,28 @@ TEST(ProcessIdentity, TheEnvironmentAtTheCrashNotAtTheStart) {
   EXPECT_EQ(j["job"]["rank"], 3);
   EXPECT_EQ(r.out.find("tok-7f3e9d2a61b04c58"), std::string::npos);
   EXPECT_EQ(j["process"]["args"].get<std::string>().substr(j["process"]["args"].get<std::string>().size() - 5), " 4242");
+}
+
+// A real program that removed a variable (unsetenv, as os.environ.pop()
+// does) before it crashed: the two NULLs it left end nothing early. (The
+// second name is set nowhere: unsetting it moves nothing.)
+constexpr const char* kUnsetNothing = "A_NAME_SET_NOWHERE_THAT_MAKES_THE_COMMAND_LINE_LONGER_THAN_EIGHTY_BYTES";
+TEST(ProcessIdentity, AProgramThatUnsetAVariableKeepsItsJob) {
+  fs::create_directories(Work());
+  std::string core = Work() + "/unsetenv.core";
+  std::string cmd = std::string("env -i PATH=/usr/bin:/bin SLURM_JOB_ID=111 SLURM_NTASKS=8 APP_SCRATCH=/tmp/x bash ") +
+                    std::getenv("CORONER_SOURCE_DIR") + "/tests/fixtures/make_core.sh " +
+                    std::getenv("CORONER_SETENV_CRASH") + " " + core + " --unset APP_SCRATCH " + kUnsetNothing;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto r = testing::Coroner("analyze --json " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["process"]["environment"], (json{{"SLURM_JOB_ID", "111"}, {"SLURM_NTASKS", "8"}})) << j["process"].dump();
+  EXPECT_EQ(j["job"]["job_id"], "111");
+  // The whole command line, from the stack (the core's own copy, in
+  // NT_PRPSINFO, stops at 80 bytes).
+  std::string args = j["process"]["args"];
+  EXPECT_EQ(args.substr(args.rfind(" --unset")), std::string(" --unset APP_SCRATCH ") + kUnsetNothing);
 }
 
 class Cleanup : public ::testing::Environment {
