@@ -690,11 +690,18 @@ std::string QueryResultToTable(const QueryResult& result, size_t width) {
   for (const auto& row : result.rows) {
     std::vector<std::string> line;
     for (size_t i = 0; i < row.size(); ++i) {
+      // One line of a terminal's text: breaks as spaces, every other
+      // control character (C0, DEL, C1) escaped, cut on a character's edge.
       std::string t = ValueText(row[i]);
       for (char& ch : t) {
         if (ch == '\n' || ch == '\t' || ch == '\r') ch = ' ';
       }
-      if (t.size() > width) t = t.substr(0, width - 1) + "~";
+      t = EscapedLine(t);
+      if (t.size() > width) {
+        size_t cut = width - 1;
+        while (cut > 0 && (static_cast<unsigned char>(t[cut]) & 0xc0) == 0x80) --cut;
+        t = t.substr(0, cut) + "~";
+      }
       widths[i] = std::max(widths[i], t.size());
       line.push_back(std::move(t));
     }

@@ -36,6 +36,15 @@ size_t SequenceLength(std::string_view s, size_t i) {
   return len;
 }
 
+// A C1 control character (U+0080 to U+009F, C2 80 to C2 9F) at s[i]: as
+// able as C0's to drive a terminal (C2 9B is CSI, C2 9D is OSC); returns
+// its code point, or 0.
+unsigned char C1At(std::string_view s, size_t i) {
+  if (i + 1 >= s.size() || static_cast<unsigned char>(s[i]) != 0xc2) return 0;
+  auto next = static_cast<unsigned char>(s[i + 1]);
+  return next >= 0x80 && next <= 0x9f ? next : 0;
+}
+
 bool IsValid(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     // Printable ASCII, most of any text, one comparison a byte.
@@ -45,7 +54,7 @@ bool IsValid(std::string_view s) {
       continue;
     }
     size_t len = SequenceLength(s, i);
-    if (len == 0) return false;
+    if (len == 0 || C1At(s, i)) return false;
     i += len;
   }
   return true;
@@ -53,7 +62,8 @@ bool IsValid(std::string_view s) {
 
 bool IsControl(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
-// `s` made valid UTF-8, each control character passed to `control`.
+// `s` made valid UTF-8, each control character (C0, DEL, and C1 as its
+// code point, 0x80 to 0x9f) passed to `control`.
 template <class OnControl>
 std::string Rewrite(std::string_view s, OnControl control) {
   std::string out;
@@ -63,6 +73,11 @@ std::string Rewrite(std::string_view s, OnControl control) {
     if (IsControl(c)) {
       control(c, out);
       ++i;
+      continue;
+    }
+    if (unsigned char c1 = C1At(s, i)) {
+      control(c1, out);
+      i += 2;
       continue;
     }
     size_t len = SequenceLength(s, i);
@@ -88,7 +103,10 @@ std::string ValidUtf8(std::string_view s) {
 }
 
 std::string ValidUtf8KeepingControls(std::string_view s) {
-  return Rewrite(s, [](unsigned char c, std::string& out) { out += static_cast<char>(c); });
+  return Rewrite(s, [](unsigned char c, std::string& out) {
+    if (c >= 0x80) out += '\xc2';  // a C1 character stays the sequence it was
+    out += static_cast<char>(c);
+  });
 }
 
 std::string EscapedLine(std::string_view s) {

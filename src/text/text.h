@@ -12,7 +12,7 @@ namespace coroner {
 
 // `s` as valid UTF-8: every byte that does not begin a well-formed sequence
 // (RFC 3629: no overlong forms, no UTF-16 surrogates, nothing past U+10FFFF)
-// and every control character other than tab becomes U+FFFD.
+// and every control character other than tab (C1's too) becomes U+FFFD.
 std::string ValidUtf8(std::string_view s);
 // The same, keeping the string itself when it is valid already.
 std::string ValidUtf8(std::string&& s);
@@ -24,8 +24,9 @@ inline std::string ValidUtf8(const char* s) { return ValidUtf8(std::string_view(
 std::string ValidUtf8KeepingControls(std::string_view s);
 
 // `s` for a line of text output: valid UTF-8, each control character written
-// as an escape (\n, \r, \t, \x1b), so that no byte of a core moves the
-// terminal's cursor or starts an escape sequence.
+// as an escape (\n, \r, \t, \x1b; C1's U+0080 to U+009F as \x80 to \x9f),
+// so that no byte of a core moves the terminal's cursor or starts an escape
+// sequence.
 std::string EscapedLine(std::string_view s);
 
 // JSON text of `j` (compact when indent < 0). A string that is not valid

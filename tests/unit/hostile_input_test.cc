@@ -89,10 +89,11 @@ TEST(Text, ValidUtf8RefusesWhatRfc3629Refuses) {
   EXPECT_EQ(ValidUtf8(std::string("\xf5\x80\x80\x80")), r + r + r + r);
   EXPECT_EQ(ValidUtf8(std::string("\x80")), r);
   EXPECT_EQ(ValidUtf8(std::string("cut \xe2\x82")), "cut " + r + r);
-  // Control characters but tab.
+  // Control characters but tab, C1's (U+0080 to U+009F) among them.
   EXPECT_EQ(ValidUtf8(std::string("a\nb\tc\x01")), "a" + r + "b\tc" + r);
+  EXPECT_EQ(ValidUtf8(std::string("job\xc2\x9b" "2J\xc2\x9d" "52;c;\xc2\x80")), "job" + r + "2J" + r + "52;c;" + r);
   // Well-formed sequences stay, at the edges of each range.
-  for (const char* ok : {"\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf",
+  for (const char* ok : {"\xc2\xa0", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80", "\xef\xbf\xbf",
                          "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "caf\xc3\xa9"}) {
     EXPECT_EQ(ValidUtf8(std::string(ok)), ok);
   }
@@ -104,6 +105,31 @@ TEST(Text, ValidUtf8RefusesWhatRfc3629Refuses) {
   // JsonText never throws, even on a string nobody made valid.
   Json raw = std::string("h\xc1\x81st");
   EXPECT_EQ(JsonText(raw), "\"h" + r + r + "st\"");
+}
+
+// A C1 control (CSI, OSC: valid UTF-8) moves a terminal as an ESC does:
+// a text line escapes it as it escapes C0's; JSON keeps it, escaped by
+// the writer or not, as the character it is.
+TEST(Text, C1ControlsAreEscapedLikeC0s) {
+  EXPECT_EQ(EscapedLine("a\x1b[2Jb"), "a\\x1b[2Jb");
+  EXPECT_EQ(EscapedLine("a\xc2\x9b" "2Jb\xc2\x9d" "52;c;x\xc2\x85"), "a\\x9b2Jb\\x9d52;c;x\\x85");
+  EXPECT_EQ(EscapedLine("caf\xc3\xa9 \xc2\xa0"), "caf\xc3\xa9 \xc2\xa0");  // é and NBSP are text
+  EXPECT_EQ(ValidUtf8KeepingControls("x\xc2\x9by\n"), "x\xc2\x9by\n");
+}
+
+// `query`'s table is read on a terminal: a cell from a core (a job id, a
+// node name) cannot clear the screen or write the clipboard (OSC 52).
+TEST(Text, AQueryTableCellCannotDriveTheTerminal) {
+  QueryResult r;
+  r.columns = {"job_id"};
+  QueryValue v;
+  v.type = QueryValue::Type::kText;
+  v.text = "j\x1b[2J\xc2\x9d" "52;c;aGk=\x07";
+  r.rows = {{v}};
+  std::string table = QueryResultToTable(r);
+  for (char c : table) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << table;
+  EXPECT_EQ(table.find("\xc2\x9d"), std::string::npos) << table;
+  EXPECT_NE(table.find("j\\x1b[2J\\x9d52;c;aGk=\\x07"), std::string::npos) << table;
 }
 
 TEST(Text, BasenameIsTheLastComponent) {
