@@ -12,12 +12,88 @@
 namespace coroner {
 namespace {
 
-bool LooksSecret(const std::string& name) {
-  std::string upper = name;
-  for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
-  for (const char* word : {"TOKEN", "SECRET", "PASSW", "KEY", "CREDENTIAL"})
+// Whether a name (a variable, an option, a header, a URL's parameter)
+// looks like a secret's: it holds one of kSecretWords, or one of its parts
+// (split at '_', '-', '.') is one of kSecretParts or begins with PASS.
+// docs/analyze-json.md lists both.
+constexpr std::string_view kSecretWords[] = {"TOKEN",   "SECRET",    "PASSW",   "PASSPHRASE", "KEY",
+                                             "CREDENTIAL", "AUTH",   "JWT",     "COOKIE",     "SESSION",
+                                             "PRIVATE", "SIGNATURE", "BEARER",  "CONNECTION_STRING", "CONNSTR"};
+constexpr std::string_view kSecretParts[] = {"PWD", "PAT", "DSN", "SAS", "OTP", "PIN"};
+
+std::string Upper(std::string_view s) {
+  std::string upper(s);
+  for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c == '-' || c == '.' ? '_' : c);
+  return upper;
+}
+
+bool LooksSecret(std::string_view name) {
+  std::string upper = Upper(name);
+  for (std::string_view word : kSecretWords)
     if (upper.find(word) != std::string::npos) return true;
+  for (size_t start = 0; start <= upper.size();) {
+    size_t end = std::min(upper.find('_', start), upper.size());
+    std::string_view part(upper.data() + start, end - start);
+    if (part.rfind("PASS", 0) == 0) return true;
+    for (std::string_view p : kSecretParts)
+      if (part == p) return true;
+    start = end + 1;
+  }
   return false;
+}
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+// Every URL's userinfo ("scheme://user:password@host") hidden.
+void HideUrlCredentials(std::string& s) {
+  for (size_t scheme = s.find("://"); scheme != std::string::npos; scheme = s.find("://", scheme + 3)) {
+    size_t from = scheme + 3;
+    size_t end = s.find_first_of("/?#@ \t", from);
+    if (end == std::string::npos || s[end] != '@' || end == from) continue;
+    s.replace(from, end - from, kHiddenValue);
+  }
+}
+
+// Every "NAME=value" whose NAME looks secret, where a name may begin (the
+// start, after dashes, '?', '&', ';', ',' or a space): its value, to the
+// next separator, hidden.
+void HideSecretPairs(std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    bool starts = i == 0 || std::string_view("?&;, \t").find(s[i - 1]) != std::string_view::npos ||
+                  (s[i - 1] == '-' && (i == 1 || s[i - 2] == '-' || s[i - 2] == ' '));
+    if (!starts || !IsNameChar(s[i]) || s[i] == '-') continue;
+    size_t eq = i;
+    while (eq < s.size() && IsNameChar(s[eq])) ++eq;
+    if (eq >= s.size() || s[eq] != '=' || !LooksSecret(std::string_view(s).substr(i, eq - i))) continue;
+    size_t end = s.find_first_of("&;, \t", eq + 1);
+    if (end == std::string::npos) end = s.size();
+    if (end > eq + 1) s.replace(eq + 1, end - eq - 1, kHiddenValue);
+    i = eq;
+  }
+}
+
+// "Authorization: Bearer x", "X-Api-Key: x" (curl -H): a secret-looking
+// header's value hidden; and any "Bearer x".
+void HideHeaderAndBearer(std::string& s) {
+  size_t colon = s.find(':');
+  if (colon != std::string::npos && colon > 0 && s.compare(colon, 3, "://") != 0) {
+    std::string_view name = std::string_view(s).substr(0, colon);
+    bool header = std::all_of(name.begin(), name.end(), [](char c) { return IsNameChar(c); });
+    if (header && LooksSecret(name) && colon + 1 < s.size()) {
+      s.replace(colon + 1, std::string::npos, std::string(" ") + std::string(kHiddenValue));
+      return;
+    }
+  }
+  std::string upper = Upper(s);
+  for (size_t at = upper.find("BEARER "); at != std::string::npos; at = upper.find("BEARER ", at + 1)) {
+    size_t from = at + 7, end = std::min(s.find_first_of(" \t", from), s.size());
+    if (end > from && s.compare(from, end - from, kHiddenValue) != 0) {
+      s.replace(from, end - from, kHiddenValue);
+      upper = Upper(s);
+    }
+  }
 }
 
 std::optional<int64_t> Integer(const std::map<std::string, std::string>& env, const char* name) {
@@ -58,6 +134,50 @@ const std::vector<std::string>& EnvironmentPolicy::BuiltIn() {
       // Kubernetes
       "HOSTNAME"};
   return kNames;
+}
+
+std::string WithoutCredentials(std::string value) {
+  HideUrlCredentials(value);
+  HideHeaderAndBearer(value);
+  HideSecretPairs(value);
+  return value;
+}
+
+std::vector<std::string> ScrubbedCommandLine(std::vector<std::string> argv) {
+  // mysql's and mariadb's clients take their password glued to -p.
+  std::string program = argv.empty() ? "" : argv[0].substr(argv[0].rfind('/') + 1);
+  bool glued_p = program.rfind("mysql", 0) == 0 || program.rfind("mariadb", 0) == 0;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string& a = argv[i];
+    // "--token VALUE": an option that looks secret, without '=', takes the
+    // next argument as its value.
+    size_t dashes = a.find_first_not_of('-');
+    if (i > 0 && dashes != std::string::npos && dashes >= 1 && dashes <= 2 && a.find('=') == std::string::npos &&
+        LooksSecret(std::string_view(a).substr(dashes)) && i + 1 < argv.size() && !argv[i + 1].empty() &&
+        argv[i + 1][0] != '-') {
+      argv[i + 1] = kHiddenValue;
+      ++i;
+      continue;
+    }
+    if (glued_p && a.size() > 2 && a.compare(0, 2, "-p") == 0) {
+      a = "-p" + std::string(kHiddenValue);
+      continue;
+    }
+    a = WithoutCredentials(std::move(a));
+  }
+  return argv;
+}
+
+std::string ScrubbedPsargs(const std::string& psargs) {
+  std::vector<std::string> words;
+  for (size_t start = 0; start <= psargs.size();) {
+    size_t end = std::min(psargs.find(' ', start), psargs.size());
+    words.push_back(psargs.substr(start, end - start));
+    start = end + 1;
+  }
+  std::string out;
+  for (const auto& w : ScrubbedCommandLine(std::move(words))) out += (out.empty() ? "" : " ") + w;
+  return out;
 }
 
 bool EnvironmentPolicy::Keeps(const std::string& name) const {
@@ -119,16 +239,18 @@ ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& polic
   ProcessStrings strings = ReadProcessStrings(core, environ);
   id.missing = std::move(strings.missing);
   if (!strings.found) return id;
-  id.argv = std::move(strings.argv);
+  id.argv = ScrubbedCommandLine(std::move(strings.argv));
   id.environment_read = true;
+  // A name set twice has the value getenv returns, the first.
+  std::unordered_set<std::string> seen;
   for (const auto& entry : strings.envp) {
     size_t eq = entry.find('=');
     std::string name = entry.substr(0, eq);
-    if (eq == std::string::npos || name.empty() || !policy.Keeps(name)) {
+    if (eq == std::string::npos || name.empty() || !policy.Keeps(name) || !seen.insert(name).second) {
       ++id.environment_hidden;
       continue;
     }
-    id.environment.emplace_back(std::move(name), entry.substr(eq + 1));
+    id.environment.emplace_back(std::move(name), WithoutCredentials(entry.substr(eq + 1)));
   }
   id.job = IdentifyJob(id.environment);
   return id;

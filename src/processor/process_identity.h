@@ -2,17 +2,21 @@
 // its environment, and the job it was a rank of (Slurm, torchrun, MPI,
 // JAX), read from the core (core/process_strings.h).
 //
-// Privacy first: the environment holds secrets (tokens, passwords, cloud
-// keys). Only the variables an EnvironmentPolicy keeps ever leave this
-// file; the others are counted. A name that looks like a secret (it holds
-// TOKEN, SECRET, PASSW, KEY or CREDENTIAL) is kept only when the user spells
-// it out exactly, never through a pattern.
+// Privacy first: the environment and the command line hold secrets
+// (tokens, passwords, cloud keys). Only the variables an EnvironmentPolicy
+// keeps ever leave this file; the others are counted. A name that looks
+// like a secret's (docs/analyze-json.md, "What is hidden") is kept only
+// when the user spells it out exactly, never through a pattern. In what is
+// kept, and in the command line, credentials are hidden: a URL's userinfo,
+// a secret-looking option's or parameter's value, a secret-looking
+// header's value, a bearer token.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +32,19 @@ struct EnvironmentPolicy {
   static const std::vector<std::string>& BuiltIn();
 };
 
+// What stands where a credential was.
+inline constexpr std::string_view kHiddenValue = "<hidden>";
+
+// One value (a kept variable's, an argument) with its credentials hidden.
+std::string WithoutCredentials(std::string value);
+// The command line with its credentials hidden: WithoutCredentials on each
+// argument, the argument after a secret-looking option without '='
+// ("--token X"), and mysql's "-pPASSWORD".
+std::vector<std::string> ScrubbedCommandLine(std::vector<std::string> argv);
+// The core's own 80 bytes of it (NT_PRPSINFO), split at its spaces and
+// scrubbed the same way.
+std::string ScrubbedPsargs(const std::string& psargs);
+
 // A rank of a distributed job, as its launcher's variables say.
 struct JobIdentity {
   std::string launcher;                   // "slurm", "torchrun", "mpi", "jax"
@@ -40,7 +57,7 @@ struct JobIdentity {
 };
 
 struct ProcessIdentity {
-  std::vector<std::string> argv;  // the whole command line; empty when not read
+  std::vector<std::string> argv;  // the whole command line, scrubbed (ScrubbedCommandLine); empty when not read
   std::vector<std::pair<std::string, std::string>> environment;  // the kept variables, in the process's order
   size_t environment_hidden = 0;  // variables not kept
   bool environment_read = false;

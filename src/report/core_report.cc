@@ -8,6 +8,7 @@
 #include "core/byte_view.h"
 #include "core/signals.h"
 #include "diagnose/peer_failure.h"
+#include "processor/process_identity.h"
 #include "report/diagnosis_words.h"
 #include "report/value_printer.h"
 #include "text/json_writer.h"
@@ -375,7 +376,7 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
     w.Key("ppid").Int(pi->ppid);
     w.Key("uid").Int(pi->uid);
     w.Key("comm").String(ValidUtf8KeepingControls(pi->comm));
-    args = ValidUtf8KeepingControls(pi->args);
+    args = ValidUtf8KeepingControls(ScrubbedPsargs(pi->args));
   } else {
     w.Key("pid");
     core.threads().empty() ? w.Null() : w.Int(core.threads()[0].tid);
@@ -565,7 +566,7 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   for (const auto& m : core.soft_errors()) add("  warning: " + Text(m));
   if (const auto& p = core.process()) {
     const auto& id = analysis.identity;
-    std::string args = id && !id->argv.empty() ? CommandLine(id->argv) : p->args;
+    std::string args = id && !id->argv.empty() ? CommandLine(id->argv) : ScrubbedPsargs(p->args);
     add(fmt::format("process: pid {} ({}) uid {}: {}", p->pid, EscapedLine(p->comm), p->uid, EscapedLine(args)));
   }
   if (analysis.identity && analysis.identity->job) add("job: " + EscapedLine(JobLine(*analysis.identity->job)));

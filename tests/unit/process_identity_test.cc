@@ -252,6 +252,39 @@ TEST(JobIdentity, WhichVariableWins) {
   EXPECT_FALSE(IdentifyJob(Env{{"HOSTNAME", "h"}, {"CUDA_VISIBLE_DEVICES", "0"}}));
 }
 
+// The names a prefix pattern admitted before the deny set grew (all
+// secrets): with a user's allow list as the README writes it.
+TEST(EnvironmentPolicy, TheDenySetCoversWhatPrefixesAdmit) {
+  EnvironmentPolicy p{{"POD_NAME", "MY_TEAM_*", "SLURM_*"}};
+  for (const char* secret : {"MY_TEAM_DB_PASS", "MY_TEAM_PWD", "MY_TEAM_PASSPHRASE", "MY_TEAM_AUTH", "MY_TEAM_PAT",
+                             "MY_TEAM_SENTRY_DSN", "MY_TEAM_SESSION_COOKIE", "SLURM_JWT", "MY_TEAM_PRIVATE_PEM",
+                             "MY_TEAM_CONNECTION_STRING", "MY_TEAM_URL_SIGNATURE"})
+    EXPECT_FALSE(p.Keeps(secret)) << secret;
+  for (const char* fine : {"MY_TEAM_NAME", "MY_TEAM_PATH", "SLURM_JOB_ID", "SLURM_JOB_PARTITION", "POD_NAME"})
+    EXPECT_TRUE(p.Keeps(fine)) << fine;
+}
+
+// Credentials inside what is shown, each form as crash reporters' data
+// scrubbers know it.
+TEST(EnvironmentPolicy, CredentialsAreHiddenInValuesAndArguments) {
+  EXPECT_EQ(WithoutCredentials("postgres://app:pw@db:5432/x"), "postgres://<hidden>@db:5432/x");
+  EXPECT_EQ(WithoutCredentials("https://ghp_abc@github.com/o/r.git"), "https://<hidden>@github.com/o/r.git");
+  EXPECT_EQ(WithoutCredentials("https://h/p?a=1&access_token=t0k&b=2"), "https://h/p?a=1&access_token=<hidden>&b=2");
+  EXPECT_EQ(WithoutCredentials("--db-password=pw"), "--db-password=<hidden>");
+  EXPECT_EQ(WithoutCredentials("Authorization: Bearer abc"), "Authorization: <hidden>");
+  EXPECT_EQ(WithoutCredentials("X-Api-Key: abc"), "X-Api-Key: <hidden>");
+  EXPECT_EQ(WithoutCredentials("bearer abc def"), "bearer <hidden> def");
+  // What names nothing secret stays.
+  for (const char* plain : {"--lr=0.1", "host:8080", "gpu-a-05", "--config=train.yaml", "a=b&c=d", "http://h:80/x"})
+    EXPECT_EQ(WithoutCredentials(plain), plain);
+  EXPECT_EQ(ScrubbedCommandLine({"prog", "--token", "abc", "--epochs", "3"}),
+            (std::vector<std::string>{"prog", "--token", "<hidden>", "--epochs", "3"}));
+  EXPECT_EQ(ScrubbedCommandLine({"/usr/bin/mysql", "-uroot", "-ppw", "db"}),
+            (std::vector<std::string>{"/usr/bin/mysql", "-uroot", "-p<hidden>", "db"}));
+  EXPECT_EQ(ScrubbedCommandLine({"gcc", "-pthread", "-p"}), (std::vector<std::string>{"gcc", "-pthread", "-p"}));
+  EXPECT_EQ(ScrubbedPsargs("./srv --password hunter2 -v"), "./srv --password <hidden> -v");
+}
+
 TEST(EnvironmentPolicy, PatternsNeverAdmitSecrets) {
   EnvironmentPolicy p{{"POD_*", "MY_API_KEY"}};
   EXPECT_TRUE(p.Keeps("SLURM_JOB_ID"));
@@ -378,6 +411,74 @@ TEST(ProcessIdentity, ScanStoresTheJobAndNoSecret) {
   ExpectNoSecret("epi --json", e.out);
   ExpectNoSecret("epi --html", testing::ReadAll(Work() + "/r.html"));
   ExpectNoSecret("epi --md", testing::ReadAll(Work() + "/r.md"));
+}
+
+// A real process whose command line and allowed variables carry
+// credentials: none reaches analyze (text, JSON, Markdown), the dataset's
+// tables, query or epi's reports; what is not a credential stays.
+TEST(ProcessIdentity, CredentialsInTheCommandLineAndKeptVariablesAreHidden) {
+  std::vector<std::string> secrets;
+  for (int i = 0; i < 10; ++i) secrets.push_back(RandomSecret());
+  std::string dir = Work() + "/creds";
+  fs::create_directories(dir);
+  // Named as the client whose -p takes the password glued.
+  std::string binary = dir + "/mysql";
+  fs::copy_file(testing::ZooDir() + "/bin/null_deref-O0", binary, fs::copy_options::overwrite_existing);
+  std::string core = dir + "/creds.core";
+  std::string cmd =
+      "env -i PATH=/usr/bin:/bin SLURM_JOB_ID=5 MY_TEAM_NAME=vision MY_TEAM_DB_PASS=" + secrets[0] +
+      " MY_TEAM_DATABASE_URL=postgres://app:" + secrets[1] + "@db.internal:5432/app SLURM_JWT=" + secrets[2] +
+      " MY_TEAM_SENTRY_DSN=https://" + secrets[3] + "@sentry.example/7 bash " + std::getenv("CORONER_SOURCE_DIR") +
+      "/tests/fixtures/make_core.sh " + binary + " " + core + " --db-password=" + secrets[4] + " -p" + secrets[5] +
+      " --token " + secrets[6] + " 'Authorization: Bearer " + secrets[7] + "' https://svc:" + secrets[8] +
+      "@host/x 'https://h/x?a=1&access_token=" + secrets[9] + "&b=2' --lr 0.1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string rules = dir + "/rules.toml";
+  std::ofstream(rules) << "[environment]\nallow = [\"POD_NAME\", \"MY_TEAM_*\", \"SLURM_*\"]\n";
+  auto expect_none = [&](const std::string& what, const std::string& text) {
+    for (const auto& s : secrets) EXPECT_EQ(text.find(s), std::string::npos) << what << " shows " << s;
+  };
+  auto r = testing::Coroner("analyze --json --rules " + rules + " " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_none("analyze --json", r.out);
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["process"]["args"], fs::weakly_canonical(binary).string() + " --db-password=<hidden> -p<hidden> --token <hidden> Authorization: <hidden> "
+                                            "https://<hidden>@host/x https://h/x?a=1&access_token=<hidden>&b=2 --lr 0.1");
+  EXPECT_EQ(j["process"]["environment"],
+            (json{{"SLURM_JOB_ID", "5"}, {"MY_TEAM_NAME", "vision"},
+                  {"MY_TEAM_DATABASE_URL", "postgres://<hidden>@db.internal:5432/app"}}));
+  for (const char* format : {"", "--format md "}) {
+    auto t = testing::Coroner(std::string("analyze ") + format + "--rules " + rules + " " + core);
+    ASSERT_EQ(t.status, 0) << t.err;
+    expect_none(std::string("analyze ") + format, t.out);
+  }
+  EXPECT_NE(testing::Coroner("analyze --rules " + rules + " " + core).out.find("access_token=<hidden>&b=2 --lr 0.1\n"), std::string::npos);
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(testing::Coroner("scan --rules " + rules + " " + core + " --db " + db).status, 0);
+  for (const char* table : {"cores", "attributes", "threads", "frames", "modules"}) {
+    auto all = testing::Coroner("query --db " + db + " \"SELECT * FROM " + std::string(table) + "\"");
+    ASSERT_EQ(all.status, 0) << all.err;
+    expect_none(std::string("query ") + table, all.out);
+  }
+  auto e = testing::Coroner("epi --db " + db + " --json --html " + dir + "/r.html --md " + dir + "/r.md");
+  ASSERT_EQ(e.status, 0) << e.err;
+  expect_none("epi --json", e.out);
+  expect_none("epi --html", testing::ReadAll(dir + "/r.html"));
+  expect_none("epi --md", testing::ReadAll(dir + "/r.md"));
+}
+
+// A name set twice: one entry, the value getenv returns (the first).
+TEST(ProcessStrings, ANameSetTwiceIsShownOnceAsGetenvSeesIt) {
+  Stack s;
+  s.argv = {"prog"};
+  s.envp = {"SLURM_JOB_ID=1", "PATH=/bin", "SLURM_JOB_ID=2"};
+  auto bytes = BuildCore(s);
+  auto core = Core::Open(MakeMemorySource(bytes), CoreOptions{.check_module_files = false});
+  ASSERT_TRUE(core.ok());
+  ProcessIdentity id = IdentifyProcess(**core);
+  EXPECT_EQ(id.environment, (std::vector<std::pair<std::string, std::string>>{{"SLURM_JOB_ID", "1"}}));
+  ASSERT_TRUE(id.job);
+  EXPECT_EQ(id.job->job_id, "1");
 }
 
 // A rules file adds identity variables: a name exactly, or a prefix that
