@@ -151,7 +151,8 @@ ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> envi
     }
   }
   size_t total = 0, unreadable = 0;
-  auto read = [&](const std::vector<uint64_t>& pointers, std::vector<std::string>& strings) {
+  auto read = [&](const std::vector<uint64_t>& pointers, std::vector<std::string>& strings,
+                  std::vector<uint64_t>* at_out) {
     for (uint64_t p : pointers) {
       if (total >= kMaxProcessStrings) {
         out.missing = "the command line and environment are cut at " + std::to_string(kMaxProcessStrings) + " bytes";
@@ -174,10 +175,11 @@ ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> envi
       }
       total += s->size() + 1;
       strings.push_back(std::move(*s));
+      if (at_out) at_out->push_back(p);
     }
   };
-  read(args, out.argv);
-  read(env, out.envp);
+  read(args, out.argv, nullptr);
+  read(env, out.envp, &out.envp_at);
   if (unreadable && out.missing.empty())
     out.missing = std::to_string(unreadable) + " of the strings have no end within " +
                   std::to_string(kMaxProcessString) + " bytes or are not in the core";

@@ -34,6 +34,7 @@ constexpr size_t kMaxProcessPointers = 1u << 20;  // argv and envp entries, toge
 struct ProcessStrings {
   std::vector<std::string> argv;
   std::vector<std::string> envp;  // "NAME=value" as the process had them
+  std::vector<uint64_t> envp_at;  // where each of envp's strings lies in the process
   std::string missing;            // what could not be read, and why; empty when all was
   bool found = false;             // the pointer arrays were found
   bool from_environ = false;      // the environment is glibc's environ's, not the stack's array

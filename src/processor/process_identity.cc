@@ -4,13 +4,20 @@
 #include <charconv>
 #include <map>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 
 #include "core/core.h"
 #include "core/process_strings.h"
+#include "diagnose/diagnosis.h"
+#include "unwind/backtrace.h"
 
 namespace coroner {
 namespace {
+
+// A hidden value shorter than this is not looked for in other strings (a
+// "1" or "on" would hide half a report); its own bytes still are.
+constexpr size_t kMinHiddenValue = 8;
 
 // Whether a name (a variable, an option, a header, a URL's parameter)
 // looks like a secret's: it holds one of kSecretWords, or one of its parts
@@ -136,6 +143,66 @@ const std::vector<std::string>& EnvironmentPolicy::BuiltIn() {
   return kNames;
 }
 
+bool HiddenEnvironment::Covers(uint64_t at, std::string_view text, bool cut) const {
+  if (at)
+    for (auto [start, end] : spans)
+      if (at >= start && at < end) return true;
+  for (const auto& v : values) {
+    if (text.find(v) != std::string_view::npos) return true;
+    // A string cut short (gdb's print elements) may end in a value's start:
+    // each place its last 8 bytes occur in the value is a candidate.
+    if (!cut || text.size() < kMinHiddenValue) continue;
+    std::string_view tail = text.substr(text.size() - kMinHiddenValue);
+    for (size_t hit = v.find(tail); hit != std::string::npos; hit = v.find(tail, hit + 1)) {
+      size_t len = hit + kMinHiddenValue;  // the value's start, up to and with the tail
+      if (len <= text.size() && text.compare(text.size() - len, len, v, 0, len) == 0) return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+void Hide(Value& v, const HiddenEnvironment& hidden) {
+  if (v.kind == Value::Kind::kPointer) {
+    for (auto& pointee : v.children)
+      if (pointee.kind == Value::Kind::kChars && hidden.Covers(v.bits, pointee.text, pointee.truncated))
+        pointee = Value{Value::Kind::kHidden};
+    return;
+  }
+  if (v.kind == Value::Kind::kChars) {
+    if (hidden.Covers(0, v.text, v.truncated)) v = Value{Value::Kind::kHidden, false, 0, 0, v.name, {}, {}};
+    return;
+  }
+  for (auto& child : v.children) Hide(child, hidden);
+}
+}  // namespace
+
+void HideEnvironmentSecrets(std::vector<Variable>& variables, const HiddenEnvironment& hidden) {
+  if (hidden.spans.empty() && hidden.values.empty()) return;
+  for (auto& var : variables)
+    if (var.value) Hide(*var.value, hidden);
+}
+
+void HideEnvironmentSecrets(Diagnosis& d, const HiddenEnvironment& hidden) {
+  if (hidden.spans.empty() && hidden.values.empty()) return;
+  auto hide = [&](auto& text) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(text)>, std::string>) {
+      if (hidden.Covers(0, text)) text = std::string(kHiddenEnvironment);
+    } else {
+      if (text && hidden.Covers(0, *text)) *text = std::string(kHiddenEnvironment);
+    }
+  };
+  hide(d.abort_message);
+  hide(d.exception_what);
+  for (auto& e : d.evidence) {
+    if (auto* x = std::get_if<evidence::AssertionFailed>(&e)) hide(x->message);
+    if (auto* x = std::get_if<evidence::MallocAborted>(&e)) hide(x->message);
+    if (auto* x = std::get_if<evidence::Terminated>(&e)) hide(x->what);
+    if (auto* x = std::get_if<evidence::AbortMessage>(&e)) hide(x->message);
+    if (auto* x = std::get_if<evidence::AbortCalled>(&e)) hide(x->message);
+  }
+}
+
 std::string WithoutCredentials(std::string value) {
   HideUrlCredentials(value);
   HideHeaderAndBearer(value);
@@ -243,11 +310,15 @@ ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& polic
   id.environment_read = true;
   // A name set twice has the value getenv returns, the first.
   std::unordered_set<std::string> seen;
-  for (const auto& entry : strings.envp) {
+  for (size_t i = 0; i < strings.envp.size(); ++i) {
+    const std::string& entry = strings.envp[i];
     size_t eq = entry.find('=');
     std::string name = entry.substr(0, eq);
     if (eq == std::string::npos || name.empty() || !policy.Keeps(name) || !seen.insert(name).second) {
       ++id.environment_hidden;
+      if (i < strings.envp_at.size()) id.hidden.spans.emplace_back(strings.envp_at[i], strings.envp_at[i] + entry.size());
+      if (eq != std::string::npos && entry.size() - eq - 1 >= kMinHiddenValue)
+        id.hidden.values.push_back(entry.substr(eq + 1));
       continue;
     }
     id.environment.emplace_back(std::move(name), WithoutCredentials(entry.substr(eq + 1)));

@@ -34,6 +34,8 @@ struct EnvironmentPolicy {
 
 // What stands where a credential was.
 inline constexpr std::string_view kHiddenValue = "<hidden>";
+// What stands for a text of the program's that quotes a hidden variable.
+inline constexpr std::string_view kHiddenEnvironment = "<hidden: environment>";
 
 // One value (a kept variable's, an argument) with its credentials hidden.
 std::string WithoutCredentials(std::string value);
@@ -56,6 +58,18 @@ struct JobIdentity {
   std::string gpus;                       // "HIP_VISIBLE_DEVICES=3"; empty when none is set
 };
 
+// The variables not shown, as a string the analysis shows must neither
+// lie in nor hold: where each "NAME=value" lies in the process, and each
+// value of 8 bytes or more (a copy of it may lie anywhere). Never shown.
+struct HiddenEnvironment {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;  // [start, end) of each string
+  std::vector<std::string> values;
+  // Whether the string read at `at` (0: where unknown) lies in a hidden
+  // variable or holds a hidden value (or, `cut` short, ends in the start of
+  // one).
+  bool Covers(uint64_t at, std::string_view text, bool cut = false) const;
+};
+
 struct ProcessIdentity {
   std::vector<std::string> argv;  // the whole command line, scrubbed (ScrubbedCommandLine); empty when not read
   std::vector<std::pair<std::string, std::string>> environment;  // the kept variables, in the process's order
@@ -63,7 +77,18 @@ struct ProcessIdentity {
   bool environment_read = false;
   std::optional<JobIdentity> job;  // nullopt when the process was no job's rank
   std::string missing;             // why the command line or environment is partial or absent
+  HiddenEnvironment hidden;
 };
+
+struct Variable;
+struct Diagnosis;
+// Each string among `variables` (behind a char pointer, a char array, at
+// any depth) that HiddenEnvironment::Covers becomes Value::Kind::kHidden.
+void HideEnvironmentSecrets(std::vector<Variable>& variables, const HiddenEnvironment& hidden);
+// Each of the program's own texts the diagnosis quotes (an assertion's, an
+// abort's or malloc's message, an exception's what()) that Covers becomes
+// kHiddenEnvironment.
+void HideEnvironmentSecrets(Diagnosis& diagnosis, const HiddenEnvironment& hidden);
 
 // `environ`: where glibc's `environ` points now, when the modules tell
 // (processor.cc reads it): a program that called setenv has its

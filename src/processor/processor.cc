@@ -103,6 +103,10 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
     if (full) {
       // The crashing thread's arguments and locals (gdb's `bt full`).
       ReadFrameVariables(crashing, modules, stack);
+      for (Frame& f : crashing.frames) {
+        HideEnvironmentSecrets(f.args, a.identity->hidden);
+        HideEnvironmentSecrets(f.locals, a.identity->hidden);
+      }
       // One disassembly per physical frame, on its first frame (its inlined
       // calls share its pc; a tail call's frames follow their callee's).
       for (size_t i = 0; i < crashing.frames.size() && crashing.frames[i].physical < kDisassembledFrames; ++i) {
@@ -115,6 +119,7 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   }
   a.diagnosis = Diagnose(core, modules, a.threads, a.fault_context, stack,
                          full ? DiagnosisDepth::kReport : DiagnosisDepth::kLabels);
+  if (a.diagnosis) HideEnvironmentSecrets(*a.diagnosis, a.identity->hidden);
   // A dataset row needs the crashing thread's Python frames alone.
   std::optional<uint64_t> only;
   if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[crashing_index].tid);

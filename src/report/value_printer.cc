@@ -171,6 +171,7 @@ std::string PrintValue(const Value& v) {
     case Kind::kChars: return Chars(v);
     case Kind::kUnreadable: return fmt::format("<error: Cannot access memory at address 0x{:x}>", v.bits);
     case Kind::kTooDeep: return "{...}";
+    case Kind::kHidden: return "<hidden: environment>";
   }
   return "?";
 }

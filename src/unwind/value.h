@@ -35,6 +35,8 @@ struct Value {
                     // string read behind a pointer); truncated: there were more than were read
     kUnreadable,    // bits: the address whose memory the core does not hold
     kTooDeep,       // nested deeper than gdb's `print max-depth` (gdb's {...})
+    kHidden,        // a string that lies in, or holds, a hidden environment variable
+                    // (processor/process_identity.h: HideEnvironmentSecrets)
   };
   Kind kind = Kind::kOptimizedOut;
   bool truncated = false;
