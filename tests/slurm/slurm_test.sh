@@ -41,11 +41,17 @@ array=$(CORONER="$dir/coroner" sbatch --parsable --export=ALL --cpus-per-task=1 
   "$src/contrib/slurm/coroner-scan.sbatch" "$dir/out" "$cores")
 merge=$(sbatch --parsable --dependency=afterok:"$array" -o "$dir/merge.log" \
   --wrap "$coroner merge --db $dir/out/fleet.db $dir/out/shard-0.db $dir/out/shard-1.db $dir/out/shard-2.db $dir/out/shard-3.db")
+released=" "
 for _ in $(seq 360); do
   [ -z "$(squeue -h -j "$array,$merge" 2>/dev/null)" ] && break
-  # Slurm holds a requeued job back for a while; this test has no time to wait.
+  # Slurm holds a requeued job back for a while; this test has no time to
+  # wait. It is released once, 2 s on: slurmd refuses a launch whose
+  # credential was made in the same second as the requeue revoked the old
+  # one ("Job credential revoked"), which fails the array and so the merge.
   for held in $(squeue -h -j "$array" -o '%i %r' | awk '$2 == "BeginTime" {print $1}'); do
-    scontrol update jobid="$held" StartTime=now
+    case $released in *" $held "*) continue ;; esac
+    scontrol update jobid="$held" StartTime=now+2
+    released="$released$held "
   done
   sleep 0.5
 done
