@@ -128,8 +128,13 @@ struct CoreOptions {
   Sysroot sysroot;  // where module paths are on disk
   // The program's files as the user gave them (--exe): for a core that
   // names no file mappings (qemu-user's), the executable is the one whose
-  // name is AT_EXECFN's (or the only one given) when the sysroot has none.
+  // name is AT_EXECFN's (or, with sole_file_is_the_program, the only one
+  // given) when the sysroot has none.
   std::vector<std::string> executable_files;
+  // One core's analysis takes a single file given as its program whatever
+  // its name, as gdb does; a scan of many programs' cores matches by name
+  // alone (another program's crash is never signed with its functions).
+  bool sole_file_is_the_program = true;
   // Read the notes and nothing after them (--registers-only): modules come
   // from NT_FILE alone, without the build-ids their header pages hold, so a
   // compressed core is decoded only as far as its notes.

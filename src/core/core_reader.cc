@@ -658,7 +658,8 @@ class CoreReader {
       ModuleFileInfo info;
       auto base = [](std::string_view p) { return p.substr(p.rfind('/') + 1); };
       for (const auto& f : options_.executable_files) {
-        if (!(program && options_.executable_files.size() == 1) && base(f) != base(path)) continue;
+        bool sole = program && options_.sole_file_is_the_program && options_.executable_files.size() == 1;
+        if (!sole && base(f) != base(path)) continue;
         info = LookUpModuleFile(f);
         if (info.state == ModuleFileInfo::State::kFound && info.machine == machine) return info;
       }

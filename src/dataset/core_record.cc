@@ -236,6 +236,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     CoreOptions core_options = CoreOptionsFor(depth);
     core_options.sysroot = options.sysroot;
     core_options.executable_files = options.exe_files;
+    core_options.sole_file_is_the_program = false;  // many programs' cores: by name
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
       r.status = "error";
