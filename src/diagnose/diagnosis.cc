@@ -311,7 +311,11 @@ class Diagnoser {
     std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
     if (!base) return std::nullopt;
     uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
-    if (op_->index) e += SizedRegValue(regs_, *op_->index) * static_cast<uint64_t>(op_->scale);
+    if (op_->index) {
+      uint64_t index = SizedRegValue(regs_, *op_->index);
+      if (op_->index_sign_extended) index = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(index)));
+      e += index * static_cast<uint64_t>(op_->scale);
+    }
     return e;
   }
 
@@ -577,6 +581,17 @@ class Diagnoser {
     std::optional<uint64_t> effective = EffectiveAddress();
     uint64_t addr = sent ? effective.value_or(sig_.fault_address.value_or(0)) : sig_.fault_address.value_or(0);
     uint64_t pc = regs_.pc();
+    using evidence::BadAddress;
+    constexpr int kSegvMteAsync = 8, kSegvMteSync = 9;
+    const bool a64 = regs_.arch == Arch::kAarch64;
+    // An asynchronous MTE tag check fault is reported after the access, at
+    // a later pc and with no address (si_addr 0): a tag mismatch, neither a
+    // NULL dereference nor the instruction at pc's doing.
+    if (a64 && sig_.code == kSegvMteAsync) {
+      evidence::BadAccess e{std::nullopt, Where(modules_, pc), std::nullopt, BadAddress::kTagMismatch, false};
+      e.asynchronous = true;
+      return Decide(Syndrome::kBadPointer, std::move(e));
+    }
     if (!kernel && addr < kNullPages) {
       if (base && base->second < kNullPages) {
         d_.null_register = base->first;
@@ -587,10 +602,7 @@ class Diagnoser {
     }
     if (WriteToReadonly(kernel ? std::nullopt : std::optional<uint64_t>(addr))) return;
     uint64_t a = Untagged(kernel ? effective.value_or(0) : addr);
-    using evidence::BadAddress;
-    constexpr int kSegvMteAsync = 8, kSegvMteSync = 9;
-    const bool a64 = regs_.arch == Arch::kAarch64;
-    BadAddress why = (sig_.code == kSegvMteAsync || sig_.code == kSegvMteSync) && a64 ? BadAddress::kTagMismatch
+    BadAddress why = sig_.code == kSegvMteSync && a64 ? BadAddress::kTagMismatch
                      : !Canonical(a)            ? (a64 ? BadAddress::kBeyondUserSpace : BadAddress::kNonCanonical)
                      : !core_.memory().Find(a)  ? BadAddress::kUnmapped
                      : a % 8 != 0               ? BadAddress::kMisaligned

@@ -183,6 +183,7 @@ struct BadAccess {
   std::optional<uint64_t> address;  // absent: a general-protection fault with no operand to compute it from
   BadAddress why = BadAddress::kUnmapped;
   bool general_protection = false;  // SI_KERNEL: the kernel gives no address
+  bool asynchronous = false;        // reported after the access (SEGV_MTEAERR): no address, not pc's instruction
 };
 // The value of the operand's base register.
 struct BaseRegister {

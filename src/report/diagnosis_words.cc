@@ -153,6 +153,11 @@ struct Sentence {
            e.where + " dereferenced NULL.";
   }
   std::string operator()(const evidence::BadAccess& e) const {
+    if (e.asynchronous)
+      return "An asynchronous MTE tag check fault in " + e.where +
+             ": an access since the last check used a pointer whose tag does not match the memory's (a use after free "
+             "or an overrun the tags caught); the kernel reports it late, so the address and the instruction are "
+             "unknown (tag mismatch, address unknown).";
     return Quoted(e.instruction, "the instruction") + " in " + e.where + " accessed " +
            (e.address ? Hex(*e.address) : std::string("a bad address")) + ", which is " + BadAddressText(e.why) +
            (e.general_protection

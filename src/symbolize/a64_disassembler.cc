@@ -119,6 +119,12 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
     m.base = GeneralRegister(d.handle(), op.mem.base);
     m.index = GeneralRegister(d.handle(), op.mem.index);
     m.displacement = op.mem.disp;
+    // A register index is extended (uxtw, sxtw, sxtx) and shifted
+    // (lsl #3, sxtw #2) before it is added: a[i] on an 8-byte element.
+    if (m.index) {
+      if (op.shift.type == ARM64_SFT_LSL && op.shift.value < 8) m.scale = 1 << op.shift.value;
+      m.index_sign_extended = op.ext == ARM64_EXT_SXTW;
+    }
     // Stores, and the atomics that read and write (Capstone 4's access
     // flags mark every store's operand read-write).
     m.writes = StartsWith(m.mnemonic, "st") || StartsWith(m.mnemonic, "swp") || StartsWith(m.mnemonic, "cas") ||

@@ -31,7 +31,8 @@ struct MemoryOperand {
   // Absent when the operand has none; Reg::rip for rip-relative. A vector
   // index (VSIB) is none of the general registers: absent too.
   std::optional<SizedReg> base, index;
-  int scale = 1;
+  int scale = 1;  // x86_64's scale; aarch64's index shift as a factor (lsl #3: 8)
+  bool index_sign_extended = false;  // aarch64's sxtw: the 32-bit index sign-extended before the shift
   int64_t displacement = 0;
   bool is_ret = false, is_call = false;
   bool writes = false;  // the instruction writes its memory operand (a store, or read-modify-write)

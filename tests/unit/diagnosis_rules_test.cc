@@ -315,6 +315,56 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
   }
 }
 
+// aarch64's register index is extended and shifted before it is added:
+// a[0x4000] on a NULL `long *` (ldr x0, [x0, x1, lsl #3]) is 0x20000, past
+// the NULL pages; a[-1] through a 32-bit index (sxtw #2) is 4 bytes below
+// the base, not 4 GiB above it. (A sent signal: the operand decides the
+// address, as for qemu's cores without siginfo.)
+TEST(DiagnosisRules, AnAarch64IndexIsShiftedAndExtended) {
+  Machine m;
+  m.arch = Arch::kAarch64;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x00, 0x78, 0x61, 0xf8};  // ldr x0, [x0, x1, lsl #3]
+  m.regs[0] = 0;
+  m.regs[1] = 0x4000;
+  m.code = -6;  // SI_TKILL
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
+  const auto* bad = Fact<evidence::BadAccess>(d);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->address, 0x20000u);
+  Machine low = m;
+  low.regs[1] = 0x100;  // a[0x100]: 0x800, within the NULL pages
+  EXPECT_EQ(Diagnose(low).syndrome, Syndrome::kNullDeref) << Name(Diagnose(low));
+  Machine minus = m;
+  minus.code_bytes[m.rip] = {0x00, 0xd8, 0x61, 0xb8};  // ldr w0, [x0, w1, sxtw #2]
+  minus.regs[0] = 0x7000000010ull;
+  minus.regs[1] = 0xffffffffull;  // w1 = -1
+  d = Diagnose(minus);
+  bad = Fact<evidence::BadAccess>(d);
+  ASSERT_TRUE(bad) << Name(d);
+  EXPECT_EQ(bad->address, 0x700000000cull);
+}
+
+// An asynchronous MTE tag check fault (SEGV_MTEAERR) comes late, with
+// si_addr 0: a tag mismatch whose address is unknown, not a NULL
+// dereference by the instruction at pc.
+TEST(DiagnosisRules, AnAsynchronousTagCheckFaultIsNoNullDereference) {
+  Machine m;
+  m.arch = Arch::kAarch64;
+  m.rip = kCode + 0x20;
+  m.code_bytes[m.rip] = {0x20, 0x00, 0x80, 0xd2};  // mov x0, #1: dereferences nothing
+  m.code = 8;  // SEGV_MTEAERR
+  m.fault_address = 0;
+  Diagnosis d = Diagnose(m);
+  EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
+  const auto* bad = Fact<evidence::BadAccess>(d);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->why, evidence::BadAddress::kTagMismatch);
+  EXPECT_FALSE(bad->address);
+  EXPECT_NE(EvidenceSentence(*bad).find("tag mismatch, address unknown"), std::string::npos) << EvidenceSentence(*bad);
+}
+
 // aarch64 checks the stack pointer's alignment on every load and store
 // based on it: SIGBUS, BUS_ADRALN there with sp 8 bytes off is a
 // misaligned stack, named with sp's value. The same instruction with sp
