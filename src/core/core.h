@@ -219,8 +219,9 @@ class Core {
   // What could not be read, in words ("notes cut at offset 0x1000: ..."),
   // the source's problems last.
   std::vector<std::string> missing() const;
-  // True when a read failed in a way that may not fail another time (a
-  // remote server's error): the analysis is not the core's final answer.
+  // True when a read failed (a remote server's error, which may not fail
+  // another time) or met corrupt data (a decoder's error): the analysis is
+  // not the core's final answer, and its row says io.
   bool read_failed() const;
   // Oddities in structure that did not stop the read.
   const std::vector<std::string>& soft_errors() const { return soft_errors_; }

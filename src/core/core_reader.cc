@@ -979,7 +979,9 @@ std::vector<std::string> Core::missing() const {
 bool Core::read_failed() const {
   auto problems = source_->Problems();
   return std::any_of(problems.begin(), problems.end(),
-                     [](const SourceProblem& p) { return p.kind == SourceProblem::Kind::kFailed; });
+                     [](const SourceProblem& p) {
+                       return p.kind == SourceProblem::Kind::kFailed || p.kind == SourceProblem::Kind::kCorrupt;
+                     });
 }
 
 std::unique_ptr<Core> Core::Assemble(CoreParts parts) {

@@ -253,7 +253,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
       if ((*core)->read_failed()) {
         r.status = "error";
         for (const auto& p : owned->Problems()) {
-          if (p.kind != SourceProblem::Kind::kFailed) continue;
+          if (p.kind != SourceProblem::Kind::kFailed && p.kind != SourceProblem::Kind::kCorrupt) continue;
           r.error = ValidUtf8("io: " + p.what);
           break;
         }

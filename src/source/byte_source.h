@@ -37,6 +37,7 @@ struct SourceProblem {
     kFailed,  // the storage failed: the same read may succeed another time
     kCut,     // the data ends before its own structure says it does
     kBudget,  // a bound on the work for one core was reached
+    kCorrupt, // the data is corrupt (a decoder's error): nothing past it can be read
   };
   Kind kind;
   std::string what;  // one line

@@ -293,7 +293,13 @@ class CompressedSource final : public ByteSource {
     auto r = decoder_->Step(std::span(in_buf_).subspan(in_pos_, in_len_ - in_pos_), consumed,
                             std::span(current_).subspan(old, room), produced, ended, boundary);
     current_.resize(old + (r.ok() ? produced : 0));
-    if (!r.ok()) return r.error();
+    if (!r.ok()) {
+      // Reads that meet it get no bytes: the core must say why, not pass
+      // for one whose memory is merely absent.
+      problems_.Add(SourceProblem::Kind::kCorrupt, r.error().message + " (after " + std::to_string(decoded_) +
+                                                       " bytes decoded)");
+      return r.error();
+    }
     in_pos_ += consumed;
     decoded_ += produced;
     total_decoded_ += produced;
@@ -311,9 +317,10 @@ class CompressedSource final : public ByteSource {
       }
     }
     if (consumed == 0 && produced == 0 && in_pos_ < in_len_ && ++stalls_ > 4) {
-      return MakeError(ErrorKind::kIo, std::string(CompressionName(compression_)) +
-                                           ": decoder makes no progress at compressed offset " +
-                                           std::to_string(in_offset_ - in_len_ + in_pos_));
+      std::string what = std::string(CompressionName(compression_)) + ": decoder makes no progress at compressed offset " +
+                         std::to_string(in_offset_ - in_len_ + in_pos_);
+      problems_.Add(SourceProblem::Kind::kCorrupt, what);
+      return MakeError(ErrorKind::kIo, what);
     }
     if (consumed != 0 || produced != 0) stalls_ = 0;
     if (ended) ended_ = true;

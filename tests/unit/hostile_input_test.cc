@@ -339,6 +339,35 @@ TEST(HostileInput, CutCompressedCoresSayTheyAreCut) {
   }
 }
 
+// A compressed core whose decoder fails after the notes (a flipped byte in
+// its checksum or its data): the failure is the source's problem, said in
+// `missing` and `truncated`, and the scan's row is an io error (which the
+// next scan retries), never an `ok` row with a short signature.
+TEST(HostileInput, ACorruptCompressedStreamIsASourceProblem) {
+  Scratch s("corrupt");
+  for (const char* name : {"null_deref-O0.core.zst", "null_deref-O0.core.lz4", "many_threads-O0.core.xz"}) {
+    SCOPED_TRACE(name);
+    std::string whole = ReadText(testing::ZooDir() + "/cores/" + name);
+    ASSERT_GT(whole.size(), 4096u);
+    std::string bad = whole;
+    bad[bad.size() - 3] = static_cast<char>(bad[bad.size() - 3] ^ 0x55);  // the stream's check, or its footer
+    std::string path = s / (std::string("flipped-") + name);
+    WriteText(path, bad);
+    auto r = Coroner("analyze --json " + path);
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    Json j = Json::parse(r.out);
+    EXPECT_EQ(j["core"]["truncated"], true);
+    std::string missing = j["core"]["missing"].dump();
+    EXPECT_NE(missing.find("bytes decoded"), std::string::npos) << missing;
+    std::string db = path + ".db";
+    ASSERT_EQ(Coroner("scan " + path + " --db " + db).status, 0);
+    auto rows = Coroner("query --json --db " + db + " \"SELECT status, error FROM cores\"");
+    Json row = Json::parse(rows.out).at(0);
+    EXPECT_EQ(row["status"], "error") << rows.out;
+    EXPECT_EQ(row["error"].get<std::string>().rfind("io: ", 0), 0u) << rows.out;
+  }
+}
+
 // Reads that alternate between the two ends of a long stream restart the
 // decoder each time; past three passes over the stream plus 4 GiB of
 // decoding, such reads are refused and the source says so.
