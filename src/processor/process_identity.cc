@@ -317,7 +317,10 @@ ProcessIdentity IdentifyProcess(const Core& core, const EnvironmentPolicy& polic
     if (eq == std::string::npos || name.empty() || !policy.Keeps(name) || !seen.insert(name).second) {
       ++id.environment_hidden;
       if (i < strings.envp_at.size()) id.hidden.spans.emplace_back(strings.envp_at[i], strings.envp_at[i] + entry.size());
-      if (eq != std::string::npos && entry.size() - eq - 1 >= kMinHiddenValue)
+      // A copy of the value may lie anywhere; a value that is a path (PWD,
+      // HOME, PATH, `_`) names a place, not a secret, and would hide every
+      // file name under it: only its own bytes are hidden.
+      if (eq != std::string::npos && entry.size() - eq - 1 >= kMinHiddenValue && entry[eq + 1] != '/')
         id.hidden.values.push_back(entry.substr(eq + 1));
       continue;
     }

@@ -60,7 +60,8 @@ struct JobIdentity {
 
 // The variables not shown, as a string the analysis shows must neither
 // lie in nor hold: where each "NAME=value" lies in the process, and each
-// value of 8 bytes or more (a copy of it may lie anywhere). Never shown.
+// value of 8 bytes or more that is not a path (a copy of it may lie
+// anywhere). Never shown.
 struct HiddenEnvironment {
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [start, end) of each string
   std::vector<std::string> values;
