@@ -200,6 +200,9 @@ class Core {
   const std::optional<SignalInfo>& signal() const { return signal_; }
   const Auxv& auxv() const { return auxv_; }
   const std::vector<FileMapping>& files() const { return files_; }
+  // The core names its mapped files (an NT_FILE note, as every kernel's
+  // core since Linux 3.7 has; qemu-user writes none).
+  bool has_file_note() const { return file_note_; }
   // The file mapping holding addr; nullptr for anonymous memory.
   const FileMapping* FileAt(uint64_t addr) const;
   const std::vector<Module>& modules() const { return modules_; }
@@ -248,6 +251,7 @@ class Core {
   std::vector<FileMapping> files_;
   std::vector<Module> modules_;
   bool truncated_ = false;
+  bool file_note_ = false;
   uint64_t amdgpu_state_bytes_ = 0;
   std::vector<std::string> missing_;
   std::vector<std::string> soft_errors_;

@@ -489,6 +489,7 @@ class CoreReader {
       files.push_back(std::move(m));
     }
     c_.files_ = std::move(files);
+    c_.file_note_ = true;
   }
 
   void Finish() {
@@ -994,6 +995,7 @@ std::unique_ptr<Core> Core::Assemble(CoreParts parts) {
   core->signal_ = std::move(parts.signal);
   core->auxv_ = std::move(parts.auxv);
   core->files_ = std::move(parts.files);
+  core->file_note_ = true;  // a line names its modules' mappings, as NT_FILE would
   core->modules_ = std::move(parts.modules);
   core->missing_ = std::move(parts.missing);
   return core;

@@ -85,6 +85,9 @@ bool ModuleMap::IsCode(uint64_t pc) const {
 }
 
 bool ModuleMap::IsJitCode(uint64_t pc) const {
+  // A core that names no mapped files (qemu-user's) cannot tell a JIT's
+  // code from a module whose file was not found: neither is called JIT.
+  if (!core_.has_file_note()) return false;
   const Segment* s = core_.memory().Find(pc);
   return s && s->exec && !Find(pc) && !core_.FileAt(pc);
 }

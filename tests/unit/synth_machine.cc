@@ -25,6 +25,11 @@ std::unique_ptr<Core> OpenMachine(const Machine& m) {
   for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
   core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
   core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
+  // A kernel's core names its mapped files; these name none (their code
+  // page is no file's: JIT code).
+  std::vector<std::byte> no_files(16, std::byte{0});
+  Put64(no_files, 8, 4096);
+  core.AddNote("CORE", 0x46494c45 /* NT_FILE */, no_files);
   std::vector<std::byte> code(4096, std::byte{0xcc});  // int3 everywhere else
   if (a64)
     for (size_t i = 0; i < code.size(); i += 4) Put32(code, i, 0xd4200000);  // brk #0

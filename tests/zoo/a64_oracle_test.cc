@@ -316,6 +316,29 @@ TEST(A64Zoo, ScanTakesTheProgramFilesAsAnalyzeDoes) {
   fs::remove_all(dir);
 }
 
+// A qemu core (no NT_FILE) whose program's file is not where it was: the
+// code it ran is no module's, but nothing says it was a JIT's.
+TEST(A64Zoo, CodeOfAMissingProgramIsNotCalledJit) {
+  namespace fs = std::filesystem;
+  fs::path empty = fs::temp_directory_path() / ("coroner-a64-empty-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  for (const auto& z : testing::LoadA64Zoo()) {
+    if (z.variant != "null_deref-O0") continue;
+    auto r = testing::Coroner("analyze --json --sysroot aarch64=" + empty.string() + " " + z.core);
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    for (const auto& f : j["threads"][0]["frames"]) EXPECT_FALSE(f["jit"].get<bool>()) << f.dump();
+    EXPECT_EQ(r.out.find("JIT"), std::string::npos) << r.out.substr(0, 3000);
+    // With the program's file given, the frame is its function.
+    auto found = testing::Coroner("analyze --json --sysroot aarch64=" + std::string(testing::kA64Sysroot) + " --exe " +
+                                  z.binary + " " + z.core);
+    ASSERT_EQ(found.status, 0) << found.err;
+    auto frame = nlohmann::json::parse(found.out)["threads"][0]["frames"][0];
+    EXPECT_TRUE(frame["function"].is_string() && !frame["function"].get<std::string>().empty()) << frame.dump();
+  }
+  fs::remove_all(empty);
+}
+
 // A mixed fleet: the x86_64 zoo's kernel-made cores and the aarch64 zoo's
 // qemu-made ones scanned into one dataset, as a scan of a bucket of both
 // reads them, the aarch64 ones with their machine's tree
