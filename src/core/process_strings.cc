@@ -170,6 +170,9 @@ ProcessStrings ReadProcessStrings(const Core& core, std::optional<uint64_t> envi
       }
       if (!s) s = memory.ReadCString(p, limit);
       if (!s) {
+        // Scanned all the same: a million pointers to one string without
+        // an end must not scan it a million times.
+        total += limit;
         ++unreadable;
         continue;
       }

@@ -49,6 +49,7 @@ struct Stack {
   std::optional<uint64_t> argc_override;
   bool unterminated_last_env = false;
   size_t trailing_nulls = 0;  // after envp's NULL: what each unsetenv leaves
+  std::vector<std::pair<uint64_t, std::vector<std::byte>>> other_loads;  // more memory: a heap
   uint64_t top = kStackTop;   // where the stack ends
   Arch arch = Arch::kX86_64;
   uint64_t present = UINT64_MAX;  // bytes of the segment in the core, from its start
@@ -106,6 +107,7 @@ std::vector<std::byte> BuildCore(const Stack& s) {
   synth.AddNote("CORE", 6, testing::SynthCore::Auxv(auxv));
   std::vector<std::byte> data = mem;
   if (s.present < data.size()) data.resize(s.present);
+  for (const auto& [load_at, bytes] : s.other_loads) synth.AddLoad(load_at, bytes.size(), bytes, 6);
   synth.AddLoad(base, s.size, data, 6);  // rw-
   if (s.present < s.size) synth.loads.back().fake_filesz = s.size;
   return synth.Build();
@@ -210,6 +212,27 @@ TEST(ProcessStrings, TenMegabytesOfEnvironmentAreBounded) {
   EXPECT_FALSE(p.found);
   EXPECT_EQ(p.missing, "the stack holds no copy of the auxiliary vector");
   EXPECT_TRUE(p.envp.empty());
+}
+
+// glibc's environ moved to a heap of 100,000 pointers to one string with
+// no end: the failed reads are charged to the 8 MiB budget like the
+// others, so the string is not scanned 100,000 times.
+TEST(ProcessStrings, PointersToAStringWithoutEndSpendTheBudget) {
+  constexpr uint64_t kHeap = 0x10000000, kText = 0x20000000;
+  constexpr size_t kPointers = 100000;
+  std::vector<std::byte> heap(8 * kPointers + 8);
+  for (size_t i = 0; i < kPointers; ++i) testing::Put64(heap, 8 * i, kText);
+  Stack s;
+  s.argv = {"prog"};
+  s.envp = {"A=1"};
+  s.other_loads = {{kHeap, heap}, {kText, std::vector<std::byte>(kMaxProcessString + 4096, std::byte{'x'})}};
+  auto core = Core::Open(MakeMemorySource(BuildCore(s)), CoreOptions{.check_module_files = false});
+  ASSERT_TRUE(core.ok()) << core.error().message;
+  ProcessStrings p = ReadProcessStrings(**core, kHeap);
+  EXPECT_TRUE(p.found);
+  EXPECT_TRUE(p.from_environ);
+  EXPECT_TRUE(p.envp.empty());
+  EXPECT_EQ(p.missing, "the command line and environment are cut at 8388608 bytes");
 }
 
 TEST(JobIdentity, WhichVariableWins) {
