@@ -93,8 +93,9 @@ constexpr uint64_t kA64Reserved = kA64Sigcontext + 288;
 constexpr uint64_t kA64ReservedSize = 4096;
 constexpr uint32_t kEsrMagic = 0x45535201;
 
-// The signal the kernel raises for an exception syndrome (arch/arm64/mm/fault.c).
-std::optional<SignalInfo> FromEsr(uint64_t esr, uint64_t fault_address, uint64_t pc) {
+}  // namespace
+
+std::optional<SignalInfo> SignalFromEsr(uint64_t esr, uint64_t fault_address, uint64_t pc, bool mapped) {
   SignalInfo s;
   s.source = SignalInfo::Source::kSigcontext;
   const uint32_t ec = static_cast<uint32_t>(esr >> 26) & 0x3f, fsc = esr & 0x3f;
@@ -105,6 +106,10 @@ std::optional<SignalInfo> FromEsr(uint64_t esr, uint64_t fault_address, uint64_t
         s.signo = SIGBUS, s.code = BUS_ADRALN;
       } else if (fsc == 0x11) {  // synchronous tag check fault (MTE)
         s.signo = SIGSEGV, s.code = 9;  // SEGV_MTESERR
+      } else if (fsc == 0x10 || fsc == 0x18) {  // synchronous external abort, parity or ECC error
+        s.signo = SIGBUS, s.code = BUS_OBJERR;
+      } else if ((fsc & 0x3c) == 0x04) {  // translation fault: the mappings decide
+        s.signo = SIGSEGV, s.code = mapped ? SEGV_ACCERR : SEGV_MAPERR;
       } else {
         s.signo = SIGSEGV;
         s.code = (fsc & 0x3c) == 0x0c || (fsc & 0x3c) == 0x08 ? SEGV_ACCERR : SEGV_MAPERR;
@@ -129,6 +134,8 @@ std::optional<SignalInfo> FromEsr(uint64_t esr, uint64_t fault_address, uint64_t
   }
 }
 
+namespace {
+
 std::optional<FaultContext> ReadA64SignalFrame(const Core& core, const Thread& thread, uint64_t frame,
                                                StackMemory& memory) {
   FaultContext fc;
@@ -150,7 +157,7 @@ std::optional<FaultContext> ReadA64SignalFrame(const Core& core, const Thread& t
     at += size;
   }
   std::optional<SignalInfo> from_esr;
-  if (fc.esr) from_esr = FromEsr(*fc.esr, fault_address, fc.registers.pc());
+  if (fc.esr) from_esr = SignalFromEsr(*fc.esr, fault_address, fc.registers.pc(), core.memory().Find(fault_address));
   // The siginfo is copied only for SA_SIGINFO handlers: believed when it is
   // a plausible signal, and the ESR's when the kernel saved one.
   if (auto s = FrameSiginfo(memory, frame); s && (!from_esr || from_esr->signo == s->signo)) {

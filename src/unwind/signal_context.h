@@ -31,6 +31,15 @@ struct FaultContext {
 // "SP alignment fault". Empty for a class it does not know.
 std::string EsrDescription(uint64_t esr);
 
+// The signal the kernel raises for an aarch64 exception syndrome at
+// `fault_address` (arch/arm64/mm/fault.c's table): a translation fault is
+// SEGV_ACCERR where a mapping holds the address (`mapped`: a write to a
+// read-only page never touched) and SEGV_MAPERR where none does; an access
+// flag or permission fault SEGV_ACCERR; a synchronous external abort or a
+// parity/ECC error (a hardware memory error) SIGBUS, BUS_OBJERR. nullopt
+// for a class no user fault has.
+std::optional<SignalInfo> SignalFromEsr(uint64_t esr, uint64_t fault_address, uint64_t pc, bool mapped);
+
 // The kernel's rt_sigframe above the signal trampoline frame `trampoline`
 // (on x86_64 its sp is the ucontext's address; on aarch64 the frame's, the
 // siginfo first): registers and siginfo. The siginfo is

@@ -232,6 +232,21 @@ TEST(A64Zoo, ExceptionSyndromesInWords) {
   EXPECT_EQ(EsrDescription(0x9a000000), "SP alignment fault");
   EXPECT_EQ(EsrDescription(0x02000000), "undefined instruction");
   EXPECT_EQ(EsrDescription(0xbe000000), "");  // SError: not a class a user fault has
+  // The signal the kernel raises for each (arch/arm64/mm/fault.c): a
+  // translation fault's code is the mappings' to decide.
+  using Sig = std::pair<int, int>;
+  auto sig = [](uint64_t esr, bool mapped) {
+    auto s = SignalFromEsr(esr, 0x7f0000001000, 0x400000, mapped);
+    return s ? Sig{s->signo, s->code} : Sig{0, 0};
+  };
+  EXPECT_EQ(sig(0x92000046, true), Sig(SIGSEGV, SEGV_ACCERR));  // a write to a read-only page never touched
+  EXPECT_EQ(sig(0x92000046, false), Sig(SIGSEGV, SEGV_MAPERR));
+  EXPECT_EQ(sig(0x9200004f, true), Sig(SIGSEGV, SEGV_ACCERR));  // permission fault
+  EXPECT_EQ(sig(0x92000010, true), Sig(SIGBUS, BUS_OBJERR));    // synchronous external abort: memory error
+  EXPECT_EQ(sig(0x92000018, true), Sig(SIGBUS, BUS_OBJERR));    // parity or ECC error
+  EXPECT_EQ(sig(0x92000061, true), Sig(SIGBUS, BUS_ADRALN));
+  EXPECT_EQ(sig(0x92000011, true), Sig(SIGSEGV, 9));            // SEGV_MTESERR
+  EXPECT_EQ(sig(0xbe000000, true), Sig(0, 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(A64Zoo, A64ZooTest, ::testing::ValuesIn(testing::LoadA64Zoo()), testing::ZooTestName);
