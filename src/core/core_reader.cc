@@ -530,13 +530,28 @@ class CoreReader {
   void PlanReads() {
     constexpr uint64_t kBelowSp = 16 << 10, kAboveSp = 256 << 10, kCrashingAboveSp = 8 << 20, kPage = 4096;
     constexpr uint64_t kJitCode = 16 << 20;
+    // A hostile core (thousands of threads over tens of thousands of tiny
+    // segments) must not make the plan itself the cost: each window starts
+    // at its first segment (they are sorted), ranges contiguous in the file
+    // are one, and the plan stops at kMaxPlanVisits segments looked at or
+    // kMaxPlanRanges ranges (what it leaves out is read when asked).
+    constexpr size_t kMaxPlanVisits = 1 << 20, kMaxPlanRanges = 1 << 16;
+    const std::vector<Segment>& segments = c_.memory_->segments();
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    size_t visits = 0;
     auto add = [&](uint64_t from, uint64_t to) {
-      for (const Segment& s : c_.memory_->segments()) {
+      auto it = std::upper_bound(segments.begin(), segments.end(), from,
+                                 [](uint64_t v, const Segment& s) { return v < s.vaddr; });
+      if (it != segments.begin()) --it;
+      for (; it != segments.end() && it->vaddr < to; ++it) {
+        if (++visits > kMaxPlanVisits || ranges.size() >= kMaxPlanRanges) return;
+        const Segment& s = *it;
         uint64_t dumped_end = s.vaddr + s.filesz;
         if (s.filesz == 0 || to <= s.vaddr || from >= dumped_end) continue;
         uint64_t a = std::max(from, s.vaddr), b = std::min(to, dumped_end);
-        ranges.emplace_back(s.offset + (a - s.vaddr), s.offset + (b - s.vaddr));
+        uint64_t lo = s.offset + (a - s.vaddr), hi = s.offset + (b - s.vaddr);
+        if (!ranges.empty() && ranges.back().second == lo) ranges.back().second = hi;
+        else ranges.emplace_back(lo, hi);
       }
     };
     auto saturating_add = [](uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; };

@@ -339,6 +339,25 @@ TEST(HostileInput, CutCompressedCoresSayTheyAreCut) {
   }
 }
 
+// 4,096 threads whose stacks lie over 60,000 one-byte segments: the read
+// plan (one range per thread and overlapping segment, before) stays small
+// and quick, and the core is analyzed (a hang here is the test's timeout).
+TEST(HostileInput, ThousandsOfThreadsOverTinySegmentsKeepThePlanSmall) {
+  Scratch s("plan");
+  constexpr uint64_t kBase = 0x7f0000000000;
+  testing::SynthCore core;
+  for (int t = 0; t < 4096; ++t)
+    core.AddNote("CORE", 1, testing::SynthCore::Prstatus(1000 + t, t == 0 ? 11 : 0, 0, kBase + 16 * (t % 1024)));
+  for (int i = 0; i < 60000; ++i) core.AddLoad(kBase + 16 * static_cast<uint64_t>(i), 16, {std::byte{0x11}}, 6);
+  std::string path = s / "plan.core";
+  auto bytes = core.Build();
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+  auto r = Coroner("analyze --json " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Json::parse(r.out)["threads"].size(), 4096u);
+}
+
 // A compressed core whose decoder fails after the notes (a flipped byte in
 // its checksum or its data): the failure is the source's problem, said in
 // `missing` and `truncated`, and the scan's row is an io error (which the
