@@ -623,9 +623,11 @@ volatile unsigned long coroner_crashlog_lines_dropped;
 
 /* The descriptor to write the line to, and whether it was opened for it
  * (then closed after). A descriptor of the program's is taken when it is
- * still the one given at install, or a stream (pipe, socket, terminal), or
- * a file opened for append (a log the program moved there); a stream is
- * reopened non-blocking through /proc, a new open file description, so the
+ * still the one given at install (device and inode), or a pipe or terminal
+ * (a stderr the program redirected), or a file opened for append (a log it
+ * moved there); a socket only when it is the install's (another may be a
+ * database's connection on a reused number). A pipe or terminal is reopened
+ * non-blocking through /proc, a new open file description, so the
  * program's own stays as it is. -1 when none fits. */
 static int destination(int* opened, int* is_socket) {
   *opened = *is_socket = 0;
@@ -639,7 +641,7 @@ static int destination(int* opened, int* is_socket) {
   int flags = fcntl(dest_fd, F_GETFL);
   if (S_ISSOCK(st.st_mode)) {
     *is_socket = 1;
-    return dest_fd;
+    return same ? dest_fd : -1;
   }
   if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
     if (flags >= 0 && (flags & O_NONBLOCK)) return dest_fd;

@@ -29,6 +29,8 @@
  *   closefrom_db    3: a child closes every descriptor from 3, opens its
  *                   database (descriptor 3) and faults: the database holds
  *                   only what the child wrote
+ *   reused_socket   3: a child's stderr number is a socket of its own when
+ *                   it faults: the peer receives nothing
  *   siginterrupt    5: siginterrupt(SIGALRM, 1) then signal(): a timer
  *                   interrupts a read that would block for ever
  *   flagprobe       6: sigaction(2)'s probe for flag support, SA_RESTORER,
@@ -64,6 +66,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -391,6 +394,25 @@ int main(int argc, char** argv) {
     int db = open("db", O_RDONLY);
     ssize_t n = db < 0 ? -1 : read(db, buf, sizeof buf);
     printf("child: signal %d; its database holds %zd bytes\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0, n);
+    return 0;
+  }
+  if (mode_is(mode, "reused_socket")) {
+    /* The line's descriptor (stderr) closed, and its number taken by a
+     * socket of the program's (a database's connection): nothing of the
+     * library's may reach the peer. */
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;
+    pid_t c = fork();
+    if (c == 0) {
+      dup2(sv[0], 2);
+      _exit(*(volatile int*)0);
+    }
+    close(sv[0]);
+    int status;
+    waitpid(c, &status, 0);
+    char buf[4096];
+    ssize_t n = recv(sv[1], buf, sizeof buf, MSG_DONTWAIT);
+    printf("child: signal %d; its peer received %zd bytes\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0, n < 0 ? 0 : n);
     return 0;
   }
   if (mode_is(mode, "siginterrupt")) {

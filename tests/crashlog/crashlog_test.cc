@@ -625,6 +625,7 @@ const std::vector<BenignCase> kBenign = {
     {"full_pipe", 0, 0, "child: signal 11; its stderr held 65436 bytes, 100 short of full\n", 0, LinesTo::kStderr},
     // 3: the child's line goes to the log, not into its database.
     {"closefrom_db", 0, 0, "child: signal 11; its database holds 8 bytes\n", 1},
+    {"reused_socket", 0, 0, "child: signal 11; its peer received 0 bytes\n", 0, LinesTo::kStderr},
     {"siginterrupt", 0, 0, "read returned -1, interrupted\n", 0},
     {"flagprobe", 0, 0, "unsupported flag read back 0, tag bits 1, restorer 1, kill in mask 0, stop in mask 0\n", 0},
     {"race", 0, 0, "rounds where the action read back is not the one that ran: 0\n", 0},
