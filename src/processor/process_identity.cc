@@ -65,24 +65,34 @@ void HideUrlCredentials(std::string& s) {
 
 // Every "NAME=value" whose NAME looks secret, where a name may begin (the
 // start, after dashes, '?', '&', ';', ',' or a space): its value, to the
-// next separator, hidden.
+// next separator, hidden. One pass: each name is scanned once, and the
+// result is built as it goes (an argument may be 128 KiB of pairs).
 void HideSecretPairs(std::string& s) {
+  std::string out;
+  size_t copied = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     bool starts = i == 0 || std::string_view("?&;, \t").find(s[i - 1]) != std::string_view::npos ||
                   (s[i - 1] == '-' && (i == 1 || s[i - 2] == '-' || s[i - 2] == ' '));
     if (!starts || !IsNameChar(s[i]) || s[i] == '-') continue;
     size_t eq = i;
     while (eq < s.size() && IsNameChar(s[eq])) ++eq;
-    if (eq >= s.size() || s[eq] != '=' || !LooksSecret(std::string_view(s).substr(i, eq - i))) continue;
-    size_t end = s.find_first_of("&;, \t", eq + 1);
-    if (end == std::string::npos) end = s.size();
-    if (end > eq + 1) s.replace(eq + 1, end - eq - 1, kHiddenValue);
-    i = eq;
+    size_t name = i;
+    i = eq;  // the name's own characters start no other name
+    if (eq >= s.size() || s[eq] != '=' || !LooksSecret(std::string_view(s).substr(name, eq - name))) continue;
+    size_t end = std::min(s.find_first_of("&;, \t", eq + 1), s.size());
+    if (end == eq + 1) continue;
+    out.append(s, copied, eq + 1 - copied);
+    out += kHiddenValue;
+    copied = end;
+    i = end - 1;
   }
+  if (copied == 0) return;
+  out.append(s, copied, std::string::npos);
+  s = std::move(out);
 }
 
 // "Authorization: Bearer x", "X-Api-Key: x" (curl -H): a secret-looking
-// header's value hidden; and any "Bearer x".
+// header's value hidden; and any "Bearer x" (one pass, as above).
 void HideHeaderAndBearer(std::string& s) {
   size_t colon = s.find(':');
   if (colon != std::string::npos && colon > 0 && s.compare(colon, 3, "://") != 0) {
@@ -93,14 +103,20 @@ void HideHeaderAndBearer(std::string& s) {
       return;
     }
   }
-  std::string upper = Upper(s);
+  std::string upper = Upper(s), out;
+  size_t copied = 0;
   for (size_t at = upper.find("BEARER "); at != std::string::npos; at = upper.find("BEARER ", at + 1)) {
-    size_t from = at + 7, end = std::min(s.find_first_of(" \t", from), s.size());
-    if (end > from && s.compare(from, end - from, kHiddenValue) != 0) {
-      s.replace(from, end - from, kHiddenValue);
-      upper = Upper(s);
-    }
+    size_t from = at + 7;
+    if (from < copied) continue;
+    size_t end = std::min(s.find_first_of(" \t", from), s.size());
+    if (end == from) continue;
+    out.append(s, copied, from - copied);
+    out += kHiddenValue;
+    copied = end;
   }
+  if (copied == 0) return;
+  out.append(s, copied, std::string::npos);
+  s = std::move(out);
 }
 
 std::optional<int64_t> Integer(const std::map<std::string, std::string>& env, const char* name) {

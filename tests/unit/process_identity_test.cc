@@ -307,6 +307,18 @@ TEST(EnvironmentPolicy, CredentialsAreHiddenInValuesAndArguments) {
             (std::vector<std::string>{"/usr/bin/mysql", "-uroot", "-p<hidden>", "db"}));
   EXPECT_EQ(ScrubbedCommandLine({"gcc", "-pthread", "-p"}), (std::vector<std::string>{"gcc", "-pthread", "-p"}));
   EXPECT_EQ(ScrubbedPsargs("./srv --password hunter2 -v"), "./srv --password <hidden> -v");
+  EXPECT_EQ(WithoutCredentials("a=1&token=x&pass=y;b=2 bearer z"), "a=1&token=<hidden>&pass=<hidden>;b=2 bearer <hidden>");
+  // An argument of the kernel's largest size made of names and pairs is
+  // scrubbed in one pass (a quadratic one is the test's timeout).
+  std::string names, pairs, bearers;
+  while (names.size() < (128u << 10)) names += "a--";
+  while (pairs.size() < (128u << 10)) pairs += "&token=x";
+  while (bearers.size() < (128u << 10)) bearers += "bearer ";
+  EXPECT_EQ(WithoutCredentials(names), names);
+  std::string hidden_pairs = WithoutCredentials(pairs);
+  EXPECT_EQ(hidden_pairs.find("=x"), std::string::npos);
+  EXPECT_EQ(hidden_pairs.size(), pairs.size() / 8 * 15);
+  EXPECT_EQ(WithoutCredentials(bearers).find("bearer bearer"), std::string::npos);
 }
 
 TEST(EnvironmentPolicy, PatternsNeverAdmitSecrets) {
