@@ -684,6 +684,7 @@ class CoreReader {
     };
     ModuleFileInfo exe_info = exe.empty() ? ModuleFileInfo{} : look_up(exe);
     if (exe_info.state != ModuleFileInfo::State::kFound) exe_info = given(exe, true);
+    if (exe_info.state != ModuleFileInfo::State::kFound && !exe.empty()) MissingProgramMappings(exe);
     std::vector<Elf64_Phdr> phdrs;
     for (uint64_t i = 0; i < std::min<uint64_t>(a.phnum.value_or(0), kMaxImagePhdrs); ++i) {
       auto ph = mem.Read<Elf64_Phdr>(*a.phdr + i * sizeof(Elf64_Phdr));
@@ -736,6 +737,33 @@ class CoreReader {
                 [](const FileMapping& x, const FileMapping& y) { return x.start < y.start; });
       c_.missing_.push_back("no NT_FILE note: modules from the dynamic linker's list and their files' program headers");
     }
+  }
+
+  // The program whose file is found nowhere still has its mappings: the
+  // segment holding its program headers (AT_PHDR; AT_ENTRY when absent) and
+  // those that follow it without a gap, through its first writable one
+  // (its data). Its code is then the program's, a module whose file is
+  // missing, not code no module holds.
+  void MissingProgramMappings(const std::string& exe) {
+    const auto& a = c_.auxv_;
+    const auto& segments = c_.memory_->segments();
+    std::optional<uint64_t> at = a.phdr ? a.phdr : a.entry;
+    if (!at) return;
+    auto s = std::find_if(segments.begin(), segments.end(),
+                          [&](const Segment& seg) { return seg.vaddr <= *at && *at - seg.vaddr < seg.memsz; });
+    if (s == segments.end()) return;
+    uint64_t offset = 0;
+    for (uint64_t end = s->vaddr;; ++s) {
+      if (s == segments.end() || s->vaddr != end) break;
+      c_.files_.push_back({s->vaddr, s->vaddr + s->memsz, offset, exe});
+      offset += s->memsz;
+      end = s->vaddr + s->memsz;
+      if (s->write) break;
+    }
+    std::sort(c_.files_.begin(), c_.files_.end(),
+              [](const FileMapping& x, const FileMapping& y) { return x.start < y.start; });
+    c_.missing_.push_back("no NT_FILE note, and the program's file " + exe +
+                          " is missing: its mappings from the core's segments (pass --exe)");
   }
 
   // One module per mapped ELF object (NT_FILE paths with code, or with an ELF

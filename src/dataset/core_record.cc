@@ -2,6 +2,7 @@
 
 #include "core/crash_line.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -105,7 +106,8 @@ void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolP
     auto number = [](const std::optional<int64_t>& v) { return v ? std::to_string(*v) : std::string(); };
     const std::string values[] = {job.launcher,        job.job_id,          job.step.value_or(""),
                                   number(job.restart), number(job.rank),    number(job.world_size),
-                                  number(job.local_rank), job.node,         job.gpus};
+                                  number(job.local_rank), job.node,         job.gpus,
+                                  job.cluster,            number(job.elastic_restart)};
     const auto& keys = JobAttributeKeys();
     for (size_t i = 0; i < keys.size() && i < std::size(values); ++i)
       if (!values[i].empty()) r.attributes.push_back({keys[i], ValidUtf8(values[i])});
@@ -172,19 +174,22 @@ InputStamp StampInput(const std::string& input) {
     s.mtime_ns = info.mtime_ns;
     return s;
   }
-  struct stat st {};
-  if (::stat(input.c_str(), &st) != 0) {
+  struct statx st {};
+  if (::statx(AT_FDCWD, input.c_str(), 0, STATX_SIZE | STATX_MTIME | STATX_BTIME, &st) != 0) {
     s.error = std::string("cannot stat: ") + std::strerror(errno);
     return s;
   }
-  s.size = static_cast<uint64_t>(st.st_size);
-  s.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  auto ns = [](const struct statx_timestamp& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  s.size = static_cast<uint64_t>(st.stx_size);
+  s.mtime_ns = ns(st.stx_mtime);
+  if (st.stx_mask & STATX_BTIME) s.btime_ns = ns(st.stx_btime);
   return s;
 }
 
 const std::vector<std::string>& JobAttributeKeys() {
   static const std::vector<std::string> kKeys = {"launcher", "job_id", "job_step", "job_restart", "rank",
-                                                 "world_size", "local_rank", "job_node", "gpus"};
+                                                 "world_size", "local_rank", "job_node", "gpus",
+                                                 "job_cluster", "elastic_restart"};
   return kKeys;
 }
 
@@ -216,6 +221,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
   CoreRecord r;
   r.path = ValidUtf8(input);
   RemoteFileInfo remote;
+  std::optional<int64_t> btime_ns;
   auto source = OpenCoreSource(input, options.max_bytes, &remote);
   if (IsUrl(input)) {
     r.size = remote.size;
@@ -224,6 +230,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     InputStamp st = StampInput(input);
     r.size = st.size;
     r.mtime_ns = st.mtime_ns;
+    btime_ns = st.btime_ns;
   }
   if (!source.ok()) {
     r.status = "error";
@@ -261,7 +268,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     }
     r.bytes_read = owned->BytesRead();
   }
-  Metadata md = ReadMetadata(input, r.mtime_ns);
+  Metadata md = ReadMetadata(input, r.mtime_ns, btime_ns);
   if (options.inventory) options.inventory->Join(md);
   ApplyMetadata(r, md);
   r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

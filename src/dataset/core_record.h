@@ -130,6 +130,7 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md);
 struct InputStamp {
   std::optional<uint64_t> size;
   std::optional<int64_t> mtime_ns;
+  std::optional<int64_t> btime_ns;  // when the file was created, where the file system keeps it
   std::string error;  // when it cannot be stat'ed
 };
 InputStamp StampInput(const std::string& input);

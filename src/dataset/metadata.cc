@@ -211,6 +211,10 @@ std::optional<int64_t> Metadata::Uptime() const {
   return *time - *boot_time;
 }
 
+// The longest dump whose creation time is taken for its crash's: longer,
+// and the file is more likely an older core the kernel wrote over.
+constexpr int64_t kMaxDumpNs = int64_t{600} * 1000000000;
+
 bool ParseCoredumpFileName(const std::string& basename, Metadata& md) {
   // core.COMM.UID.BOOTID.PID.USEC, then an optional compression suffix.
   static const std::regex kName(R"(^core\.(.+)\.(\d+)\.([0-9a-f]{32})\.(\d+)\.(\d{10,20})(\.(zst|lz4|xz))?$)");
@@ -233,11 +237,20 @@ bool ParseCoredumpFileName(const std::string& basename, Metadata& md) {
   return true;
 }
 
-Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns) {
+Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns, std::optional<int64_t> btime_ns) {
   Metadata md;
   ReadSidecar(input, md);
   ReadXattrs(input, md);
   ParseCoredumpFileName(InputName(input), md);
+  // The kernel creates the core file when the dump begins and last writes
+  // it when the dump ends: a big process's dump ends long after its crash
+  // (and after its peers' small ones). The creation time is the crash's,
+  // unless the file was copied (created after its mtime) or the kernel
+  // wrote over an older core of the same name (created long before).
+  if (!md.time && btime_ns && mtime_ns && *btime_ns <= *mtime_ns && *mtime_ns - *btime_ns <= kMaxDumpNs) {
+    md.time = *btime_ns / 1000000000;
+    md.time_source = "btime";
+  }
   if (!md.time && mtime_ns) {
     md.time = *mtime_ns / 1000000000;
     md.time_source = "mtime";

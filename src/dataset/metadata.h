@@ -27,7 +27,7 @@ namespace coroner {
 struct Metadata {
   std::vector<std::pair<std::string, std::string>> attributes;  // key order as found
   std::optional<int64_t> time;       // crash time, seconds since the epoch
-  std::string time_source;           // sidecar, xattr, filename, mtime
+  std::string time_source;           // sidecar, xattr, filename, btime, mtime
   std::optional<int64_t> boot_time;  // the node's boot time
   std::vector<std::string> warnings;
 
@@ -40,7 +40,8 @@ struct Metadata {
 
 // `mtime_ns` is the input's modification time when known (local files, or
 // Last-Modified of a URL).
-Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns);
+Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns,
+                      std::optional<int64_t> btime_ns = std::nullopt);
 
 // The attributes a systemd-coredump file name carries (comm, uid, boot_id,
 // pid) and its time; false when the name does not follow the convention.

@@ -35,7 +35,7 @@ std::optional<int64_t> ParseInt(std::string_view s) {
 bool Untested(const std::string& key) {
   for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp", "possible_bit_flips",
                         "impossible_state", "gpu_state", "job_id", "job_step", "job_restart", "rank", "local_rank",
-                        "peer_failure"})
+                        "peer_failure", "job_cluster", "elastic_restart"})
     if (key == k) return true;
   return false;
 }
@@ -131,7 +131,10 @@ struct Crash {
   // whether it gave up because a peer did.
   uint32_t job = UINT32_MAX;       // index into Population::job_keys
   uint32_t launcher = UINT32_MAX;  // feature id of launcher=...
-  std::optional<int64_t> rank;
+  std::optional<int64_t> rank, world_size;
+  // The node its scheduler names (feature id of job_node=...): a core found
+  // on another host only claims the job (its environment was copied, or lies).
+  uint32_t job_node = UINT32_MAX;
   bool peer_failure = false;
   bool passive = false;   // an abort, an exception or a signal from outside: no fault of its own
   bool external = false;  // killed by another process
@@ -140,15 +143,34 @@ struct Crash {
 std::string Condition(const std::string& where) { return where.empty() ? "1" : "(" + where + ")"; }
 
 // The parts of a core's job key, as its attributes name them (in any
-// order): job_id, job_step, job_restart.
-using JobParts = std::array<std::string, 3>;
+// order): launcher, job_cluster, job_id, job_step, job_restart,
+// elastic_restart. Slurm's job 1234 on two clusters, a torchrun run named
+// "900 step 0" and Slurm's job 900 step 0, two elastic restarts of one
+// Slurm job: each is a job of its own.
+enum JobPart : size_t { kPartLauncher, kPartCluster, kPartId, kPartStep, kPartRestart, kPartElastic, kJobParts };
+using JobParts = std::array<std::string, kJobParts>;
 
-// "48213", "48213 step 0", "48213 step 0 restart 1"; empty without a job id.
+// The parts as one key, each length-prefixed: no value can run into the next.
+std::string JobIdentityKey(const JobParts& p) {
+  std::string key;
+  for (size_t i = 0; i < p.size(); ++i) {
+    // A missing restart count is restart 0.
+    std::string_view v = (i == kPartRestart || i == kPartElastic) && p[i] == "0" ? "" : std::string_view(p[i]);
+    key += std::to_string(v.size()) + ":";
+    key += v;
+  }
+  return key;
+}
+
+// "48213", "48213 step 0", "48213 step 0 restart 1 on cluster west"; empty
+// without a job id. The launcher is shown beside it.
 std::string JobKey(const JobParts& p) {
-  if (p[0].empty()) return "";
-  std::string key = p[0];
-  if (!p[1].empty()) key += " step " + p[1];
-  if (!p[2].empty() && p[2] != "0") key += " restart " + p[2];
+  if (p[kPartId].empty()) return "";
+  std::string key = p[kPartId];
+  if (!p[kPartStep].empty()) key += " step " + p[kPartStep];
+  if (!p[kPartRestart].empty() && p[kPartRestart] != "0") key += " restart " + p[kPartRestart];
+  if (!p[kPartElastic].empty() && p[kPartElastic] != "0") key += " elastic restart " + p[kPartElastic];
+  if (!p[kPartCluster].empty()) key += " on cluster " + p[kPartCluster];
   return key;
 }
 
@@ -322,7 +344,8 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
 
 // What an attribute key means to the loader, decided once per key.
 enum class KeyRole : uint8_t { kTested, kUntested, kBitFlip, kPid, kImpossibleState, kJobId, kJobStep, kJobRestart,
-                               kRank, kPeerFailure, kHost, kMachine, kLauncher };
+                               kJobCluster, kElasticRestart, kRank, kPeerFailure, kHost, kMachine, kLauncher,
+                               kWorldSize, kJobNode };
 
 KeyRole RoleOf(const std::string& key) {
   if (key == "possible_bit_flips") return KeyRole::kBitFlip;
@@ -331,6 +354,10 @@ KeyRole RoleOf(const std::string& key) {
   if (key == "job_id") return KeyRole::kJobId;
   if (key == "job_step") return KeyRole::kJobStep;
   if (key == "job_restart") return KeyRole::kJobRestart;
+  if (key == "job_cluster") return KeyRole::kJobCluster;
+  if (key == "elastic_restart") return KeyRole::kElasticRestart;
+  if (key == "world_size") return KeyRole::kWorldSize;
+  if (key == "job_node") return KeyRole::kJobNode;
   if (key == "rank") return KeyRole::kRank;
   if (key == "peer_failure") return KeyRole::kPeerFailure;
   if (Untested(key)) return KeyRole::kUntested;
@@ -372,15 +399,24 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
             if (auto pid = ParseInt(value); pid && *pid > 0 && *pid < (1 << 30)) crash.pid = static_cast<int>(*pid);
             return true;
           case KeyRole::kImpossibleState: crash.impossible_state = true; return true;
-          case KeyRole::kJobId: job_parts[at][0] = value; return true;
-          case KeyRole::kJobStep: job_parts[at][1] = value; return true;
-          case KeyRole::kJobRestart: job_parts[at][2] = value; return true;
+          case KeyRole::kJobId: job_parts[at][kPartId] = value; return true;
+          case KeyRole::kJobStep: job_parts[at][kPartStep] = value; return true;
+          case KeyRole::kJobRestart: job_parts[at][kPartRestart] = value; return true;
+          case KeyRole::kJobCluster: job_parts[at][kPartCluster] = value; return true;
+          case KeyRole::kElasticRestart: job_parts[at][kPartElastic] = value; return true;
           case KeyRole::kRank: crash.rank = ParseInt(value); return true;
           case KeyRole::kPeerFailure: crash.peer_failure = true; return true;
           case KeyRole::kUntested: return true;
           case KeyRole::kHost: crash.host = features.Feature(key, value); break;
           case KeyRole::kMachine: crash.machine = features.Feature(key, value); break;
-          case KeyRole::kLauncher: crash.launcher = features.Feature(key, value); break;
+          case KeyRole::kLauncher:
+            crash.launcher = features.Feature(key, value);
+            job_parts[at][kPartLauncher] = value;
+            break;
+          case KeyRole::kWorldSize:
+            if (auto n = ParseInt(value); n && *n > 0) crash.world_size = n;
+            break;
+          case KeyRole::kJobNode: crash.job_node = features.Feature(key, value); break;
           case KeyRole::kTested: break;
         }
         attrs.values.push_back(features.Feature(key, value));
@@ -389,11 +425,15 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
   if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
   while (attrs.offsets.size() < crashes.size() + 1) attrs.Close();
   std::unordered_map<std::string, uint32_t> job_ids;
-  for (const auto& [i, parts] : job_parts) {
-    std::string key = JobKey(parts);
-    if (key.empty()) continue;
-    auto [it, added] = job_ids.try_emplace(key, static_cast<uint32_t>(pop.job_keys.size()));
-    if (added) pop.job_keys.push_back(key);
+  // In core order: the jobs' numbering, and so the incidents' order on a
+  // tie, does not depend on a hash.
+  std::vector<std::pair<size_t, JobParts>> jobs(std::make_move_iterator(job_parts.begin()),
+                                                std::make_move_iterator(job_parts.end()));
+  std::sort(jobs.begin(), jobs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [i, parts] : jobs) {
+    if (parts[kPartId].empty()) continue;
+    auto [it, added] = job_ids.try_emplace(JobIdentityKey(parts), static_cast<uint32_t>(pop.job_keys.size()));
+    if (added) pop.job_keys.push_back(JobKey(parts));
     crashes[i].job = it->second;
   }
   // Hardware events: per host, sorted times (an unknown time counts for
@@ -466,15 +506,26 @@ Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options,
 // ---------------------------------------------------------------------------
 // Stage 2, incidents: one crash of a distributed job leaves a core on every
 // rank; the ranks that gave up after it are not independent observations
-// (pseudo-replication). An incident is a job's cores (job id, step and
-// restart) within the incident window of its first crash; a core without
-// a job is an incident of its own. Its root is the first crash (within a
-// second of it, one that faulted on its own before one that aborted, threw
-// or was killed; then the lowest rank); the others are collateral when
-// they gave up because a peer did (peer_failure), were killed from outside,
-// or crashed after the root. When every core crashed alike (one cluster),
-// the incident is alike: deterministic, no collateral. The statistics count
-// the root, and the cores that are neither collateral nor alike.
+// (pseudo-replication). An incident is a job's cores (its launcher, cluster,
+// job id, step and restarts) within the incident window of its first
+// crash, each rank at most once and no more ranks than the world size: a
+// core claiming a rank the incident holds already (a copied or forged
+// environment, a second run under the same id) cuts it at its largest
+// pause (SplitIntoIncidents), so an early impostor neither becomes the
+// root nor splits the job's incident. A core
+// without a job is an incident of its own, and so is a core found on
+// another host than its scheduler names (where the job's other cores are
+// found on theirs). Another executable is no
+// contradiction: one job may run several programs (Slurm's --multi-prog,
+// heterogeneous jobs, a parameter server beside its workers). Its root is the first crash that faulted on its own (not a
+// rank that gave up because a peer did, nor one killed from outside, when
+// the incident has another); within a second of it, one that is not an
+// abort, an exception or a signal from outside wins, then the lowest rank.
+// The others are collateral when they gave up because a peer did
+// (peer_failure), were killed from outside, or crashed after the root.
+// When every core crashed alike (one cluster), the incident is alike:
+// deterministic, no collateral. The statistics count the root, and the
+// cores that are neither collateral nor alike.
 
 struct Incidents {
   struct One {
@@ -485,7 +536,7 @@ struct Incidents {
   };
   static constexpr uint32_t kAlone = UINT32_MAX;
   std::vector<One> list;            // the jobs' incidents: a core without a job is one alone, not listed
-  uint64_t alone = 0;               // cores without a job
+  uint64_t alone = 0;               // cores without a job, or contradicting theirs
   std::vector<uint32_t> of;         // per crash: its incident in `list`, or kAlone
   std::vector<uint8_t> counted;     // per crash: an observation of the statistics
   std::vector<uint8_t> collateral;  // per crash
@@ -495,7 +546,12 @@ constexpr int64_t kClockPrecision = 1;  // seconds: crash times from mtime or si
 constexpr size_t kMaxListedIncidents = 1000;  // in EpiResult::incidents (all are counted)
 
 void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
-  const Crash& first = crashes[inc.crashes.front()];
+  // A rank that gave up because a peer did, or was killed, yields the root
+  // to a crash of its own kind: a big faulting rank's core may be written
+  // long after its peers' watchdogs fired.
+  auto yields = [&](uint32_t i) { return crashes[i].peer_failure || crashes[i].external; };
+  bool any_own = !std::all_of(inc.crashes.begin(), inc.crashes.end(), yields);
+  auto candidate = [&](uint32_t i) { return !any_own || !yields(i); };
   auto better_root = [&](uint32_t a, uint32_t b) {
     const Crash &x = crashes[a], &y = crashes[b];
     if (x.passive != y.passive) return !x.passive;
@@ -503,8 +559,10 @@ void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incid
     if (x.rank && *x.rank != *y.rank) return *x.rank < *y.rank;
     return a < b;
   };
-  inc.root = inc.crashes.front();
+  inc.root = *std::find_if(inc.crashes.begin(), inc.crashes.end(), candidate);
+  const Crash& first = crashes[inc.root];
   for (uint32_t i : inc.crashes) {
+    if (!candidate(i)) continue;
     const Crash& c = crashes[i];
     bool tie = first.time ? c.time && *c.time - *first.time <= kClockPrecision : !c.time;
     if (tie && better_root(i, inc.root)) inc.root = i;
@@ -527,45 +585,122 @@ void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incid
   }
 }
 
+// A host name's first label: "gpu-01.cluster.local" is "gpu-01".
+std::string_view ShortHost(std::string_view host) { return host.substr(0, host.find('.')); }
+
+// The largest of a list of gaps over a range, the later one on a tie: a
+// segment tree, so that a job of a million cores splits in n log n.
+class LargestGap {
+ public:
+  explicit LargestGap(std::vector<int64_t> gaps) : n_(gaps.size()), tree_(2 * gaps.size()) {
+    for (size_t i = 0; i < n_; ++i) tree_[n_ + i] = {gaps[i], i};
+    for (size_t i = n_; i-- > 1;) tree_[i] = std::max(tree_[2 * i], tree_[2 * i + 1]);
+  }
+  // The index of the largest gap in [lo, hi].
+  size_t In(size_t lo, size_t hi) const {
+    std::pair<int64_t, size_t> best{INT64_MIN, hi};
+    for (size_t l = lo + n_, r = hi + n_ + 1; l < r; l /= 2, r /= 2) {
+      if (l & 1) best = std::max(best, tree_[l++]);
+      if (r & 1) best = std::max(best, tree_[--r]);
+    }
+    return best.second;
+  }
+
+ private:
+  size_t n_;
+  std::vector<std::pair<int64_t, size_t>> tree_;
+};
+
+// A job's cores (in time order, untimed last) cut into incidents, as
+// [from, to) ranges of `seq`. An incident ends where the window from its
+// first crash does; and where a core would hold a rank twice, or more
+// ranks than its world size, the incident is cut at the largest pause
+// between its crashes since that rank's earlier core (since its start): a
+// job's ranks crash together, and an impostor or an earlier run stands
+// apart in time.
+std::vector<std::pair<size_t, size_t>> SplitIntoIncidents(const std::vector<Crash>& crashes,
+                                                          const std::vector<uint32_t>& seq, int64_t window) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t m = seq.size();
+  if (m == 0) return out;
+  std::vector<int64_t> gaps(m, 0);
+  std::vector<size_t> ranked(m + 1, 0);  // ranked[j]: cores with a rank among seq[0, j)
+  for (size_t j = 0; j < m; ++j) {
+    const Crash& c = crashes[seq[j]];
+    if (j > 0 && c.time && crashes[seq[j - 1]].time) gaps[j] = *c.time - *crashes[seq[j - 1]].time;
+    ranked[j + 1] = ranked[j] + c.rank.has_value();
+  }
+  LargestGap largest(std::move(gaps));
+  std::unordered_map<int64_t, size_t> last_at;  // a rank's latest core in seq
+  if (crashes[seq[0]].rank) last_at[*crashes[seq[0]].rank] = 0;
+  size_t begin = 0;
+  for (size_t j = 1; j < m; ++j) {
+    const Crash& c = crashes[seq[j]];
+    const Crash& first = crashes[seq[begin]];
+    bool together = first.time ? c.time && *c.time - *first.time <= window : !c.time;
+    if (!together) {
+      out.emplace_back(begin, j);
+      begin = j;
+    } else if (c.rank) {
+      std::optional<size_t> since;
+      if (auto it = last_at.find(*c.rank); it != last_at.end() && it->second >= begin) since = it->second;
+      else if (c.world_size && static_cast<int64_t>(ranked[j] - ranked[begin]) >= *c.world_size) since = begin;
+      if (since) {
+        size_t cut = largest.In(*since + 1, j);
+        out.emplace_back(begin, cut);
+        begin = cut;
+      }
+    }
+    if (c.rank) last_at[*c.rank] = j;
+  }
+  out.emplace_back(begin, m);
+  return out;
+}
+
 Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
   Incidents out;
   const auto& crashes = pop.crashes;
   uint32_t n = static_cast<uint32_t>(crashes.size());
-  out.of.assign(n, 0);
+  out.of.assign(n, Incidents::kAlone);
   out.counted.assign(n, 1);
   out.collateral.assign(n, 0);
   std::map<uint32_t, std::vector<uint32_t>> by_job;
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t key = crashes[i].job;
-    if (key == UINT32_MAX) {
-      out.of[i] = Incidents::kAlone;
-      ++out.alone;
-    } else {
-      by_job[key].push_back(i);
-    }
-  }
+  for (uint32_t i = 0; i < n; ++i)
+    if (crashes[i].job != UINT32_MAX) by_job[crashes[i].job].push_back(i);
   auto earlier = [&](uint32_t a, uint32_t b) {
     const Crash &x = crashes[a], &y = crashes[b];
     if (x.time.has_value() != y.time.has_value()) return x.time.has_value();
     if (x.time && *x.time != *y.time) return *x.time < *y.time;
     return a < b;
   };
+  const auto& names = pop.features.features;
   for (auto& [key, list] : by_job) {
+    // A site may name its nodes for the scheduler otherwise than their
+    // hosts (Slurm's NodeName and NodeHostname, a container's HOSTNAME):
+    // a host is foreign only where most of the job's cores are found on
+    // the node their scheduler names.
+    auto known = [&](const Crash& c) { return c.host != UINT32_MAX && c.job_node != UINT32_MAX; };
+    auto foreign = [&](const Crash& c) {
+      return ShortHost(names[c.host].second) != ShortHost(names[c.job_node].second);
+    };
+    size_t named = 0, on_their_node = 0;
+    for (uint32_t i : list)
+      if (known(crashes[i])) ++named, on_their_node += !foreign(crashes[i]);
+    bool hosts_agree = on_their_node * 2 > named;
+    auto contradicts = [&](const Crash& c) { return hosts_agree && known(c) && foreign(c); };
     std::sort(list.begin(), list.end(), earlier);
-    for (size_t start = 0, end; start < list.size(); start = end) {
-      const Crash& first = crashes[list[start]];
-      for (end = start + 1; end < list.size(); ++end) {
-        const Crash& c = crashes[list[end]];
-        bool together = first.time ? c.time && *c.time - *first.time <= options.incident_window_seconds : !c.time;
-        if (!together) break;
-      }
+    std::vector<uint32_t> seq;
+    for (uint32_t i : list)
+      if (!contradicts(crashes[i])) seq.push_back(i);
+    for (const auto& [from, to] : SplitIntoIncidents(crashes, seq, options.incident_window_seconds)) {
       Incidents::One inc;
-      inc.crashes.assign(list.begin() + static_cast<std::ptrdiff_t>(start), list.begin() + static_cast<std::ptrdiff_t>(end));
-      JudgeIncident(crashes, inc, out);
+      inc.crashes.assign(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.begin() + static_cast<std::ptrdiff_t>(to));
       for (uint32_t i : inc.crashes) out.of[i] = static_cast<uint32_t>(out.list.size());
       out.list.push_back(std::move(inc));
     }
   }
+  for (uint32_t i = 0; i < n; ++i) out.alone += out.of[i] == Incidents::kAlone;
+  for (auto& inc : out.list) JudgeIncident(crashes, inc, out);
   return out;
 }
 

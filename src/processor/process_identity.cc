@@ -144,7 +144,7 @@ const std::vector<std::string>& EnvironmentPolicy::BuiltIn() {
       // Slurm
       "SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_STEP_ID", "SLURM_PROCID",
       "SLURM_LOCALID", "SLURM_NODEID", "SLURM_NTASKS", "SLURM_NNODES", "SLURMD_NODENAME", "SLURM_JOB_NAME",
-      "SLURM_RESTART_COUNT",
+      "SLURM_RESTART_COUNT", "SLURM_CLUSTER_NAME",
       // torchrun / torchelastic
       "RANK", "LOCAL_RANK", "WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
       // MPI
@@ -285,6 +285,7 @@ std::optional<JobIdentity> IdentifyJob(const std::vector<std::pair<std::string, 
     job.job_id = *id;
     job.step = Id(env, "SLURM_STEP_ID");
     job.restart = Integer(env, "SLURM_RESTART_COUNT");
+    if (auto cluster = Id(env, "SLURM_CLUSTER_NAME")) job.cluster = *cluster;
     job.node = env.count("SLURMD_NODENAME") ? env["SLURMD_NODENAME"] : "";
   } else if (auto run = Id(env, "TORCHELASTIC_RUN_ID")) {
     job.launcher = "torchrun";
@@ -298,7 +299,10 @@ std::optional<JobIdentity> IdentifyJob(const std::vector<std::pair<std::string, 
   } else {
     return std::nullopt;
   }
-  if (!job.restart) job.restart = Integer(env, "TORCHELASTIC_RESTART_COUNT");
+  // torchelastic's count is torchrun's own restart, or, inside another
+  // launcher's job, a restart within it: never hidden behind Slurm's.
+  if (job.launcher == "torchrun") job.restart = Integer(env, "TORCHELASTIC_RESTART_COUNT");
+  else job.elastic_restart = Integer(env, "TORCHELASTIC_RESTART_COUNT");
   // The rank is the framework's global rank when set; Slurm's task id
   // otherwise (under `srun torchrun` it numbers nodes, not ranks).
   for (const char* r : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "JAX_PROCESS_ID"})

@@ -51,8 +51,13 @@ std::string ScrubbedPsargs(const std::string& psargs);
 struct JobIdentity {
   std::string launcher;                   // "slurm", "torchrun", "mpi", "jax"
   std::string job_id;                     // the outermost scheduler's job
+  std::string cluster;                    // Slurm's cluster (SLURM_CLUSTER_NAME): job ids repeat across clusters
   std::optional<std::string> step;        // Slurm's step
   std::optional<int64_t> restart;         // the launcher's restart count
+  // torchelastic's restart count when torchrun runs inside another
+  // launcher's job (`srun torchrun`): each elastic restart is a new crash
+  // event of the same Slurm job and restart.
+  std::optional<int64_t> elastic_restart;
   std::optional<int64_t> rank, world_size, local_rank;
   std::string node;                       // the node the scheduler names
   std::string gpus;                       // "HIP_VISIBLE_DEVICES=3"; empty when none is set

@@ -251,10 +251,14 @@ void WriteJob(JsonWriter& w, const std::optional<JobIdentity>& job) {
   w.BeginObject();
   w.Key("launcher").String(job->launcher);
   w.Key("job_id").String(Text(job->job_id));
+  w.Key("cluster");
+  TextOrNull(w, job->cluster);
   w.Key("step");
   job->step ? w.String(Text(*job->step)) : w.Null();
   w.Key("restart");
   IntOrNull(w, job->restart);
+  w.Key("elastic_restart");
+  IntOrNull(w, job->elastic_restart);
   w.Key("rank");
   IntOrNull(w, job->rank);
   w.Key("world_size");
@@ -337,6 +341,9 @@ std::string JobLine(const JobIdentity& job) {
   std::string out = job.launcher + " job " + job.job_id;
   if (job.step) out += " step " + *job.step;
   if (job.restart && *job.restart > 0) out += " restart " + std::to_string(*job.restart);
+  if (job.elastic_restart && *job.elastic_restart > 0)
+    out += " elastic restart " + std::to_string(*job.elastic_restart);
+  if (!job.cluster.empty()) out += " on cluster " + job.cluster;
   if (job.rank) {
     out += ", rank " + std::to_string(*job.rank);
     if (job.world_size) out += " of " + std::to_string(*job.world_size);

@@ -827,6 +827,18 @@ TEST(Epi, ACiVmsThreeFreshCrashesAreNoVerdict) {
     EXPECT_EQ(report.find("suspect"), std::string::npos);
 }
 
+// A fleet of zoo cores, each linked into `dir` with a sidecar of its own.
+struct SidecarFleet {
+  explicit SidecarFleet(std::string d) : dir(std::move(d)) { fs::create_directories(dir); }
+  void operator()(const std::string& variant, const json& sidecar) {
+    std::string core = dir + "/" + variant + "-" + std::to_string(cores++) + ".core";
+    fs::create_hard_link(ZooDir() + "/cores/" + variant + ".core", core);
+    std::ofstream(core + ".json") << sidecar.dump();
+  }
+  std::string dir;
+  int cores = 0;
+};
+
 // Six jobs of 8 ranks over six days: in each, rank 0 dereferences NULL
 // first and the 7 others throw within half a minute (collateral); five of
 // the six roots are on one host. A torchrun job whose 4 ranks all hit the
@@ -836,13 +848,7 @@ TEST(Epi, ACiVmsThreeFreshCrashesAreNoVerdict) {
 // per incident; the torchrun job is alike.
 TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
   std::string dir = Work() + "/incidents";
-  fs::create_directories(dir);
-  int n = 0;
-  auto add = [&](const std::string& variant, json sidecar) {
-    std::string core = dir + "/" + variant + "-" + std::to_string(n++) + ".core";
-    fs::create_hard_link(ZooDir() + "/cores/" + variant + ".core", core);
-    std::ofstream(core + ".json") << sidecar.dump();
-  };
+  SidecarFleet add(dir);
   for (int job = 0; job < 6; ++job) {
     std::string day = "2026-10-0" + std::to_string(1 + job);
     std::string root_host = job < 5 ? "gpu-bad-01" : "gpu-07";
@@ -935,6 +941,108 @@ TEST(Epi, AJobsCrashIsOneIncidentAndItsCollateralNoFinding) {
       EXPECT_LE(i["cores"].get<int>(), 4) << i.dump();
     }
   EXPECT_NE(ReadAll(dir + "/r.html").find("<table class=\"sortable\" id=\"incidents\">"), std::string::npos);
+}
+
+// Incidents that hold their job and their root (each case merged or
+// misjudged before):
+// - one job key per launcher, cluster, job id, step and both restart
+//   counts: Slurm's job 1234 on two clusters, a torchrun run named
+//   "900 step 0" and Slurm's job 900 step 0, two elastic restarts of one
+//   Slurm job, are incidents apart; two JAX runs sharing a coordinator
+//   address are too (a rank is never twice in one incident);
+// - a core claiming job 5000's rank 0 fourteen minutes before its crash,
+//   from a host the job never ran on, is alone; another one on a host of
+//   the job splits nothing either: the real rank 0 is the root of all 8;
+// - a big rank's core written 40 s after its peers' watchdog aborts is
+//   still the root: a rank that gave up yields to one that faulted.
+TEST(Epi, IncidentsHoldTheirJobAndTheirRoot) {
+  std::string dir = Work() + "/incidents-hold";
+  SidecarFleet add(dir);
+  auto at = [](int day, int seconds) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "2026-10-%02dT10:%02d:%02dZ", day, seconds / 60, seconds % 60);
+    return std::string(buf);
+  };
+  // Two ranks crashing at once, the second collateral.
+  auto pair = [&](int day, json job) {
+    for (int rank = 0; rank < 2; ++rank) {
+      json s = job;
+      s["host"] = "h-" + std::to_string(day) + "-" + std::to_string(rank);
+      s["time"] = at(day, rank * 5);
+      s["rank"] = std::to_string(rank);
+      add(rank == 0 ? "null_deref-O0" : "uncaught_exception-O0", s);
+    }
+  };
+  pair(1, {{"launcher", "slurm"}, {"job_id", "1234"}, {"job_step", "0"}, {"job_cluster", "east"}});
+  pair(1, {{"launcher", "slurm"}, {"job_id", "1234"}, {"job_step", "0"}, {"job_cluster", "west"}});
+  pair(2, {{"launcher", "torchrun"}, {"job_id", "900 step 0"}});
+  pair(2, {{"launcher", "slurm"}, {"job_id", "900"}, {"job_step", "0"}});
+  pair(3, {{"launcher", "slurm"}, {"job_id", "777"}, {"job_step", "0"}, {"elastic_restart", "0"}});
+  for (int rank = 0; rank < 2; ++rank)  // the elastic restart, five minutes on
+    add(rank == 0 ? "null_deref-O0" : "uncaught_exception-O0",
+        {{"launcher", "slurm"}, {"job_id", "777"}, {"job_step", "0"}, {"elastic_restart", "1"},
+         {"host", "h-3-" + std::to_string(rank)}, {"time", at(3, 300 + rank * 5)}, {"rank", std::to_string(rank)}});
+  for (int run = 0; run < 2; ++run)  // two JAX runs, five minutes apart, one coordinator
+    for (int rank = 0; rank < 2; ++rank)
+      add(rank == 0 ? "null_deref-O0" : "uncaught_exception-O0",
+          {{"launcher", "jax"}, {"job_id", "10.0.0.1:1234"}, {"host", "j-" + std::to_string(rank)},
+           {"time", at(4, run * 300 + rank * 5)}, {"rank", std::to_string(rank)}, {"world_size", "2"}});
+  // Job 5000: two impostors, then the real crash 14 minutes later.
+  json job5000 = {{"launcher", "slurm"}, {"job_id", "5000"}, {"job_step", "0"}, {"world_size", "8"}};
+  json impostor = job5000;
+  impostor.update({{"host", "elsewhere"}, {"job_node", "n0"}, {"time", at(5, 0)}, {"rank", "0"}});
+  add("bus_error-O0", impostor);
+  impostor.update({{"host", "n3"}, {"job_node", "n3"}, {"time", at(5, 1)}, {"rank", "3"}});
+  add("bus_error-O2", impostor);
+  for (int rank = 0; rank < 8; ++rank) {
+    json s = job5000;
+    s.update({{"host", "n" + std::to_string(rank)}, {"job_node", "n" + std::to_string(rank)},
+              {"time", at(5, 14 * 60 + (rank == 0 ? 0 : 10 + rank))}, {"rank", std::to_string(rank)}});
+    add(rank == 0 ? "null_deref-O0" : "uncaught_exception-O0", s);
+  }
+  // Job 6000: three watchdog aborts, then the faulting rank's late core.
+  for (int rank = 0; rank < 4; ++rank) {
+    json s = {{"launcher", "slurm"}, {"job_id", "6000"}, {"host", "m" + std::to_string(rank)},
+              {"rank", std::to_string(rank)}, {"time", at(6, rank == 0 ? 40 : rank)}};
+    if (rank > 0) s["peer_failure"] = "nccl-watchdog";
+    add(rank == 0 ? "null_deref-O0" : "abort_assert-O0", s);
+  }
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
+  auto r = Coroner("epi --db " + db + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  json e = json::parse(r.out);
+  ASSERT_EQ(e["cores"], add.cores);
+  std::string null_deref;
+  for (const auto& c : e["clusters"])
+    if (c["syndrome"] == "null-deref") null_deref = c["id"];
+  // "launcher job": cores, root rank, collateral.
+  std::map<std::string, std::vector<std::tuple<int, int, int>>> incidents;
+  for (const auto& i : e["incidents"]) {
+    EXPECT_EQ(i["root"]["cluster"], null_deref) << i.dump();
+    incidents[i["launcher"].get<std::string>() + " " + i["job"].get<std::string>()].emplace_back(
+        i["cores"].get<int>(), i["root"]["rank"].get<int>(), i["collateral"].get<int>());
+  }
+  using Found = std::vector<std::tuple<int, int, int>>;
+  EXPECT_EQ(incidents["slurm 1234 step 0 on cluster east"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["slurm 1234 step 0 on cluster west"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["torchrun 900 step 0"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["slurm 900 step 0"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["slurm 777 step 0"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["slurm 777 step 0 elastic restart 1"], (Found{{2, 0, 1}}));
+  EXPECT_EQ(incidents["jax 10.0.0.1:1234"], (Found{{2, 0, 1}, {2, 0, 1}}));
+  EXPECT_EQ(incidents["slurm 5000 step 0"], (Found{{8, 0, 7}}));
+  EXPECT_EQ(incidents["slurm 6000"], (Found{{4, 0, 3}}));
+  EXPECT_EQ(incidents.size(), 9u) << e["incidents"].dump();
+  for (const auto& i : e["incidents"])
+    if (i["job"] == "5000 step 0") {
+      EXPECT_EQ(i["root"]["host"], "n0");
+      EXPECT_EQ(i["first_crash"], at(5, 14 * 60));
+      EXPECT_FALSE(i["alike"].get<bool>());
+    }
+  // 14 two-core incidents of one observation... counted: 8 listed pairs,
+  // job 5000's impostors (two, alone) and incident, job 6000.
+  EXPECT_EQ(e["incident_count"], 8 + 2 + 1 + 1);
 }
 
 // The training fleet: six jobs of 32 ranks whose rank 0 ran on the host

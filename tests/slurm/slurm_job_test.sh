@@ -65,12 +65,15 @@ for r in range(8):
     check(f"rank {r} world_size", job["world_size"], int(env["SLURM_NTASKS"]))
     check(f"rank {r} local_rank", job["local_rank"], int(env["SLURM_LOCALID"]))
     check(f"rank {r} node", job["node"], env["SLURMD_NODENAME"])
+    check(f"rank {r} cluster", job["cluster"], env["SLURM_CLUSTER_NAME"])
+    check(f"rank {r} cluster name", env["SLURM_CLUSTER_NAME"], "coroner-test")
 e = json.load(open(f"{d}/epi.json"))
 check("incidents", len(e["incidents"]), 1)
 check("observations", e["incident_count"], 1)
 if e["incidents"]:
     i = e["incidents"][0]
     check("cores", i["cores"], 8)
+    check("job", i["job"], env["SLURM_JOB_ID"] + " step " + env["SLURM_STEP_ID"] + " on cluster coroner-test")
     check("root rank", i["root"]["rank"], 5)
     check("root signature", i["root"]["signature"].split(" | ")[0], "null-deref")
     check("collateral", i["collateral"], 7)

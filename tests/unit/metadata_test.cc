@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dataset/core_record.h"
 #include "dataset/metadata.h"
+#include "unit/run_coroner.h"
 #include "processor/signature.h"
 #include "dataset/timestamps.h"
 
@@ -72,6 +74,31 @@ TEST(Metadata, SidecarThenXattrsThenNameThenMtime) {
     EXPECT_EQ(*md.Get("rlimit"), "-1");
   } else {
     GTEST_LOG_(INFO) << "user xattrs not supported here; xattr precedence untested";
+  }
+  // The file's creation is the dump's beginning: taken before the mtime
+  // when it is earlier by less than 10 minutes; a copied file (created
+  // after its mtime) or a core written over an older one (created long
+  // before) gives its mtime.
+  std::string bare = dir + "/bare.core";
+  std::ofstream(bare) << "x";
+  int64_t s = 1000000000;
+  Metadata born = ReadMetadata(bare, 1700000040 * s, 1700000000 * s);
+  EXPECT_EQ(born.time, 1700000000);
+  EXPECT_EQ(born.time_source, "btime");
+  Metadata copied = ReadMetadata(bare, 1700000000 * s, 1700000040 * s);
+  EXPECT_EQ(copied.time, 1700000000);
+  EXPECT_EQ(copied.time_source, "mtime");
+  Metadata rewritten = ReadMetadata(bare, 1700000000 * s, (1700000000 - 601) * s);
+  EXPECT_EQ(rewritten.time, 1700000000);
+  EXPECT_EQ(rewritten.time_source, "mtime");
+  // StampInput reads the creation time the file system keeps (stat's %W).
+  InputStamp stamp = StampInput(bare);
+  std::string w = testing::Run("stat -c %W " + bare).out;
+  if (std::stoll(w) > 0) {
+    ASSERT_TRUE(stamp.btime_ns);
+    EXPECT_EQ(*stamp.btime_ns / s, std::stoll(w));
+  } else {
+    EXPECT_FALSE(stamp.btime_ns);
   }
   // A broken sidecar is a warning, and the mtime gives the time.
   std::string plain = dir + "/plain.core";

@@ -241,7 +241,8 @@ TEST(JobIdentity, WhichVariableWins) {
   auto a = IdentifyJob(Env{{"SLURM_JOB_ID", "48213"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "2"},
                            {"SLURM_NTASKS", "8"}, {"RANK", "17"}, {"WORLD_SIZE", "64"}, {"LOCAL_RANK", "1"},
                            {"TORCHELASTIC_RUN_ID", "r1"}, {"TORCHELASTIC_RESTART_COUNT", "2"},
-                           {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"}});
+                           {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"},
+                           {"SLURM_CLUSTER_NAME", "west"}, {"SLURM_RESTART_COUNT", "1"}});
   ASSERT_TRUE(a);
   EXPECT_EQ(a->launcher, "slurm");
   EXPECT_EQ(a->job_id, "48213");
@@ -249,15 +250,22 @@ TEST(JobIdentity, WhichVariableWins) {
   EXPECT_EQ(a->rank, 17);
   EXPECT_EQ(a->world_size, 64);
   EXPECT_EQ(a->local_rank, 1);
-  EXPECT_EQ(a->restart, 2);
+  // Slurm's restart and torchelastic's, each its own: neither hides the other.
+  EXPECT_EQ(a->restart, 1);
+  EXPECT_EQ(a->elastic_restart, 2);
+  EXPECT_EQ(a->cluster, "west");
   EXPECT_EQ(a->node, "gpu-a-05");
   EXPECT_EQ(a->gpus, "HIP_VISIBLE_DEVICES=3");
   // torchrun alone; a run id of "none" is no id.
-  auto b = IdentifyJob(Env{{"TORCHELASTIC_RUN_ID", "train-7"}, {"RANK", "3"}, {"WORLD_SIZE", "8"}});
+  auto b = IdentifyJob(Env{{"TORCHELASTIC_RUN_ID", "train-7"}, {"RANK", "3"}, {"WORLD_SIZE", "8"},
+                           {"TORCHELASTIC_RESTART_COUNT", "4"}});
   ASSERT_TRUE(b);
   EXPECT_EQ(b->launcher, "torchrun");
   EXPECT_EQ(b->job_id, "train-7");
   EXPECT_EQ(b->rank, 3);
+  EXPECT_EQ(b->restart, 4);
+  EXPECT_FALSE(b->elastic_restart);
+  EXPECT_EQ(b->cluster, "");
   EXPECT_FALSE(IdentifyJob(Env{{"TORCHELASTIC_RUN_ID", "none"}, {"RANK", "3"}}));
   // Open MPI under PMIx.
   auto c = IdentifyJob(Env{{"PMIX_NAMESPACE", "prterun-h-1234@1"}, {"OMPI_COMM_WORLD_RANK", "5"},
@@ -361,7 +369,7 @@ const RealCore& Slurmish() {
     r->secrets = {RandomSecret(), "hf_" + RandomSecret(), RandomSecret()};
     r->args = {"--config", "train.yaml", "--lr", std::string(120, '7')};
     std::string cmd = "env -i PATH=/usr/bin:/bin SLURM_JOB_ID=48213 SLURM_STEP_ID=0 SLURM_PROCID=17 "
-                      "SLURM_NTASKS=64 SLURM_LOCALID=1 SLURMD_NODENAME=gpu-a-05 HIP_VISIBLE_DEVICES=3 "
+                      "SLURM_NTASKS=64 SLURM_LOCALID=1 SLURMD_NODENAME=gpu-a-05 HIP_VISIBLE_DEVICES=3 SLURM_CLUSTER_NAME=west "
                       "AWS_SECRET_ACCESS_KEY=" + r->secrets[0] + " HF_TOKEN=" + r->secrets[1] +
                       " SOMETHING_ELSE=" + r->secrets[2] + " bash " + std::getenv("CORONER_SOURCE_DIR") +
                       "/tests/fixtures/make_core.sh " + r->binary + " " + r->path;
@@ -388,13 +396,16 @@ TEST(ProcessIdentity, ARealSlurmTaskIsNamedAndItsSecretsAreNot) {
   EXPECT_EQ(j["process"]["args"], args);
   EXPECT_EQ(j["process"]["environment"],
             (json{{"SLURM_JOB_ID", "48213"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "17"}, {"SLURM_NTASKS", "64"},
-                  {"SLURM_LOCALID", "1"}, {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"}}));
+                  {"SLURM_LOCALID", "1"}, {"SLURMD_NODENAME", "gpu-a-05"}, {"HIP_VISIBLE_DEVICES", "3"},
+                  {"SLURM_CLUSTER_NAME", "west"}}));
   // PATH and the three secrets at least; the shell adds its own (PWD, SHLVL, _).
   EXPECT_GE(j["process"]["environment_hidden"].get<int>(), 4);
   EXPECT_EQ(j["job"], (json{{"launcher", "slurm"},
                             {"job_id", "48213"},
+                            {"cluster", "west"},
                             {"step", "0"},
                             {"restart", nullptr},
+                            {"elastic_restart", nullptr},
                             {"rank", 17},
                             {"world_size", 64},
                             {"local_rank", 1},
@@ -402,13 +413,13 @@ TEST(ProcessIdentity, ARealSlurmTaskIsNamedAndItsSecretsAreNot) {
                             {"gpus", "HIP_VISIBLE_DEVICES=3"}}));
   ExpectNoSecret("analyze --json", r.out);
   auto text = testing::Coroner("analyze " + c.path);
-  EXPECT_NE(text.out.find("\njob: slurm job 48213 step 0, rank 17 of 64 (local 1) on node gpu-a-05, GPUs "
+  EXPECT_NE(text.out.find("\njob: slurm job 48213 step 0 on cluster west, rank 17 of 64 (local 1) on node gpu-a-05, GPUs "
                           "HIP_VISIBLE_DEVICES=3\n"),
             std::string::npos)
       << text.out;
   ExpectNoSecret("analyze", text.out);
   auto md = testing::Coroner("analyze --format md " + c.path);
-  EXPECT_NE(md.out.find("slurm job 48213 step 0, rank 17 of 64"), std::string::npos);
+  EXPECT_NE(md.out.find("slurm job 48213 step 0 on cluster west, rank 17 of 64"), std::string::npos);
   ExpectNoSecret("analyze --format md", md.out);
 }
 
@@ -606,10 +617,13 @@ TEST(ProcessIdentity, TorchrunAndMpiRanksFromRealCores) {
                       "SLURMD_NODENAME=node-b TORCHELASTIC_RUN_ID=900 TORCHELASTIC_RESTART_COUNT=1 RANK=12 "
                       "LOCAL_RANK=4 WORLD_SIZE=16 GROUP_RANK=1 CUDA_VISIBLE_DEVICES=4",
                       "torchrun");
+  // Slurm's restart is not set; torchelastic's is its own.
   EXPECT_EQ(torch, (json{{"launcher", "slurm"},
                          {"job_id", "900"},
+                         {"cluster", nullptr},
                          {"step", "3"},
-                         {"restart", 1},
+                         {"restart", nullptr},
+                         {"elastic_restart", 1},
                          {"rank", 12},
                          {"world_size", 16},
                          {"local_rank", 4},
@@ -620,8 +634,10 @@ TEST(ProcessIdentity, TorchrunAndMpiRanksFromRealCores) {
                     "mpi");
   EXPECT_EQ(mpi, (json{{"launcher", "mpi"},
                        {"job_id", "prterun-node-a-4242@1"},
+                       {"cluster", nullptr},
                        {"step", nullptr},
                        {"restart", nullptr},
+                       {"elastic_restart", nullptr},
                        {"rank", 5},
                        {"world_size", 8},
                        {"local_rank", 1},

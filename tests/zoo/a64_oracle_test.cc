@@ -332,7 +332,8 @@ TEST(A64Zoo, ScanTakesTheProgramFilesAsAnalyzeDoes) {
 }
 
 // A qemu core (no NT_FILE) whose program's file is not where it was: the
-// code it ran is no module's, but nothing says it was a JIT's.
+// program is listed as a module whose file is missing (its mappings from
+// the core's segments), its code is the program's, and nothing says JIT.
 TEST(A64Zoo, CodeOfAMissingProgramIsNotCalledJit) {
   namespace fs = std::filesystem;
   fs::path empty = fs::temp_directory_path() / ("coroner-a64-empty-" + std::to_string(::getpid()));
@@ -344,6 +345,16 @@ TEST(A64Zoo, CodeOfAMissingProgramIsNotCalledJit) {
     auto j = nlohmann::json::parse(r.out);
     for (const auto& f : j["threads"][0]["frames"]) EXPECT_FALSE(f["jit"].get<bool>()) << f.dump();
     EXPECT_EQ(r.out.find("JIT"), std::string::npos) << r.out.substr(0, 3000);
+    // The program is a module whose file is missing, and the crashing
+    // frame is in it.
+    ASSERT_EQ(j["modules"].size(), 1u) << j["modules"].dump();
+    EXPECT_EQ(j["modules"][0]["path"], z.binary);
+    EXPECT_EQ(j["modules"][0]["status"], "missing");
+    EXPECT_EQ(j["threads"][0]["frames"][0]["module"], z.binary) << j["threads"][0]["frames"][0].dump();
+    EXPECT_NE(j["core"]["missing"].dump().find("the program's file " + z.binary + " is missing"), std::string::npos)
+        << j["core"]["missing"].dump();
+    auto text = testing::Coroner("analyze --sysroot aarch64=" + empty.string() + " " + z.core);
+    EXPECT_EQ(text.out.find("outside any module"), std::string::npos) << text.out.substr(0, 2000);
     // With the program's file given, the frame is its function.
     auto found = testing::Coroner("analyze --json --sysroot aarch64=" + std::string(testing::kA64Sysroot) + " --exe " +
                                   z.binary + " " + z.core);

@@ -278,11 +278,15 @@ TEST_F(ScanTest, MetadataFromTheSidecars) {
     EXPECT_NE(r.at("attributes").find("host=" + c.host + ";"), std::string::npos) << r.at("attributes");
     EXPECT_NE(r.at("attributes").find("region=" + c.region), std::string::npos);
   }
-  // No sidecar: the time is the file's mtime.
-  struct stat st {};
-  ASSERT_EQ(::stat(fleet_->bad[0].path.c_str(), &st), 0);
-  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time"), FormatIso8601(st.st_mtim.tv_sec));
-  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time_source"), "mtime");
+  // No sidecar: the time is the file's creation, when the file system
+  // keeps it and it is at most 10 minutes before the mtime; else the mtime.
+  struct statx st {};
+  ASSERT_EQ(::statx(AT_FDCWD, fleet_->bad[0].path.c_str(), 0, STATX_MTIME | STATX_BTIME, &st), 0);
+  auto ns = [](const struct statx_timestamp& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  int64_t mtime = ns(st.stx_mtime), btime = ns(st.stx_btime);
+  bool born = (st.stx_mask & STATX_BTIME) && btime <= mtime && mtime - btime <= int64_t{600} * 1000000000;
+  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time"), FormatIso8601((born ? btime : mtime) / 1000000000));
+  EXPECT_EQ(rows.at(fleet_->bad[0].path).at("time_source"), born ? "btime" : "mtime");
 }
 
 // The threads table's registers column, against gdb's `info registers` on
