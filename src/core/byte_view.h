@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace coroner {
@@ -75,5 +77,30 @@ inline uint64_t AlignUp4(uint64_t v) { return (v + 3) & ~uint64_t{3}; }
 
 std::string Hex(uint64_t v);  // "0x1a2b"
 std::string HexBytes(std::span<const std::byte> bytes);  // "1a2b..."
+
+// What stands for a text or a word of the program's that holds a hidden
+// environment variable (processor/process_identity.h).
+inline constexpr std::string_view kHiddenEnvironment = "<hidden: environment>";
+
+// While one core's outputs are written (its reports, its dataset row), the
+// words whose bytes are a hidden variable's: a return address a string
+// overflow wrote, a register in the middle of a copy. Installed for a scope
+// on the writing thread; scopes nest. None by default.
+class HiddenWordsScope {
+ public:
+  explicit HiddenWordsScope(std::function<bool(uint64_t)> hides);
+  ~HiddenWordsScope();
+  HiddenWordsScope(const HiddenWordsScope&) = delete;
+  HiddenWordsScope& operator=(const HiddenWordsScope&) = delete;
+
+ private:
+  std::function<bool(uint64_t)> hides_;
+  const HiddenWordsScope* outer_;
+  friend bool WordHidden(uint64_t v);
+};
+bool WordHidden(uint64_t v);
+// A register, an address or a stack word as an output shows it: Hex (with
+// `digits` hex digits at least, "0x" aside), or kHiddenEnvironment.
+std::string ShownWord(uint64_t v, int digits = 0);
 
 }  // namespace coroner

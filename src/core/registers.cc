@@ -65,7 +65,7 @@ uint64_t SizedRegValue(const Registers& regs, SizedReg r) {
 
 void WriteRegistersJson(JsonWriter& w, const Registers& r) {
   w.BeginObject();
-  for (Reg reg : RegDisplayOrder(r.arch)) w.Key(RegName(reg)).String(Hex(r[reg]));
+  for (Reg reg : RegDisplayOrder(r.arch)) w.Key(RegName(reg)).String(ShownWord(r[reg]));
   w.EndObject();
 }
 

@@ -42,6 +42,7 @@ class BorrowedSource final : public ByteSource {
 };
 
 void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols);
+void HideWords(CoreRecord& r, const Core& core, const CrashAnalysis& analysis);
 
 void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, SymbolProvider& symbols) {
   // The machine: a mixed fleet's populations, and what a cluster's cores
@@ -155,6 +156,28 @@ void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolP
     }
   }
   r.signature = std::move(analysis.signature);
+  HideWords(r, core, analysis);
+}
+
+// The words whose bytes are a hidden variable's (a return address a string
+// overflow wrote, a register in the middle of a copy) are stored as
+// kHiddenEnvironment: the rows the notes gave before the environment was
+// read are looked at again.
+void HideWords(CoreRecord& r, const Core& core, const CrashAnalysis& analysis) {
+  auto hides = HiddenWords(analysis);
+  if (!hides) return;
+  HiddenWordsScope scope(hides);
+  auto hide = [&](StoredWord& w) { w.hidden = w.hidden || hides(w.value); };
+  for (size_t i = 0; i < r.threads.size() && i < core.threads().size(); ++i) {
+    ThreadRow& row = r.threads[i];
+    hide(row.pc);
+    hide(row.sp);
+    const Registers& regs = core.threads()[i].registers;
+    if (std::any_of(regs.value.begin(), regs.value.end(), hides)) row.registers = RegistersJsonText(regs);
+  }
+  for (FrameRow& f : r.frames) hide(f.pc);
+  if (r.fault_address) hide(*r.fault_address);
+  if (r.real_fault_address) hide(*r.real_fault_address);
 }
 
 }  // namespace
@@ -313,6 +336,8 @@ template <typename T>
 Json Encode(const T& v) {
   if constexpr (requires { v.has_value(); }) {
     return v ? Encode(*v) : Json(nullptr);
+  } else if constexpr (std::is_same_v<T, StoredWord>) {
+    return v.hidden ? Json(std::string(kHiddenEnvironment)) : Json(v.value);
   } else {
     return Json(v);
   }
@@ -323,6 +348,13 @@ void Decode(const Json& j, T& v) {
   if constexpr (requires { v.has_value(); }) {
     if (j.is_null()) v.reset();
     else Decode(j, v.emplace());
+  } else if constexpr (std::is_same_v<T, StoredWord>) {
+    if (j.is_string() && j.get<std::string>() == kHiddenEnvironment) {
+      v = StoredWord{};
+      v.hidden = true;
+    } else {
+      v = StoredWord(j.get<uint64_t>());
+    }
   } else {
     v = j.get<T>();
   }

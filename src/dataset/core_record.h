@@ -23,6 +23,16 @@
 
 namespace coroner {
 
+// A word the dataset keeps (a pc, an sp, a fault address): stored as hex
+// text, or as kHiddenEnvironment when its bytes are a hidden environment
+// variable's (a return address a string overflow wrote).
+struct StoredWord {
+  uint64_t value = 0;
+  bool hidden = false;
+  StoredWord(uint64_t v = 0) : value(v) {}  // NOLINT: a word is a number, unless hidden
+  bool operator==(const StoredWord&) const = default;
+};
+
 struct AttributeRow {
   std::string key, value;
 };
@@ -31,7 +41,7 @@ struct ThreadRow {
   int index = 0;
   int tid = 0;
   bool crashing = false;
-  uint64_t pc = 0, sp = 0;
+  StoredWord pc, sp;
   std::string registers;  // JSON object, gdb's names and order
   double cpu_seconds = 0;
 };
@@ -39,7 +49,7 @@ struct ThreadRow {
 struct FrameRow {
   int thread = 0;  // index into the threads
   int index = 0;
-  uint64_t pc = 0;
+  StoredWord pc;
   std::string module, build_id;
   std::optional<uint64_t> offset;
   std::string function, file;
@@ -71,10 +81,10 @@ struct CoreRecord {
   std::optional<int> pid;
   std::string comm;
   std::optional<int> signal, si_code;  // as the core holds them
-  std::optional<uint64_t> fault_address;
+  std::optional<StoredWord> fault_address;
   // The real fault behind a signal a handler re-raised, when recovered.
   std::optional<int> real_signal, real_si_code;
-  std::optional<uint64_t> real_fault_address;
+  std::optional<StoredWord> real_fault_address;
   std::string syndrome, context, signature;
   std::optional<int> crashing_tid;
   std::string exe, build_id;

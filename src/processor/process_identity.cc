@@ -177,8 +177,31 @@ bool HiddenEnvironment::Covers(uint64_t at, std::string_view text, bool cut) con
   return false;
 }
 
+bool HiddenEnvironment::HoldsWord(uint64_t word) const {
+  constexpr size_t kMinBytes = 6;
+  if (values.empty()) return false;
+  char bytes[8];
+  for (size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>(word >> (8 * i));
+  size_t n = 0;
+  while (n < 8 && bytes[n] >= 0x20 && bytes[n] < 0x7f) ++n;
+  if (n < kMinBytes) return false;
+  std::string_view piece(bytes, n);
+  // A piece of a path ("/work/ma") is in every program's memory and in
+  // many a variable's value (a search path, a URL): it names a place.
+  if (piece.find('/') != std::string_view::npos) return false;
+  for (const auto& v : values)
+    if (v.find(piece) != std::string::npos) return true;
+  return false;
+}
+
 namespace {
 void Hide(Value& v, const HiddenEnvironment& hidden) {
+  // A number of 6 bytes or more may be a word of a string (a hash or a
+  // copy reads strings 8 bytes at a time).
+  if ((v.kind == Value::Kind::kSigned || v.kind == Value::Kind::kUnsigned) && hidden.HoldsWord(v.bits)) {
+    v = Value{Value::Kind::kHidden, false, 0, 0, v.name, {}, {}};
+    return;
+  }
   if (v.kind == Value::Kind::kPointer) {
     for (auto& pointee : v.children)
       if (pointee.kind == Value::Kind::kChars && hidden.Covers(v.bits, pointee.text, pointee.truncated))

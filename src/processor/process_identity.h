@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/byte_view.h"
+
 namespace coroner {
 
 class Core;
@@ -34,8 +36,6 @@ struct EnvironmentPolicy {
 
 // What stands where a credential was.
 inline constexpr std::string_view kHiddenValue = "<hidden>";
-// What stands for a text of the program's that quotes a hidden variable.
-inline constexpr std::string_view kHiddenEnvironment = "<hidden: environment>";
 
 // One value (a kept variable's, an argument) with its credentials hidden.
 std::string WithoutCredentials(std::string value);
@@ -74,6 +74,13 @@ struct HiddenEnvironment {
   // variable or holds a hidden value (or, `cut` short, ends in the start of
   // one).
   bool Covers(uint64_t at, std::string_view text, bool cut = false) const;
+  // Whether a word (a register, a stack word, an address) holds 6 bytes or
+  // more of a hidden value: its bytes in memory order, printable up to the
+  // first NUL, without a '/' (a piece of a path names a place), found in
+  // a value. An address never passes: its high bytes are NUL and its low
+  // ones seldom all printable, and they would have to spell part of a
+  // secret too.
+  bool HoldsWord(uint64_t word) const;
 };
 
 struct ProcessIdentity {

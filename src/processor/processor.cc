@@ -138,6 +138,12 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   return a;
 }
 
+std::function<bool(uint64_t)> HiddenWords(const CrashAnalysis& analysis) {
+  if (!analysis.identity) return nullptr;
+  const HiddenEnvironment* hidden = &analysis.identity->hidden;
+  return [hidden](uint64_t word) { return hidden->HoldsWord(word); };
+}
+
 std::string CrashSignature(const CrashAnalysis& a) {
   if (!a.diagnosis) return "";
   // What the dataset keeps of each frame, so that epi re-signing from the

@@ -6,6 +6,7 @@
 // by the caller.)
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +107,11 @@ CoreOptions CoreOptionsFor(const ProcessOptions& options);
 // Analyzes `core` to the depth asked. The core and the provider must outlive
 // the result (frames point into the module map, which points into both).
 CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOptions& options);
+
+// The words the analysis's outputs must not show: those holding a hidden
+// variable's bytes (HiddenEnvironment::HoldsWord), for a HiddenWordsScope
+// around writing them. The analysis must outlive it.
+std::function<bool(uint64_t)> HiddenWords(const CrashAnalysis& analysis);
 
 // The signature of an analysis at kLabels or deeper (empty before).
 std::string CrashSignature(const CrashAnalysis& analysis);

@@ -21,7 +21,7 @@ namespace {
 
 std::string Text(const std::string& s) { return ValidUtf8(s); }
 
-void HexOrNull(JsonWriter& w, const std::optional<uint64_t>& v) { v ? w.String(Hex(*v)) : w.Null(); }
+void HexOrNull(JsonWriter& w, const std::optional<uint64_t>& v) { v ? w.String(ShownWord(*v)) : w.Null(); }
 // A string, or null when it is empty.
 void TextOrNull(JsonWriter& w, const std::string& s) { s.empty() ? w.Null() : w.String(Text(s)); }
 void IntOrNull(JsonWriter& w, const std::optional<int64_t>& v) { v ? w.Int(*v) : w.Null(); }
@@ -62,7 +62,7 @@ void WriteInstructions(JsonWriter& w, const std::vector<Instruction>& ins) {
   w.BeginArray();
   for (const auto& i : ins) {
     w.BeginObject();
-    w.Key("address").String(Hex(i.address));
+    w.Key("address").String(ShownWord(i.address));
     w.Key("bytes").String(i.bytes);
     w.Key("text").String(i.text);
     w.Key("current").Bool(i.current);
@@ -94,7 +94,7 @@ void WriteVariables(JsonWriter& w, const std::vector<Variable>& vars) {
 void WriteFrame(JsonWriter& w, const Frame& f) {
   w.BeginObject();
   w.Key("index").UInt(f.index);
-  w.Key("pc").String(Hex(f.pc));
+  w.Key("pc").String(ShownWord(f.pc));
   w.Key("function");
   TextOrNull(w, f.function);
   w.Key("module");
@@ -109,7 +109,7 @@ void WriteFrame(JsonWriter& w, const Frame& f) {
   w.Key("inlined").Bool(f.inlined);
   w.Key("trust").String(FrameTrustName(f.trust));
   w.Key("kind").String(f.trust == FrameTrust::kPython ? "python" : "native");
-  w.Key("sp").String(Hex(f.sp));
+  w.Key("sp").String(ShownWord(f.sp));
   w.Key("signal_frame").Bool(f.signal_trampoline);
   if (f.variables_read) {
     w.Key("args");
@@ -156,8 +156,8 @@ void WriteDiagnosis(JsonWriter& w, const Diagnosis& d, const std::string& signat
   for (const auto& f : d.possible_bit_flips) {
     w.BeginObject();
     w.Key("source").String(f.source);
-    w.Key("value").String(Hex(f.value));
-    w.Key("original").String(Hex(f.original));
+    w.Key("value").String(ShownWord(f.value));
+    w.Key("original").String(ShownWord(f.original));
     w.Key("bit").Int(f.bit);
     w.Key("confidence").String(f.high_confidence ? "high" : "medium");
     w.EndObject();
@@ -173,7 +173,7 @@ void WriteDiagnosis(JsonWriter& w, const Diagnosis& d, const std::string& signat
   for (const auto& z : d.red_zone) {
     w.BeginObject();
     w.Key("offset").Int(z.offset);
-    w.Key("value").String(Hex(z.value));
+    w.Key("value").String(ShownWord(z.value));
     w.Key("meaning").String(Text(RedZoneMeaning(z)));
     w.EndObject();
   }
@@ -181,7 +181,7 @@ void WriteDiagnosis(JsonWriter& w, const Diagnosis& d, const std::string& signat
   w.Key("registers").BeginObject();
   for (const auto& r : d.registers) {
     w.Key(RegName(r.reg)).BeginObject();
-    w.Key("value").String(Hex(r.value));
+    w.Key("value").String(ShownWord(r.value));
     w.Key("kind").String(AddressKindName(r.kind));
     w.Key("detail").String(Text(RegisterDetail(r)));
     w.EndObject();
@@ -294,7 +294,7 @@ std::vector<std::string> RegisterGrid(const Registers& regs) {
   std::string row;
   int n = 0;
   for (Reg r : RegDisplayOrder(regs.arch)) {
-    row += fmt::format("  {:<9}{:#018x}", RegName(r), regs[r]);
+    row += fmt::format("  {:<9}{}", RegName(r), ShownWord(regs[r], 16));
     if (++n % 3 == 0) rows.push_back(std::exchange(row, {}));
   }
   if (!row.empty()) rows.push_back(row);
@@ -321,12 +321,12 @@ std::string FrameLine(const Frame& f) {
   if (f.trust == FrameTrust::kPython) {
     return fmt::format("#{:<2} {} ({}:{}) [python]", f.index, Text(f.function), Text(f.file), f.line);
   }
-  if (f.signal_trampoline) return fmt::format("#{:<2} {:#018x} <signal handler called>", f.index, f.pc);
-  std::string s = fmt::format("#{:<2} {:#018x} in {}", f.index, f.pc, f.function.empty() ? "??" : Text(f.function));
+  if (f.signal_trampoline) return fmt::format("#{:<2} {} <signal handler called>", f.index, ShownWord(f.pc, 16));
+  std::string s = fmt::format("#{:<2} {} in {}", f.index, ShownWord(f.pc, 16), f.function.empty() ? "??" : Text(f.function));
   if (f.jit) s += " (JIT code)";
   if (f.module) {
     s += " (" + Text(f.module->module->path);
-    if (f.function.empty() && f.offset) s += "+" + Hex(*f.offset);
+    if (f.function.empty() && f.offset) s += "+" + ShownWord(*f.offset);
     s += ")";
   }
   if (!f.file.empty()) s += fmt::format(" at {}:{}", Text(f.file), f.line);
@@ -355,6 +355,7 @@ std::string JobLine(const JobIdentity& job) {
 }
 
 std::string CoreToJson(const CrashAnalysis& analysis) {
+  HiddenWordsScope hidden(HiddenWords(analysis));
   const Core& core = *analysis.core;
   std::string out;
   out.reserve(64 * 1024);
@@ -425,7 +426,7 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
     w.Key("utime_us").UInt(t.utime_us);
     w.Key("stime_us").UInt(t.stime_us);
     w.Key("mxcsr");
-    t.fpregs ? w.String(Hex(t.fpregs->mxcsr)) : w.Null();
+    t.fpregs ? w.String(ShownWord(t.fpregs->mxcsr)) : w.Null();
     w.Key("xstate_size");
     t.xstate_size ? w.UInt(*t.xstate_size) : w.Null();
     w.Key("state");
@@ -443,10 +444,10 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
       WriteRegistersJson(w, fc.registers);
       w.Key("signal");
       WriteSignal(w, fc.signal);
-      w.Key("frame_address").String(Hex(fc.frame_address));
+      w.Key("frame_address").String(ShownWord(fc.frame_address));
       if (fc.esr) {
         w.Key("esr").BeginObject();
-        w.Key("value").String(Hex(*fc.esr));
+        w.Key("value").String(ShownWord(*fc.esr));
         w.Key("meaning").String(EsrDescription(*fc.esr));
         w.EndObject();
       }
@@ -462,8 +463,8 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
   for (const auto& m : core.modules()) {
     w.BeginObject();
     w.Key("path").String(Text(m.path));
-    w.Key("base").String(Hex(m.base));
-    w.Key("end").String(Hex(m.end));
+    w.Key("base").String(ShownWord(m.base));
+    w.Key("end").String(ShownWord(m.end));
     w.Key("build_id");
     m.build_id.empty() ? w.Null() : w.String(m.build_id);
     w.Key("build_id_source");
@@ -499,9 +500,9 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
   w.Key("mappings").BeginArray();
   for (const auto& f : core.files()) {
     w.BeginObject();
-    w.Key("start").String(Hex(f.start));
-    w.Key("end").String(Hex(f.end));
-    w.Key("offset").String(Hex(f.offset));
+    w.Key("start").String(ShownWord(f.start));
+    w.Key("end").String(ShownWord(f.end));
+    w.Key("offset").String(ShownWord(f.offset));
     w.Key("path").String(Text(f.path));
     w.EndObject();
   }
@@ -557,6 +558,7 @@ std::string ErrorToJson(const std::string& path, const Error& error) {
 }
 
 std::string CoreToText(const CrashAnalysis& analysis) {
+  HiddenWordsScope hidden(HiddenWords(analysis));
   const Core& core = *analysis.core;
   const std::string& path = analysis.path;
   std::string out;
@@ -587,20 +589,20 @@ std::string CoreToText(const CrashAnalysis& analysis) {
     // qemu-user leave its code 0): no code is known.
     if (s->source == SignalInfo::Source::kPrstatus && s->code == 0)
       line = fmt::format("signal: {} ({}), code unknown (the core has no siginfo)", SignalName(s->signo), s->signo);
-    if (s->fault_address) line += ", fault address " + Hex(*s->fault_address);
+    if (s->fault_address) line += ", fault address " + ShownWord(*s->fault_address);
     if (s->sender_pid) line += fmt::format(", sent by pid {}", *s->sender_pid);
     add(line);
   }
   if (const auto& fc = analysis.fault_context) {
     auto code = SignalCodeName(fc->signal.signo, fc->signal.code);
     std::string line = fmt::format("real fault, from the signal frame at {}: {} ({}), code {} ({})",
-                                   Hex(fc->frame_address), SignalName(fc->signal.signo), fc->signal.signo,
+                                   ShownWord(fc->frame_address), SignalName(fc->signal.signo), fc->signal.signo,
                                    fc->signal.code, code ? *code : "unknown");
-    if (fc->signal.fault_address) line += ", fault address " + Hex(*fc->signal.fault_address);
-    if (fc->esr) line += ", ESR " + Hex(*fc->esr) + " (" + EsrDescription(*fc->esr) + ")";
+    if (fc->signal.fault_address) line += ", fault address " + ShownWord(*fc->signal.fault_address);
+    if (fc->esr) line += ", ESR " + ShownWord(*fc->esr) + " (" + EsrDescription(*fc->esr) + ")";
     add(line);
     add(fmt::format("  at {} {} {} {}; a handler caught it and {}", RegName(fc->registers.pc_reg()),
-                    Hex(fc->registers.pc()), RegName(fc->registers.sp_reg()), Hex(fc->registers.sp()),
+                    ShownWord(fc->registers.pc()), RegName(fc->registers.sp_reg()), ShownWord(fc->registers.sp()),
                     core.signal() ? HandlerEnding(*core.signal(), fc->signal) : "ended the process"));
   }
   if (const auto& d = analysis.diagnosis) {
@@ -615,8 +617,8 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
     add(fmt::format("thread {} (LWP {}){}: {} {} {} {}", i, t.tid, i == core.crashing_thread() ? " [crashed]" : "",
-                    RegName(t.registers.pc_reg()), Hex(t.registers.pc()), RegName(t.registers.sp_reg()),
-                    Hex(t.registers.sp())));
+                    RegName(t.registers.pc_reg()), ShownWord(t.registers.pc()), RegName(t.registers.sp_reg()),
+                    ShownWord(t.registers.sp())));
   }
   if (!core.threads().empty()) {
     const Thread& t = core.threads()[core.crashing_thread()];

@@ -25,10 +25,10 @@ std::string Quoted(const std::optional<std::string>& instruction, const std::str
 
 std::string MappingText(const evidence::ReadonlyMapping& m) {
   std::string s = m.from_module_file
-                      ? "the r-x mapping " + Hex(m.start) + "-" + Hex(m.end) + " (code, as the module's file maps it)"
+                      ? "the r-x mapping " + ShownWord(m.start) + "-" + ShownWord(m.end) + " (code, as the module's file maps it)"
                       : "the " + std::string(m.read ? "r" : "-") + "-" + (m.exec ? "x" : "-") + " mapping " +
-                            Hex(m.start) + "-" + Hex(m.end);
-  if (m.path) s += " of " + *m.path + " (file offset " + Hex(m.file_offset) + ")";
+                            ShownWord(m.start) + "-" + ShownWord(m.end);
+  if (m.path) s += " of " + *m.path + " (file offset " + ShownWord(m.file_offset) + ")";
   return s;
 }
 
@@ -50,7 +50,7 @@ std::string BadAddressText(evidence::BadAddress why) {
 struct Sentence {
   std::string operator()(const evidence::HandlerCaughtFault& e) const {
     return "A fatal-signal handler caught the fault and " + HandlerEnding(e.delivered, e.fault) +
-           "; the real fault was read from the kernel's signal frame at " + Hex(e.frame_address) + ".";
+           "; the real fault was read from the kernel's signal frame at " + ShownWord(e.frame_address) + ".";
   }
   std::string operator()(const evidence::SignalSent& e) const {
     const SignalInfo& s = e.signal;
@@ -75,16 +75,16 @@ struct Sentence {
   }
   std::string operator()(const evidence::RetPoppedNonCode& e) const {
     if (e.return_address) {
-      return "`ret` popped " + Hex(e.pc) + ", which is not code, while the return address " + Hex(*e.return_address) +
+      return "`ret` popped " + ShownWord(e.pc) + ", which is not code, while the return address " + ShownWord(*e.return_address) +
              " into " + e.return_into + " sits one slot away: rsp was off by 8.";
     }
-    return "`ret` popped " + Hex(e.pc) + " (still at [rsp-8]), which is not code: the return address was overwritten.";
+    return "`ret` popped " + ShownWord(e.pc) + " (still at [rsp-8]), which is not code: the return address was overwritten.";
   }
   std::string operator()(const evidence::PcNotCode& e) const {
-    return "pc " + Hex(e.pc) + " is not in executable memory (" + std::string(AddressKindName(e.kind)) + ").";
+    return "pc " + ShownWord(e.pc) + " is not in executable memory (" + std::string(AddressKindName(e.kind)) + ").";
   }
   std::string operator()(const evidence::RetTargetNotCode& e) const {
-    return "The faulting instruction is `ret`, and the return address at [rsp] is " + Hex(e.target) + ", which is not code.";
+    return "The faulting instruction is `ret`, and the return address at [rsp] is " + ShownWord(e.target) + ", which is not code.";
   }
   std::string operator()(const evidence::SignalAt& e) const {
     const SignalInfo& s = e.signal;
@@ -93,7 +93,7 @@ struct Sentence {
       case SIGILL:
       case SIGFPE: return SignalName(s.signo) + " " + CodeName(s, "") + " at " + e.where + instruction;
       case SIGBUS:
-        return "SIGBUS " + CodeName(s, "") + (s.fault_address ? " at " + Hex(*s.fault_address) : std::string()) +
+        return "SIGBUS " + CodeName(s, "") + (s.fault_address ? " at " + ShownWord(*s.fault_address) : std::string()) +
                ": the address is mapped but its backing is gone (a file mapping past the end of the file?) or misaligned.";
       default: return "Signal " + SignalName(s.signo) + " (" + CodeName(s, "?") + ").";
     }
@@ -101,21 +101,21 @@ struct Sentence {
   std::string operator()(const evidence::PcZero& e) const {
     switch (e.cause) {
       case evidence::PcZeroCause::kIndirectCall:
-        return "pc is 0 and [rsp] = " + Hex(e.return_address) + " is a return address just after an indirect call in " +
+        return "pc is 0 and [rsp] = " + ShownWord(e.return_address) + " is a return address just after an indirect call in " +
                e.caller + ": a call through a NULL function pointer.";
       case evidence::PcZeroCause::kReturn:
         return "pc is 0 and the word just below rsp ([rsp-8], still intact in the red zone) is 0: a `ret` popped a NULL "
                "return address.";
       case evidence::PcZeroCause::kCall:
-        return "pc is 0 and [rsp] = " + Hex(e.return_address) + " is a return address into " + e.caller + ".";
+        return "pc is 0 and [rsp] = " + ShownWord(e.return_address) + " is a return address into " + e.caller + ".";
       case evidence::PcZeroCause::kUnknown: return "pc is 0, but neither [rsp] is a return address nor [rsp-8] is 0.";
     }
     return "pc is 0.";
   }
   std::string operator()(const evidence::BelowStack& e) const {
-    return "The fault address " + Hex(e.fault_address) + " is " +
+    return "The fault address " + ShownWord(e.fault_address) + " is " +
            std::to_string(e.stack_start - std::min(e.fault_address, e.stack_start)) + " bytes below the stack mapping at " +
-           Hex(e.stack_start) + (e.in_guard_page ? " (its guard page)" : "") + "; rsp is " + Hex(e.sp) + ".";
+           ShownWord(e.stack_start) + (e.in_guard_page ? " (its guard page)" : "") + "; rsp is " + ShownWord(e.sp) + ".";
   }
   std::string operator()(const evidence::Recursion& e) const {
     return e.function + " appears in " + std::to_string(e.count) + " of the first " + std::to_string(e.depth) +
@@ -123,33 +123,33 @@ struct Sentence {
   }
   std::string operator()(const evidence::PcInsideInstruction& e) const {
     const Instruction& in = e.instruction;
-    return "pc " + Hex(e.pc) + " is " + std::to_string(e.pc - in.address) + " bytes into the " +
+    return "pc " + ShownWord(e.pc) + " is " + std::to_string(e.pc - in.address) + " bytes into the " +
            std::to_string(in.bytes.size() / 2) + "-byte instruction `" + in.text + "` at " + e.where +
            ", decoded from the function's start: no jump or return of compiled code lands inside an instruction (a "
            "corrupted return address or function pointer, or a bad CPU).";
   }
   std::string operator()(const evidence::MisalignedFrame& e) const {
-    return "The crashing frame's CFA is " + Hex(e.cfa) + ", 8 bytes off the 16-byte alignment the ABI requires, and `" +
+    return "The crashing frame's CFA is " + ShownWord(e.cfa) + ", 8 bytes off the 16-byte alignment the ABI requires, and `" +
            e.instruction + "` requires a 16-byte aligned operand: rsp is off by 8.";
   }
   std::string operator()(const evidence::MisalignedStackOperand& e) const {
     if (e.base.reg == Reg::sp)  // aarch64: the CPU checks sp whenever it is a load's or store's base
       return "`" + e.instruction + "` uses sp as its base, and aarch64 faults on an sp that is not 16-byte aligned; sp = " +
-             Hex(e.value) + ", " + std::to_string(e.value % 16) + " bytes off.";
+             ShownWord(e.value) + ", " + std::to_string(e.value % 16) + " bytes off.";
     return "`" + e.instruction + "` needs a 16-byte aligned stack operand; " + SizedRegName(e.base) + " = " +
-           Hex(e.value) + ".";
+           ShownWord(e.value) + ".";
   }
   std::string operator()(const evidence::ReturnAddressOneSlotAway&) const {
     return "`ret` found no return address at [rsp], but one sits 8 bytes away: rsp is off by 8.";
   }
   std::string operator()(const evidence::NullBaseRegister& e) const {
-    return SizedRegName(e.reg) + " = " + Hex(e.value) + (e.value == 0 ? " (NULL)" : " (a small offset from NULL)") +
-           " when " + Quoted(e.instruction, "the instruction at " + Hex(e.pc)) + " in " + e.where + " read or wrote " +
-           Hex(e.address) + ".";
+    return SizedRegName(e.reg) + " = " + ShownWord(e.value) + (e.value == 0 ? " (NULL)" : " (a small offset from NULL)") +
+           " when " + Quoted(e.instruction, "the instruction at " + ShownWord(e.pc)) + " in " + e.where + " read or wrote " +
+           ShownWord(e.address) + ".";
   }
   std::string operator()(const evidence::NullPage& e) const {
-    return "The fault address " + Hex(e.address) + " is in the first " + std::to_string(kNullPages / 1024) +
-           " KiB, which are never mapped: " + Quoted(e.instruction, "the instruction at " + Hex(e.pc)) + " in " +
+    return "The fault address " + ShownWord(e.address) + " is in the first " + std::to_string(kNullPages / 1024) +
+           " KiB, which are never mapped: " + Quoted(e.instruction, "the instruction at " + ShownWord(e.pc)) + " in " +
            e.where + " dereferenced NULL.";
   }
   std::string operator()(const evidence::BadAccess& e) const {
@@ -159,24 +159,24 @@ struct Sentence {
              "or an overrun the tags caught); the kernel reports it late, so the address and the instruction are "
              "unknown (tag mismatch, address unknown).";
     return Quoted(e.instruction, "the instruction") + " in " + e.where + " accessed " +
-           (e.address ? Hex(*e.address) : std::string("a bad address")) + ", which is " + BadAddressText(e.why) +
+           (e.address ? ShownWord(*e.address) : std::string("a bad address")) + ", which is " + BadAddressText(e.why) +
            (e.general_protection
                 ? " (SI_KERNEL: the CPU raised a general-protection fault, so the kernel gives no address)"
                 : "") +
            ".";
   }
   std::string operator()(const evidence::BaseRegister& e) const {
-    return SizedRegName(e.reg) + " = " + Hex(e.value) + ".";
+    return SizedRegName(e.reg) + " = " + ShownWord(e.value) + ".";
   }
   std::string operator()(const evidence::PossibleBitFlip& e) const {
     const BitFlip& f = e.flip;
-    std::string to = f.original == 0 ? "NULL" : Hex(f.original) + " (" + std::string(AddressKindName(e.original_kind)) + ", mapped)";
-    return f.source + " " + Hex(f.value) + " is " + to + " with bit " + std::to_string(f.bit) +
+    std::string to = f.original == 0 ? "NULL" : ShownWord(f.original) + " (" + std::string(AddressKindName(e.original_kind)) + ", mapped)";
+    return f.source + " " + ShownWord(f.value) + " is " + to + " with bit " + std::to_string(f.bit) +
            " flipped: a possible bit flip" + (f.high_confidence ? " (a high bit: no overrun reaches that far)" : "") +
            ". More such crashes on one host point to its CPU or memory.";
   }
   std::string operator()(const evidence::WroteReadonly& e) const {
-    return "`" + e.instruction + "` in " + e.where + " wrote to " + Hex(e.address) + ", in " + MappingText(e.mapping) +
+    return "`" + e.instruction + "` in " + e.where + " wrote to " + ShownWord(e.address) + ", in " + MappingText(e.mapping) +
            ", which is not writable (SEGV_ACCERR: mapped, but not for this access).";
   }
   std::string operator()(const evidence::AssertionFailed& e) const {
@@ -274,7 +274,7 @@ std::string Summary(const Diagnosis& d) {
     case Syndrome::kReturnToNull: return "A function returned to address 0: the return address it popped was NULL.";
     case Syndrome::kCallToNull:
       return "A call went through a NULL function pointer in " + (site.caller.empty() ? std::string("the caller") : site.caller) + ".";
-    case Syndrome::kWildJump: return "Control jumped to " + Hex(site.pc) + ", which is not code.";
+    case Syndrome::kWildJump: return "Control jumped to " + ShownWord(site.pc) + ", which is not code.";
     case Syndrome::kMisalignedStack:
       return "The stack pointer was 8 bytes off the alignment the code requires when " + where + " ran.";
     case Syndrome::kStackOverflow: return "The thread ran out of stack in " + where + ".";

@@ -58,7 +58,7 @@ class MarkdownReport {
                              ? "code unknown: the core has no siginfo"
                              : SignalCodeName(sig->signo, sig->code).value_or("code " + std::to_string(sig->code));
       std::string s = SignalName(sig->signo) + " (" + code;
-      if (sig->fault_address) s += ", fault address " + Hex(*sig->fault_address);
+      if (sig->fault_address) s += ", fault address " + ShownWord(*sig->fault_address);
       s += ")";
       if (a_.fault_context) {
         s += "; a handler caught it and " + HandlerEnding(*core_.signal(), a_.fault_context->signal);
@@ -75,9 +75,9 @@ class MarkdownReport {
           if (f.index < origin_ || f.signal_trampoline) continue;
           std::string component = esc(components_.For(ModulePath(f), InExecutable(f, core_.executable())));
           if (!f.function.empty()) where = ", in " + esc(f.function) + ", " + component;
-          else if (f.jit) where = ", in JIT code at " + Hex(f.pc);
-          else if (f.module) where = ", in " + esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : "") + ", " + component;
-          else where = ", at " + Hex(f.pc) + ", outside any module";
+          else if (f.jit) where = ", in JIT code at " + ShownWord(f.pc);
+          else if (f.module) where = ", in " + esc(ModulePath(f)) + (f.offset ? "+" + ShownWord(*f.offset) : "") + ", " + component;
+          else where = ", at " + ShownWord(f.pc) + ", outside any module";
           break;
         }
       }
@@ -118,7 +118,7 @@ class MarkdownReport {
         std::string fn = f.signal_trampoline ? "&lt;signal handler called&gt;" : f.function.empty() ? "??" : esc(f.function);
         if (f.inlined) fn += " (inlined)";
         std::string src = f.jit            ? std::string("JIT code")
-                          : f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + Hex(*f.offset) : std::string())
+                          : f.file.empty() ? esc(ModulePath(f)) + (f.offset ? "+" + ShownWord(*f.offset) : std::string())
                                          : esc(f.file) + ":" + std::to_string(f.line);
         bool is_exe = InExecutable(f, exe);
         std::string comp = f.trust == FrameTrust::kPython ? esc(ComponentMap::ForPython(f.file))
@@ -144,15 +144,15 @@ class MarkdownReport {
     for (const auto& row : RegisterGrid(regs)) add(row);
     add("");
     const std::vector<Instruction>& ins = CrashingInstructions(a_);
-    for (const auto& i : ins) add(fmt::format("{} {:#x}:  {}", i.current ? "=>" : "  ", i.address, MarkdownFenced(i.text)));
-    if (ins.empty()) add("(no code bytes at pc " + Hex(regs.pc()) + ")");
+    for (const auto& i : ins) add(fmt::format("{} {}:  {}", i.current ? "=>" : "  ", ShownWord(i.address), MarkdownFenced(i.text)));
+    if (ins.empty()) add("(no code bytes at pc " + ShownWord(regs.pc()) + ")");
     add("```");
     if (d_) {
       for (const auto& r : d_->registers) {
         bool suspicious = r.kind == AddressKind::kNull || r.kind == AddressKind::kSmall || r.kind == AddressKind::kNonCanonical;
         if (suspicious || r.misaligned_pointer) {
           std::string detail = RegisterDetail(r);
-          add(fmt::format("- `{}` = `{}`: {}{}", RegName(r.reg), Hex(r.value), AddressKindName(r.kind),
+          add(fmt::format("- `{}` = `{}`: {}{}", RegName(r.reg), ShownWord(r.value), AddressKindName(r.kind),
                           detail.empty() ? "" : " (" + esc(detail) + ")"));
         }
       }
@@ -238,7 +238,7 @@ class MarkdownReport {
         add("Red zone (the 128 bytes below rsp, which survive signal delivery):");
         add("");
         add("```");
-        for (const auto& w : d_->red_zone) add(fmt::format("rsp{:<4} {:#018x}  {}", w.offset, w.value, MarkdownFenced(RedZoneMeaning(w))));
+        for (const auto& w : d_->red_zone) add(fmt::format("rsp{:<4} {}  {}", w.offset, ShownWord(w.value, 16), MarkdownFenced(RedZoneMeaning(w))));
         add("```");
       }
     }
@@ -275,6 +275,7 @@ class MarkdownReport {
 }  // namespace
 
 std::string CoreToMarkdown(const CrashAnalysis& a, const ComponentMap& components, const SourceReport* sources) {
+  HiddenWordsScope hidden(HiddenWords(a));
   return MarkdownReport(a, components, sources).Write();
 }
 

@@ -1,5 +1,7 @@
 #include "report/value_printer.h"
 
+#include "core/byte_view.h"
+
 #include <locale.h>
 #include <wctype.h>
 
@@ -152,12 +154,12 @@ std::string PrintValue(const Value& v) {
       return fmt::sprintf("%.17g", d);
     }
     case Kind::kPointer: {
-      std::string out = fmt::format("0x{:x}", v.bits);
+      std::string out = ShownWord(v.bits);
       if (!v.text.empty()) out += v.offset == 0 ? " <" + v.text + ">" : fmt::format(" <{}+{}>", v.text, v.offset);
       for (const auto& pointee : v.children) out += " " + PrintValue(pointee);
       return out;
     }
-    case Kind::kReference: return fmt::format("@0x{:x}", v.bits);
+    case Kind::kReference: return "@" + ShownWord(v.bits);
     case Kind::kEnumerator: return v.text;
     case Kind::kStruct: {
       if (v.children.empty()) return "{<No data fields>}";
@@ -169,9 +171,9 @@ std::string PrintValue(const Value& v) {
     }
     case Kind::kArray: return Elements(v.children);
     case Kind::kChars: return Chars(v);
-    case Kind::kUnreadable: return fmt::format("<error: Cannot access memory at address 0x{:x}>", v.bits);
+    case Kind::kUnreadable: return "<error: Cannot access memory at address " + ShownWord(v.bits) + ">";
     case Kind::kTooDeep: return "{...}";
-    case Kind::kHidden: return "<hidden: environment>";
+    case Kind::kHidden: return std::string(kHiddenEnvironment);
   }
   return "?";
 }

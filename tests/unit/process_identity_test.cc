@@ -599,6 +599,65 @@ TEST(ProcessIdentity, RulesAddVariablesButPatternsNoSecrets) {
   EXPECT_NE(bad.err.find("[environment] has one list, allow"), std::string::npos) << bad.err;
 }
 
+// A real process that stores through 8 bytes of its secret as if they were
+// a pointer: gdb shows them in a register; coroner shows them nowhere — not
+// in a register, the address the diagnosis reads, the number local, nor
+// the dataset's threads, frames and cores.
+TEST(ProcessIdentity, ASecretsBytesInARegisterAreHidden) {
+  std::string secret = "hf_" + RandomSecret();
+  uint64_t word = 0;
+  std::memcpy(&word, secret.data() + 8, sizeof word);
+  std::string dir = Work() + "/word";
+  fs::create_directories(dir + "/fleet");
+  std::string core = dir + "/fleet/word.core";
+  std::string cmd = "env -i PATH=/usr/bin:/bin SLURM_JOB_ID=77 HF_TOKEN=" + secret + " bash " +
+                    std::getenv("CORONER_SOURCE_DIR") + "/tests/fixtures/make_core.sh " +
+                    std::getenv("CORONER_SECRET_LOCALS") + " " + core + " word";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  char hex[32], padded[32];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(word));
+  std::snprintf(padded, sizeof padded, "%016llx", static_cast<unsigned long long>(word));
+  auto gdb = testing::Run("gdb -nx -batch -ex 'info registers' " + std::string(std::getenv("CORONER_SECRET_LOCALS")) +
+                          " " + core + " 2>&1");
+  ASSERT_NE(gdb.out.find(hex), std::string::npos) << "gdb shows no register holding the secret's bytes:\n" << gdb.out;
+  std::vector<std::string> forms = {hex, padded, std::to_string(word), std::to_string(static_cast<int64_t>(word)),
+                                    secret.substr(8, 8)};
+  auto expect_none = [&](const std::string& what, const std::string& text) {
+    for (const auto& f : forms) EXPECT_EQ(text.find(f), std::string::npos) << what << " shows " << f;
+  };
+  auto j = testing::Coroner("analyze --json " + core);
+  ASSERT_EQ(j.status, 0) << j.err;
+  expect_none("analyze --json", j.out);
+  json report = json::parse(j.out);
+  size_t crashing = report["crashing_thread"];
+  size_t hidden_registers = 0;
+  for (const auto& [name, value] : report["threads"][crashing]["registers"].items())
+    hidden_registers += value == "<hidden: environment>";
+  EXPECT_GE(hidden_registers, 1u) << report["threads"][crashing]["registers"].dump();
+  // The number local of main.
+  bool local_hidden = false;
+  for (const auto& f : report["threads"][crashing]["frames"])
+    if (f["function"] == "main" && f.contains("locals"))
+      for (const auto& l : f["locals"])
+        if (l["name"] == "pointer" || l["name"] == "word") local_hidden |= l["value"] == "<hidden: environment>";
+  EXPECT_TRUE(local_hidden) << j.out.substr(0, 4000);
+  for (const char* format : {"", "--format md "}) {
+    auto t = testing::Coroner(std::string("analyze ") + format + core);
+    ASSERT_EQ(t.status, 0) << t.err;
+    expect_none(std::string("analyze ") + format, t.out);
+    EXPECT_NE(t.out.find("<hidden: environment>"), std::string::npos) << t.out;
+  }
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(testing::Coroner("scan " + dir + "/fleet --db " + db).status, 0);
+  for (const char* table : {"cores", "attributes", "threads", "frames", "modules"}) {
+    auto all = testing::Coroner("query --db " + db + " --json \"SELECT * FROM " + std::string(table) + "\"");
+    ASSERT_EQ(all.status, 0) << all.err;
+    expect_none(table, all.out);
+  }
+  auto threads = testing::Coroner("query --db " + db + " --json \"SELECT registers FROM threads WHERE crashing = 1\"");
+  EXPECT_NE(threads.out.find("<hidden: environment>"), std::string::npos) << threads.out;
+}
+
 // Real cores of ranks as torchrun under srun, and Open MPI, start them: the
 // framework's rank wins over Slurm's task id, PMIx's namespace names an MPI
 // job, and the GPUs each was given are named.
