@@ -59,8 +59,7 @@ test-asan: zoo
 fuzz: zoo
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORONER_FUZZ=ON -DBUILD_TESTING=OFF
-	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target core_fuzzer source_fuzzer metadata_fuzzer epi_fuzzer disassembler_fuzzer debug_file_fuzzer \
-	  analysis_fuzzer module_fuzzer python_fuzzer location_table_fuzzer
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD) $(ZOO) $(FUZZ_SECONDS)
 
 demo: deps build zoo

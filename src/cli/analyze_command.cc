@@ -102,7 +102,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   static auto& kept = *new std::vector<std::unique_ptr<FileSymbolProvider>>;
   kept.push_back(std::make_unique<FileSymbolProvider>(symbol_options));
   FileSymbolProvider& provider = *kept.back();
-  bool json = options.format == "json";
+  bool json = options.format == ReportFormat::kJson;
   SourceFlags flags = options.source_flags;
   flags.components_file = options.components_file;
   auto sources = MakeSourceOptions(flags);
@@ -126,11 +126,11 @@ int RunAnalyze(const AnalyzeOptions& options) {
     CrashAnalysis analysis = ProcessCore(core, provider, with_path);
     analysis.path = path;
     std::optional<SourceReport> source_report;
-    if (options.format == "md" && analysis.crashing_backtrace()) {
+    if (options.format == ReportFormat::kMarkdown && analysis.crashing_backtrace()) {
       source_report = BuildSourceReport(core, *analysis.crashing_backtrace(), *sources);
     }
     if (json) emit(CoreToJson(analysis));
-    else if (options.format == "md") emit(CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr));
+    else if (options.format == ReportFormat::kMarkdown) emit(CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr));
     else emit(CoreToText(analysis));
   };
   for (const auto& path : options.cores) {

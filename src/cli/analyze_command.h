@@ -11,10 +11,12 @@
 
 namespace coroner {
 
+enum class ReportFormat { kText, kMarkdown, kJson };
+
 struct AnalyzeOptions {
   std::vector<std::string> cores;
   std::optional<uint64_t> max_bytes;
-  std::string format = "text";  // text | md | json
+  ReportFormat format = ReportFormat::kText;
   std::string components_file;  // --components: extra library-to-component rules
   Sysroot sysroot;
   std::vector<std::string> debug_dirs;

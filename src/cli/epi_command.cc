@@ -33,7 +33,7 @@ int NewestYear(Dataset& ds) {
   auto q = ds.Query("SELECT max(time) FROM cores");
   if (q.ok() && !q->rows.empty() && q->rows[0][0].type == QueryValue::Type::kText)
     if (auto t = ParseIso8601(q->rows[0][0].text)) return std::atoi(FormatIso8601(*t).substr(0, 4).c_str());
-  return 1970 + static_cast<int>(std::time(nullptr) / (365.2425 * 86400));
+  return 1970 + static_cast<int>(std::time(nullptr) / (365.2425 * kSecondsPerDay));
 }
 
 std::string Self() {

@@ -2,6 +2,7 @@
 // hands over to a subcommand.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 
 #include "cli/analyze_command.h"
 #include "cli/epi_command.h"
@@ -35,10 +36,27 @@ void AddSourceFlags(CLI::App* cmd, coroner::SourceFlags& f) {
   cmd->add_option("--repo", f.repo, "the git checkout for --check-fix");
 }
 
+// Where a core's module files are, for every command that reads them: the
+// same flags with the same words. One value per flag (repeat the flag for
+// more), so that the cores after it stay cores.
+void AddModuleFileFlags(CLI::App* cmd, std::vector<std::string>& sysroot, std::vector<std::string>& exe_files,
+                        std::vector<std::string>* debug_dirs) {
+  cmd->add_option("--sysroot", sysroot, "look module files up under DIR, or a machine's under ARCH=DIR (x86_64, aarch64)")
+      ->allow_extra_args(false);
+  if (debug_dirs)
+    cmd->add_option("--debug-dir", *debug_dirs,
+                    "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug")
+        ->allow_extra_args(false);
+  cmd->add_option("--exe", exe_files,
+                  "a program's or library's file: for the module with its build-id, or its name where the core does "
+                  "not say where its files are (qemu-user's)")
+      ->allow_extra_args(false);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"coroner: read Linux x86_64 core dumps, one deeply or a fleet fast"};
+  CLI::App app{"coroner: read Linux core dumps (x86_64, aarch64), one deeply or a fleet fast"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "coroner 0.1.0");
 
@@ -49,16 +67,13 @@ int main(int argc, char** argv) {
   cmd->add_option("CORE", analyze.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
   cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
   cmd->add_flag("--json", json, "one JSON object per core, one per line");
+  const std::map<std::string, coroner::ReportFormat> formats = {
+      {"text", coroner::ReportFormat::kText}, {"md", coroner::ReportFormat::kMarkdown}, {"json", coroner::ReportFormat::kJson}};
   cmd->add_option("--format", analyze.format, "text, md (the Markdown report) or json")
-      ->check(CLI::IsMember({"text", "md", "json"}));
+      ->transform(CLI::CheckedTransformer(formats));
   cmd->add_option("--components", analyze.components_file, "library-to-component rules, `pattern<TAB>component` a line");
   std::vector<std::string> analyze_sysroot, scan_sysroot, sources_sysroot;
-  const char* sysroot_help = "look module files up under DIR, or a machine's under ARCH=DIR (x86_64, aarch64)";
-  cmd->add_option("--sysroot", analyze_sysroot, sysroot_help)->allow_extra_args(false);
-  // One value per flag (repeat the flag for more), so that the cores after it stay cores.
-  cmd->add_option("--debug-dir", analyze.debug_dirs, "a directory with the build-id layout (.build-id/xx/rest.debug), as /usr/lib/debug")
-      ->allow_extra_args(false);
-  cmd->add_option("--exe", analyze.exe_files, "a binary to use for the module whose build-id it has")->allow_extra_args(false);
+  AddModuleFileFlags(cmd, analyze_sysroot, analyze.exe_files, &analyze.debug_dirs);
   cmd->add_flag("--registers-only", analyze.registers_only, "no backtraces: registers, signal and modules only");
   cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
   cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
@@ -78,9 +93,7 @@ int main(int argc, char** argv) {
   scan_cmd->add_option("--inventory", scan.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
   scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
   scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
-  scan_cmd->add_option("--sysroot", scan_sysroot, sysroot_help)->allow_extra_args(false);
-  scan_cmd->add_option("--exe", scan.exe_files, "a program's or library's file for cores that do not say where theirs are (qemu-user's), matched by name")
-      ->allow_extra_args(false);
+  AddModuleFileFlags(scan_cmd, scan_sysroot, scan.exe_files, nullptr);
   scan_cmd->add_option("--rules", scan_rules, "a rules file: its [environment] allow list adds identity variables");
   scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
   std::string shard;
@@ -128,10 +141,7 @@ int main(int argc, char** argv) {
   AddSourceFlags(sources_cmd, sources.flags);
   sources_cmd->add_option("--context", sources.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
   sources_cmd->add_flag("--json", sources.json, "the report as one JSON object");
-  sources_cmd->add_option("--sysroot", sources_sysroot, sysroot_help)->allow_extra_args(false);
-  sources_cmd->add_option("--debug-dir", sources.debug_dirs, "a build-id debug directory")->allow_extra_args(false);
-  sources_cmd->add_option("--exe", sources.exe_files, "a binary to use for the module whose build-id it has")
-      ->allow_extra_args(false);
+  AddModuleFileFlags(sources_cmd, sources_sysroot, sources.exe_files, &sources.debug_dirs);
 
   try {
     app.parse(argc, argv);
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
     *into = std::move(*parsed);
   }
   if (cmd->parsed()) {
-    if (json) analyze.format = "json";
+    if (json) analyze.format = coroner::ReportFormat::kJson;
     if (cmd->count("--max-bytes")) analyze.max_bytes = max_bytes;
     return coroner::RunAnalyze(analyze);
   }

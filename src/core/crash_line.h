@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "core/core.h"
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

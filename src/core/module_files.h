@@ -7,7 +7,7 @@
 #include <elf.h>
 
 #include "core/registers.h"
-#include "source/expected.h"
+#include "base/expected.h"
 
 #include <map>
 #include <string>

@@ -36,6 +36,11 @@ constexpr size_t kRegCount = static_cast<size_t>(Reg::kCount);
 constexpr size_t kX86RegCount = static_cast<size_t>(Reg::gs) + 1;
 constexpr size_t kA64RegCount = static_cast<size_t>(Reg::pstate) - static_cast<size_t>(Reg::x0) + 1;
 constexpr Reg kA64First = Reg::x0;
+// A register's 8-byte slot in NT_PRSTATUS's pr_reg: Reg follows the
+// kernel's user_regs_struct (x86_64) and user_pt_regs (aarch64) orders.
+constexpr size_t PrRegSlot(Reg r) {
+  return r >= kA64First ? static_cast<size_t>(r) - static_cast<size_t>(kA64First) : static_cast<size_t>(r);
+}
 // x0 + n.
 constexpr Reg A64X(size_t n) { return static_cast<Reg>(static_cast<size_t>(Reg::x0) + n); }
 

@@ -18,7 +18,7 @@
 
 #include "dataset/metadata.h"
 #include "processor/process_identity.h"
-#include "source/expected.h"
+#include "base/expected.h"
 #include "symbolize/symbol_provider.h"
 
 namespace coroner {

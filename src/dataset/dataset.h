@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "dataset/core_record.h"
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

@@ -96,9 +96,10 @@ Expected<std::optional<std::string>> ReadSmall(const std::string& core, const st
     if (!refusal) return std::optional<std::string>();
     if (!refusal->empty()) return MakeError(ErrorKind::kIo, *refusal);
   }
-  auto src = IsUrl(path) ? OpenHttpSource(path, DefaultHttpOptions()) : OpenFileSource(path);
+  RemoteFileInfo remote;
+  auto src = IsUrl(path) ? OpenHttpSource(path, DefaultHttpOptions(), &remote) : OpenFileSource(path);
   if (!src.ok()) {
-    if (src.error().message.rfind("HTTP 404", 0) == 0) return std::optional<std::string>();
+    if (remote.http_status == 404) return std::optional<std::string>();  // no sidecar
     return src.error();
   }
   auto size = (*src)->Size();

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

@@ -19,7 +19,7 @@
 
 #include "core/module_files.h"
 #include "dataset/metadata.h"
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

@@ -74,7 +74,7 @@ std::optional<int64_t> ParseIso8601(const std::string& s) {
       }
     }
   }
-  return DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 + sec -
+  return DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * kSecondsPerDay + h * 3600 + mi * 60 + sec -
          zone;
 }
 
@@ -86,5 +86,7 @@ std::string FormatIso8601(int64_t seconds) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+std::string FormatDay(int64_t day) { return FormatIso8601(day * kSecondsPerDay).substr(0, 10); }
 
 }  // namespace coroner

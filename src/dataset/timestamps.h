@@ -8,6 +8,8 @@
 
 namespace coroner {
 
+inline constexpr int64_t kSecondsPerDay = 86400;
+
 // Seconds since the epoch for "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS[.frac]]"
 // with "Z", "+HH:MM", "-HH:MM" or no zone (taken as UTC); a space may stand
 // for the "T". nullopt for anything else, including out-of-range fields.
@@ -15,5 +17,11 @@ std::optional<int64_t> ParseIso8601(const std::string& text);
 
 // "YYYY-MM-DDTHH:MM:SSZ".
 std::string FormatIso8601(int64_t seconds);
+
+// A UTC day as days since the epoch, and as "YYYY-MM-DD".
+inline int64_t DayOf(int64_t seconds) {
+  return seconds >= 0 ? seconds / kSecondsPerDay : (seconds - kSecondsPerDay + 1) / kSecondsPerDay;
+}
+std::string FormatDay(int64_t day);
 
 }  // namespace coroner

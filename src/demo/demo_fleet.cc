@@ -17,7 +17,7 @@
 namespace coroner {
 namespace {
 
-constexpr int64_t kDay = 86400;
+constexpr int64_t kDay = kSecondsPerDay;
 
 // splitmix64: the same numbers from the same seed on every platform, which
 // <random>'s distributions do not promise.

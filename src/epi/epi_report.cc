@@ -47,7 +47,7 @@ std::string Span(const Cluster& c) {
 // The reports' opening sentence; numbers and days only.
 std::string Overview(const EpiResult& r) {
   std::string out = fmt::format("{} cores", r.cores);
-  if (!r.first_day.empty()) out += " from " + r.first_day + " to " + r.last_day;
+  if (r.first_day) out += " from " + FormatDay(*r.first_day) + " to " + FormatDay(*r.last_day);
   out += fmt::format(" in {} clusters; {} tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
   if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
   if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
@@ -77,9 +77,8 @@ std::string FindingLine(const Finding& f) {
 // Days from first to last, for the charts' x axis.
 std::vector<std::string> AllDays(const EpiResult& r) {
   std::vector<std::string> days;
-  auto a = ParseIso8601(r.first_day), b = ParseIso8601(r.last_day);
-  if (!a || !b) return days;
-  for (int64_t t = *a; t <= *b && days.size() < 4000; t += 86400) days.push_back(FormatIso8601(t).substr(0, 10));
+  if (!r.first_day || !r.last_day) return days;
+  for (int64_t d = *r.first_day; d <= *r.last_day && days.size() < 4000; ++d) days.push_back(FormatDay(d));
   return days;
 }
 
@@ -130,7 +129,7 @@ std::string HostsText(const EpiResult& r) {
 
 std::string EpiToText(const EpiResult& r) {
   std::string out = fmt::format("{} cores", r.cores);
-  if (!r.first_day.empty()) out += ", " + r.first_day + " .. " + r.last_day;
+  if (r.first_day) out += ", " + FormatDay(*r.first_day) + " .. " + FormatDay(*r.last_day);
   out += fmt::format(", {} clusters, {} tests", r.clusters.size(), r.tests);
   if (r.excluded) out += fmt::format(", {} excluded by rules", r.excluded);
   if (r.errors) out += fmt::format(", {} unreadable cores left out", r.errors);
@@ -295,8 +294,8 @@ std::string EpiToJson(const EpiResult& r) {
               {"untimed", r.untimed},
               {"tests", r.tests},
               {"untestable", r.untestable},
-              {"first_day", r.first_day.empty() ? json(nullptr) : json(r.first_day)},
-              {"last_day", r.last_day.empty() ? json(nullptr) : json(r.last_day)},
+              {"first_day", r.first_day ? json(FormatDay(*r.first_day)) : json(nullptr)},
+              {"last_day", r.last_day ? json(FormatDay(*r.last_day)) : json(nullptr)},
               {"warnings", warnings},
               {"joined_lines", r.joined_lines},
               {"incident_count", r.incident_count},

@@ -18,7 +18,7 @@
 namespace coroner {
 namespace {
 
-constexpr int64_t kDay = 86400;
+constexpr int64_t kDay = kSecondsPerDay;
 
 // Keys that are per-core facts, not populations a cluster can sit on.
 // The core's own hardware evidence (possible_bit_flips, impossible_state,
@@ -73,10 +73,6 @@ constexpr Threshold kUptime[] = {{3600, "<1h", "1 hour"},   {6 * 3600, "<6h", "6
                                  {2 * kDay, "<2d", "2 days"}, {7 * kDay, "<7d", "7 days"}};
 constexpr Threshold kCpuTime[] = {{10, "<10s", "10 s"}, {60, "<1m", "1 min"}, {600, "<10m", "10 min"},
                                   {3600, "<1h", "1 hour"}};
-
-int64_t DayOf(int64_t t) { return t >= 0 ? t / kDay : (t - kDay + 1) / kDay; }
-
-std::string Day(int64_t day) { return FormatIso8601(day * kDay).substr(0, 10); }
 
 std::string Percent(double share) {
   char buf[32];
@@ -193,6 +189,7 @@ struct Population {
   std::vector<Crash> crashes;           // in core id order
   FlatLists feature_lists;              // by crash
   std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
+  std::vector<std::string> cluster_labels;  // by Crash::cluster: the rules' label that made it, or empty
   std::vector<std::string> job_keys;                         // by Crash::job
   uint32_t k_exe = 0, k_build = 0;
 
@@ -302,6 +299,7 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
         if (added) {
           pop.cluster_keys.push_back(key);
+          pop.cluster_labels.emplace_back(r.IsNull(8) ? std::string_view() : r.Text(8));
           syndrome_votes.emplace_back();
         }
         c.cluster = it->second;
@@ -748,12 +746,12 @@ Calendar MakeCalendar(const Population& pop, const Incidents& incidents, const E
   // A dataset spanning more than ten years has a bad clock somewhere; the
   // daily series is capped rather than sized by it.
   if (cal.timed && max_day - min_day > 3660) {
-    result.warnings.push_back("crash times span more than ten years; days before " + Day(max_day - 3660) +
+    result.warnings.push_back("crash times span more than ten years; days before " + FormatDay(max_day - 3660) +
                               " are left out of the daily counts");
     min_day = max_day - 3660;
   }
   if (cal.timed) {
-    result.first_day = Day(min_day), result.last_day = Day(max_day);
+    result.first_day = min_day, result.last_day = max_day;
     cal.min_day = min_day, cal.max_day = max_day;
     cal.days = static_cast<size_t>(max_day - min_day + 1);
   }
@@ -842,7 +840,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     cl.id = "c" + std::to_string(rank + 1);
     cl.syndrome = pop.cluster_syndromes[k];
     cl.signature = pop.cluster_keys[k];
-    if (cl.signature.rfind("label: ", 0) == 0) cl.label = cl.signature.substr(7);
+    cl.label = pop.cluster_labels[k];
     cl.count = m.size();
     cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());
     cl.uptime_histogram.assign(UptimeBucketNames().size(), 0);
@@ -879,14 +877,14 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     }
     cl.incidents = n_incidents;
     if (span.active()) {
-      cl.first_seen = Day(span.first);
-      cl.last_seen = Day(span.last);
+      cl.first_seen = FormatDay(span.first);
+      cl.last_seen = FormatDay(span.last);
       for (size_t d = 0; d < cal.days; ++d)
-        if (daily[d]) cl.daily[Day(cal.min_day + static_cast<int64_t>(d))] = daily[d];
+        if (daily[d]) cl.daily[FormatDay(cal.min_day + static_cast<int64_t>(d))] = daily[d];
       auto onset = FindOnset(daily_incidents);
       // The change point cannot precede the first crash.
       span.onset = std::max(onset ? cal.min_day + static_cast<int64_t>(onset->day) : span.first, span.first);
-      cl.onset = Day(span.onset);
+      cl.onset = FormatDay(span.onset);
     }
     if (span.counted >= options.min_cluster_for_tests && cal.exposure && span.active()) {
       int64_t from = span.first * kDay, to = (span.last + 1) * kDay;
@@ -1054,7 +1052,7 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
     f.rate = t.rate;
     f.rate_without = t.rate_without;
     f.p_rate = t.p_rate;
-    if (t.window_first != INT64_MIN) f.window_from = Day(t.window_first), f.window_to = Day(t.window_last);
+    if (t.window_first != INT64_MIN) f.window_from = FormatDay(t.window_first), f.window_to = FormatDay(t.window_last);
     // The first appearance of the value, for "began with".
     int64_t onset = clusters.spans[t.cluster].onset;
     if (cal.first_time[t.feature] != INT64_MAX && onset != INT64_MIN) {

@@ -26,7 +26,7 @@
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 
@@ -124,7 +124,7 @@ struct EpiResult {
   uint64_t untimed = 0;        // cores without a crash time
   uint64_t tests = 0;          // tests in the BH family (Fisher, or Poisson per host-day)
   uint64_t untestable = 0;     // tests left out of it: they could never be significant (Tarone)
-  std::string first_day, last_day;
+  std::optional<int64_t> first_day, last_day;  // days since the epoch (UTC); none without times
   std::vector<Cluster> clusters;  // largest first
   std::vector<HostVerdict> hosts;  // hosts with hardware evidence, highest score first
   std::vector<Incident> incidents; // of two or more cores, by first crash

@@ -1,11 +1,13 @@
 #include "epi/exposure.h"
 
+#include "dataset/timestamps.h"
+
 #include <algorithm>
 
 namespace coroner {
 namespace {
 
-constexpr double kDaySeconds = 86400;
+constexpr double kDaySeconds = static_cast<double>(kSecondsPerDay);
 
 std::string FeatureKey(const std::string& key, const std::string& value) {
   std::string k = key;

@@ -12,7 +12,7 @@
 namespace coroner {
 namespace {
 
-constexpr int64_t kDaySeconds = 86400;
+constexpr int64_t kDaySeconds = kSecondsPerDay;
 // A GPU error may precede the runtime's abort by longer than the kernel's
 // own line precedes a crash.
 constexpr int64_t kGpuJoinSeconds = 60;

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

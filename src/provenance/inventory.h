@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

@@ -45,17 +45,6 @@ class HeadCachedSource final : public ByteSource {
 
 }  // namespace
 
-const char* ErrorKindName(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kIo: return "io";
-    case ErrorKind::kNotElf: return "not-elf";
-    case ErrorKind::kUnsupported: return "unsupported";
-    case ErrorKind::kMalformed: return "malformed";
-    case ErrorKind::kTruncated: return "truncated";
-  }
-  return "unknown";
-}
-
 void ProblemLog::Add(SourceProblem::Kind kind, std::string what) {
   if (problems_.size() >= 16) return;
   for (const auto& p : problems_)

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 
@@ -134,6 +134,7 @@ Expected<std::unique_ptr<ByteSource>> MakeCompressedSource(std::unique_ptr<ByteS
 struct RemoteFileInfo {
   std::optional<uint64_t> size;
   std::optional<int64_t> mtime_ns;  // Last-Modified, when sent
+  long http_status = 0;  // the server's last answer (404: no such file), also when opening failed
 };
 
 struct HttpOptions {
@@ -157,7 +158,7 @@ bool IsUrl(const std::string& input);
 
 // Reads a remote file with HTTP Range requests. Fetches the first
 // options.first_fetch bytes at once (the size comes with them); fails when
-// the server cannot serve ranges.
+// the server cannot serve ranges. `info` is filled when opening fails too.
 Expected<std::unique_ptr<ByteSource>> OpenHttpSource(const std::string& url, const HttpOptions& options,
                                                      RemoteFileInfo* info = nullptr);
 

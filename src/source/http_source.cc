@@ -192,6 +192,7 @@ class HttpSource final : public ByteSource {
       r.cap = static_cast<size_t>(len);
       CURLcode rc = Perform(start, len, r);
       bytes_read_ += r.body.size();
+      if (r.status) info_.http_status = r.status;
       bool whole_file = r.status == 200 && start == 0;  // a server that ignores Range: keep the head only
       if (r.status == 200 && start != 0) {
         // Whole files where a range was asked for: no retry will help, and
@@ -310,8 +311,9 @@ bool IsUrl(const std::string& input) {
 Expected<std::unique_ptr<ByteSource>> OpenHttpSource(const std::string& url, const HttpOptions& options,
                                                      RemoteFileInfo* info) {
   auto source = std::make_unique<HttpSource>(url, options);
-  if (auto r = source->Start(); !r.ok()) return r.error();
+  auto started = source->Start();
   if (info) *info = source->Info();
+  if (!started.ok()) return started.error();
   return std::unique_ptr<ByteSource>(std::move(source));
 }
 

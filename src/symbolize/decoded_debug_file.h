@@ -23,7 +23,7 @@
 #include <span>
 #include <string>
 
-#include "source/expected.h"
+#include "base/expected.h"
 
 namespace coroner {
 

@@ -1,6 +1,8 @@
-// libFuzzer target: the whole analysis of a real zoo core whose notes and
-// crashing thread's stack pages the fuzzer rewrites (CORONER_FUZZ_CORE names
-// the core; its modules are read from disk as `coroner analyze` reads them).
+// libFuzzer target: the whole analysis of a real zoo core whose notes,
+// crashing thread's stack pages and main stack's top (the argv and envp
+// arrays, the auxv copy and the strings the command line and environment
+// are read from) the fuzzer rewrites (CORONER_FUZZ_CORE names the core;
+// its modules are read from disk as `coroner analyze` reads them).
 // Any crash, hang, leak or sanitizer report is a bug.
 #include <elf.h>
 
@@ -21,6 +23,7 @@ Base Load() {
   std::memcpy(&eh, b.bytes.data(), sizeof eh);
   auto core = coroner::Core::Open(coroner::MakeMemorySource(b.bytes), coroner::CoreOptions{});
   uint64_t sp = core.ok() && !(*core)->threads().empty() ? (*core)->threads()[0].registers.sp() : 0;
+  std::optional<uint64_t> execfn = core.ok() ? (*core)->auxv().execfn_addr : std::nullopt;
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
     uint64_t at = eh.e_phoff + uint64_t{i} * sizeof ph;
@@ -32,6 +35,13 @@ Base Load() {
       uint64_t in = sp - ph.p_vaddr;
       uint64_t from = in > 4096 ? in - 4096 : 0;
       b.regions.push_back({ph.p_offset + from, std::min<uint64_t>(16384, ph.p_filesz - from)});
+    }
+    if (execfn && *execfn >= ph.p_vaddr && *execfn - ph.p_vaddr < ph.p_filesz) {
+      // The 16 KiB below AT_EXECFN's string, to the segment's end: the
+      // arrays, the auxv copy and the strings they point at.
+      uint64_t in = *execfn - ph.p_vaddr;
+      uint64_t from = in > 16384 ? in - 16384 : 0;
+      b.regions.push_back({ph.p_offset + from, ph.p_filesz - from});
     }
   }
   return b;

@@ -52,6 +52,16 @@ printf '\x0a\x00\x00\x00\x06\x00\x00\x00\x81\x05\xd8\x04\x08\xea\x03\xf0\x58\x09
   for r in $(seq 20); do printf 'h%s' "$r"; for i in $(seq 200); do printf ','; done; printf '\n'; done; } > "$corpus/metadata/wide_inventory"
 printf '\x00\x10\x00\x00\x00\x01\x00' > "$corpus/analysis/seed"
 cp "$corpus/analysis/seed" "$corpus/analysis_a64/seed"
+# The environment's region (the third: notes, stack, the main stack's top):
+# eight NULs where the arrays are (a second NULL after envp, as unsetenv
+# leaves it), and 64 bytes of 'A' over the strings (one without an end).
+for a in analysis analysis_a64; do
+  printf '\x02\x00\x3a\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00\x00' > "$corpus/$a/envp_nulls"
+  { printf '\x02\xc0\x3f\x00\x00\x40'; printf 'A%.0s' $(seq 64); } > "$corpus/$a/env_unterminated"
+done
+# aarch64 addressing forms: ldr x0, [x0, x1, lsl #3]; ldr w0, [x0, w1, sxtw #2];
+# ldr x0, [x0, w1, uxtw #3]; str x0, [sp, #8].
+printf '\x00\x78\x61\xf8\x00\xd8\x61\xb8\x00\x58\x61\xf8\xe0\x07\x00\xf9' > "$corpus/disassembler/a64-index-forms"
 # The Python reader's seed: a frame's `previous` pointer (offset 48 of the
 # second object, 3.11's layout) set to all ones.
 printf '\x02\x30\x00\x00\x00\x08\xff\xff\xff\xff\xff\xff\xff\xff' > "$corpus/python/seed"
@@ -64,12 +74,18 @@ export CORONER_FUZZ_SYSROOT="$build/module-sysroot"
 export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp"
 rm -rf "$CORONER_FUZZ_SYSROOT"
 # Sanitizer reports and crashes make libFuzzer exit non-zero.
-fuzzers="core source metadata epi disassembler debug_file analysis analysis_a64 module location_table"
-if [ -n "$python_core" ]; then
-  fuzzers="$fuzzers python"
-else
-  echo "fuzz: python_fuzzer skipped: no CPython 3.11+ core could be made here"
-fi
+# The fuzzers the build made (tests/fuzz/CMakeLists.txt's one list); the
+# whole analysis runs twice, on each machine's core.
+fuzzers=""
+for f in $(cat "$build/fuzzers.txt"); do
+  case $f in
+    analysis) fuzzers="$fuzzers analysis analysis_a64" ;;
+    python)
+      if [ -n "$python_core" ]; then fuzzers="$fuzzers python"
+      else echo "fuzz: python_fuzzer skipped: no CPython 3.11+ core could be made here"; fi ;;
+    *) fuzzers="$fuzzers $f" ;;
+  esac
+done
 for f in $fuzzers; do
   case $f in
     python) export CORONER_FUZZ_CORE="$python_core" ;;

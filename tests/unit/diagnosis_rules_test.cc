@@ -49,7 +49,7 @@ TEST(DiagnosisRules, ALoadThroughNullIsANullDerefNamingTheRegister) {
   Machine m;
   m.rip = kCode + 0x20;
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
-  m.regs[kRax] = 0;
+  m.regs[Reg::rax] = 0;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
   EXPECT_EQ(NullRegister(d), "rax");
@@ -73,7 +73,7 @@ TEST(DiagnosisRules, AThirtyTwoBitBaseRegisterIsNamed) {
   Machine m;
   m.rip = kCode + 0x20;
   m.code_bytes[m.rip] = {0x67, 0x41, 0x8b, 0x00};  // mov (%r8d),%eax
-  m.regs[9] = 0xffffffff00000000;                   // r8: its low half, r8d, is NULL
+  m.regs[Reg::r8] = 0xffffffff00000000;              // r8: its low half, r8d, is NULL
   m.fault_address = 0;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
@@ -99,8 +99,8 @@ TEST(DiagnosisRules, ANullStringInAvx512CodeIsANullDerefNamingTheRegister) {
   Machine m;
   m.rip = kCode + 0x40;
   m.code_bytes[m.rip] = {0x62, 0xf3, 0x7d, 0x20, 0x3f, 0x07, 0x00};  // __strlen_evex+24
-  m.regs[kRdi] = 0;
-  m.regs[kRsi] = kStack + 0x100;
+  m.regs[Reg::rdi] = 0;
+  m.regs[Reg::rsi] = kStack + 0x100;
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kNullDeref) << Name(d);
   EXPECT_EQ(NullRegister(d), "rdi");
@@ -116,7 +116,7 @@ TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
   Machine m;
   m.rip = kCode + 0x20;
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
-  m.regs[kRax] = 0xdead00000000beefull;      // non-canonical: a general-protection fault
+  m.regs[Reg::rax] = 0xdead00000000beefull;      // non-canonical: a general-protection fault
   m.code = 0x80;                             // SI_KERNEL, no address
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
@@ -127,7 +127,7 @@ TEST(DiagnosisRules, ALoadThroughGarbageIsABadPointer) {
   EXPECT_EQ(bad->address, std::optional<uint64_t>(0xdead00000000beefull));  // computed from the operand
   EXPECT_NE(EvidenceSentence(*bad).find("non-canonical"), std::string::npos);
   // Mapped, canonical, far from NULL: the address itself was bad.
-  m.regs[kRax] = 0x7f0000001000;
+  m.regs[Reg::rax] = 0x7f0000001000;
   m.code = 1;
   m.fault_address = 0x7f0000001000;
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
@@ -142,7 +142,7 @@ TEST(DiagnosisRules, ABadPointerOneBitFromAMappedAddressIsAPossibleBitFlip) {
   m.code_bytes[m.rip] = {0x48, 0x8b, 0x00};  // mov (%rax),%rax
   const uint64_t good = kStack + 0x100;
   // Bit 40 flipped: canonical, unmapped.
-  m.regs[kRax] = m.fault_address = good ^ (uint64_t{1} << 40);
+  m.regs[Reg::rax] = m.fault_address = good ^ (uint64_t{1} << 40);
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
   ASSERT_EQ(d.possible_bit_flips.size(), 1u);
@@ -157,7 +157,7 @@ TEST(DiagnosisRules, ABadPointerOneBitFromAMappedAddressIsAPossibleBitFlip) {
   EXPECT_NE(EvidenceSentence(*flip).find("bit 40 flipped"), std::string::npos);
   // Bit 63 flipped: non-canonical, a general-protection fault with no
   // address; the register still names it.
-  m.regs[kRax] = good ^ (uint64_t{1} << 63);
+  m.regs[Reg::rax] = good ^ (uint64_t{1} << 63);
   m.code = 0x80;  // SI_KERNEL
   m.fault_address = 0;
   d = Diagnose(m);
@@ -166,19 +166,19 @@ TEST(DiagnosisRules, ABadPointerOneBitFromAMappedAddressIsAPossibleBitFlip) {
   EXPECT_EQ(d.possible_bit_flips[0].original, good);
   // A high bit set in NULL.
   m.code = 1;
-  m.regs[kRax] = m.fault_address = uint64_t{1} << 44;
+  m.regs[Reg::rax] = m.fault_address = uint64_t{1} << 44;
   d = Diagnose(m);
   ASSERT_EQ(d.possible_bit_flips.size(), 1u) << Name(d);
   EXPECT_EQ(d.possible_bit_flips[0].original, 0u);
   // A round constant a program may write to is not taken for a flip of NULL.
-  m.regs[kRax] = m.fault_address = 0x10000000;
+  m.regs[Reg::rax] = m.fault_address = 0x10000000;
   EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
   // 16 bytes past the stack mapping's end: an overrun (only a low bit, 12,
   // would bring it back), not a flip.
-  m.regs[kRax] = m.fault_address = kStack + 8192 + 0x10;
+  m.regs[Reg::rax] = m.fault_address = kStack + 8192 + 0x10;
   EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
   // A wild pointer with nothing mapped one bit away.
-  m.regs[kRax] = m.fault_address = 0x5a5a5a5a5a5aull;
+  m.regs[Reg::rax] = m.fault_address = 0x5a5a5a5a5a5aull;
   EXPECT_TRUE(Diagnose(m).possible_bit_flips.empty());
 }
 
@@ -190,7 +190,7 @@ TEST(DiagnosisRules, AStoreIntoAReadOnlyMappingIsWriteToReadonly) {
   Machine m;
   m.rip = kCode + 0x20;
   m.code_bytes[m.rip] = {0x48, 0x89, 0x08};  // mov %rcx,(%rax)
-  m.regs[kRax] = kCode + 0x100;
+  m.regs[Reg::rax] = kCode + 0x100;
   m.code = 2;  // SEGV_ACCERR
   m.fault_address = kCode + 0x100;
   Diagnosis d = Diagnose(m);
@@ -209,7 +209,7 @@ TEST(DiagnosisRules, AStoreIntoAReadOnlyMappingIsWriteToReadonly) {
   m.code = 1;  // SEGV_MAPERR
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
   m.code = 2;
-  m.regs[kRax] = m.fault_address = kStack + 0x100;  // writable
+  m.regs[Reg::rax] = m.fault_address = kStack + 0x100;  // writable
   EXPECT_EQ(Diagnose(m).syndrome, Syndrome::kBadPointer);
 }
 
@@ -294,11 +294,11 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
     EXPECT_NE(EvidenceSentence(d.evidence[1]).find("blocked in system call"), std::string::npos);
     // From the process itself in tgkill (raise), it is what the signal says.
     m.fault_address = 1234;
-    m.regs[kOrigRax] = 234;  // tgkill
+    m.regs[Reg::orig_rax] = 234;  // tgkill
     EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);
     // From the process itself to a thread blocked in another system call
     // (a handler passing on a kill): no instruction of the thread did it.
-    m.regs[kOrigRax] = 232;  // epoll_wait
+    m.regs[Reg::orig_rax] = 232;  // epoll_wait
     d = Diagnose(m);
     EXPECT_EQ(d.syndrome, Syndrome::kExternalSignal) << Name(d);
     ASSERT_EQ(d.evidence.size(), 2u);
@@ -311,7 +311,7 @@ TEST(DiagnosisRules, ASignalFromAnotherProcessIsExternal) {
     m.code_bytes.erase(kCode + 0x50);
     EXPECT_NE(Diagnose(m).syndrome, Syndrome::kExternalSignal);
     m.code_bytes[kCode + 0x50] = {0x0f, 0x05};
-    m.regs.erase(kOrigRax);
+    m.regs.erase(Reg::orig_rax);
   }
 }
 
@@ -325,8 +325,8 @@ TEST(DiagnosisRules, AnAarch64IndexIsShiftedAndExtended) {
   m.arch = Arch::kAarch64;
   m.rip = kCode + 0x20;
   m.code_bytes[m.rip] = {0x00, 0x78, 0x61, 0xf8};  // ldr x0, [x0, x1, lsl #3]
-  m.regs[0] = 0;
-  m.regs[1] = 0x4000;
+  m.regs[Reg::x0] = 0;
+  m.regs[Reg::x1] = 0x4000;
   m.code = -6;  // SI_TKILL
   Diagnosis d = Diagnose(m);
   EXPECT_EQ(d.syndrome, Syndrome::kBadPointer) << Name(d);
@@ -334,12 +334,12 @@ TEST(DiagnosisRules, AnAarch64IndexIsShiftedAndExtended) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->address, 0x20000u);
   Machine low = m;
-  low.regs[1] = 0x100;  // a[0x100]: 0x800, within the NULL pages
+  low.regs[Reg::x1] = 0x100;  // a[0x100]: 0x800, within the NULL pages
   EXPECT_EQ(Diagnose(low).syndrome, Syndrome::kNullDeref) << Name(Diagnose(low));
   Machine minus = m;
   minus.code_bytes[m.rip] = {0x00, 0xd8, 0x61, 0xb8};  // ldr w0, [x0, w1, sxtw #2]
-  minus.regs[0] = 0x7000000010ull;
-  minus.regs[1] = 0xffffffffull;  // w1 = -1
+  minus.regs[Reg::x0] = 0x7000000010ull;
+  minus.regs[Reg::x1] = 0xffffffffull;  // w1 = -1
   d = Diagnose(minus);
   bad = Fact<evidence::BadAccess>(d);
   ASSERT_TRUE(bad) << Name(d);
@@ -393,7 +393,7 @@ TEST(DiagnosisRules, AnAarch64SpAlignmentFaultIsAMisalignedStack) {
   EXPECT_EQ(Diagnose(aligned).syndrome, Syndrome::kBusError) << Name(Diagnose(aligned));
   Machine other = m;
   other.code_bytes[m.rip] = {0x20, 0x04, 0x40, 0xf9};  // ldr x0, [x1, #8]
-  other.regs[1] = kStack + 0x101;
+  other.regs[Reg::x1] = kStack + 0x101;
   EXPECT_EQ(Diagnose(other).syndrome, Syndrome::kBusError) << Name(Diagnose(other));
 }
 

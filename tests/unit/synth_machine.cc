@@ -22,7 +22,7 @@ std::unique_ptr<Core> OpenMachine(const Machine& m) {
     Put64(prstatus, 112 + 31 * 8, m.rsp);
     Put64(prstatus, 112 + 32 * 8, m.rip);
   }
-  for (const auto& [index, value] : m.regs) Put64(prstatus, 112 + 8 * static_cast<size_t>(index), value);
+  for (const auto& [reg, value] : m.regs) Put64(prstatus, 112 + 8 * PrRegSlot(reg), value);
   core.AddNote("CORE", 1 /* NT_PRSTATUS */, prstatus);
   core.AddNote("CORE", 0x53494749 /* NT_SIGINFO */, SynthCore::Siginfo(m.signo, m.code, m.fault_address));
   // A kernel's core names its mapped files; these name none (their code

@@ -19,16 +19,12 @@ namespace coroner::testing {
 constexpr uint64_t kCode = 0x400000, kStack = 0x7ffff000;
 constexpr uint64_t kSp = kStack + 0x800;  // 16-byte aligned, as at a call's target minus 8 below
 
-// user_regs_struct indexes.
-enum : int { kRbp = 4, kRax = 10, kRcx = 11, kRsi = 13, kRdi = 14, kOrigRax = 15 };
-
 struct Machine {
-  // An aarch64 machine's pc and sp are `rip` and `rsp`, its `regs` indexed
-  // by x-register number; its code page is `brk #0` wherever no
-  // instruction is placed.
+  // An aarch64 machine's pc and sp are `rip` and `rsp`, and its code page
+  // is `brk #0` wherever no instruction is placed.
   Arch arch = Arch::kX86_64;
   uint64_t rip = 0, rsp = kSp;
-  std::map<int, uint64_t> regs;
+  std::map<Reg, uint64_t> regs;  // the other registers, of the machine's own
   int signo = SIGSEGV, code = 1 /* SEGV_MAPERR */;
   uint64_t fault_address = 0;
   std::map<uint64_t, std::vector<uint8_t>> code_bytes;  // address -> instruction bytes

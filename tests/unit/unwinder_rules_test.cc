@@ -61,7 +61,7 @@ std::vector<FrameTrust> Trusts(const UnwindResult& r) {
 TEST(UnwinderRules, TheFramePointerChainIsFollowedToAZeroReturnAddress) {
   Machine m = WithCalls();
   uint64_t fp1 = kSp + 0x40, fp2 = kSp + 0x100;
-  m.regs[kRbp] = fp1;
+  m.regs[Reg::rbp] = fp1;
   m.stack_words[fp1] = fp2, m.stack_words[fp1 + 8] = kReturnA;
   m.stack_words[fp2] = 0, m.stack_words[fp2 + 8] = kReturnB;
   m.stack_words[fp2 + 16] = 0;  // not reached: rbp 0 ends the chain
@@ -106,7 +106,7 @@ TEST(UnwinderRules, TheScanTakesOnlyCodeAddressesThatFollowACall) {
 TEST(UnwinderRules, AFramePointerThatPointsAtItselfIsFollowedOnce) {
   Machine m = WithCalls();
   uint64_t fp = kSp + 0x40;
-  m.regs[kRbp] = fp;
+  m.regs[Reg::rbp] = fp;
   m.stack_words[fp] = fp;  // the saved rbp is the frame itself
   m.stack_words[fp + 8] = kReturnA;
   UnwindResult r = Walk(m);
@@ -121,7 +121,7 @@ TEST(UnwinderRules, AFramePointerThatPointsAtItselfIsFollowedOnce) {
 TEST(UnwinderRules, AFramePointerBelowTheStackPointerIsNotFollowed) {
   Machine m = WithCalls();
   uint64_t fp = kSp - 0x40;  // below rsp: not a frame of a caller
-  m.regs[kRbp] = fp;
+  m.regs[Reg::rbp] = fp;
   m.stack_words[fp] = kSp + 0x100;
   m.stack_words[fp + 8] = kReturnA;
   m.stack_words[m.rsp + 8] = kReturnB;  // what the scan finds instead
@@ -135,7 +135,7 @@ TEST(UnwinderRules, AWalkStopsAtTheFrameLimitAndSaysSo) {
   Machine m = WithCalls();
   // A chain of 8 frames, each 0x40 above the last.
   uint64_t fp = kSp + 0x40;
-  m.regs[kRbp] = fp;
+  m.regs[Reg::rbp] = fp;
   for (int i = 0; i < 8; ++i, fp += 0x40) {
     m.stack_words[fp] = fp + 0x40;
     m.stack_words[fp + 8] = kReturnA;

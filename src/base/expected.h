@@ -16,11 +16,12 @@ namespace coroner {
 enum class ErrorKind {
   kIo,           // the storage could not be read (open, pread, decompression)
   kNotElf,       // the bytes are not an ELF file at all
-  kUnsupported,  // a valid ELF file coroner does not read (32-bit, not x86_64, not a core)
+  kUnsupported,  // a valid ELF file coroner does not read (32-bit, another machine, not a core)
   kMalformed,    // structure that contradicts itself or the format
   kTruncated,    // the structure needed is beyond the bytes that are present
 };
 
+// The kind as the dataset's `error` column and the JSON spell it: "io", "not-elf", ...
 const char* ErrorKindName(ErrorKind kind);
 
 struct Error {
