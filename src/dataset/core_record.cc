@@ -209,6 +209,21 @@ InputStamp StampInput(const std::string& input) {
   return s;
 }
 
+const char* RowStatusName(RowStatus s) {
+  switch (s) {
+    case RowStatus::kOk: return "ok";
+    case RowStatus::kPartial: return "partial";
+    case RowStatus::kError: return "error";
+  }
+  return "error";
+}
+
+std::optional<RowStatus> RowStatusFromName(std::string_view name) {
+  for (RowStatus s : {RowStatus::kOk, RowStatus::kPartial, RowStatus::kError})
+    if (name == RowStatusName(s)) return s;
+  return std::nullopt;
+}
+
 const std::vector<std::string>& JobAttributeKeys() {
   static const std::vector<std::string> kKeys = {"launcher", "job_id", "job_step", "job_restart", "rank",
                                                  "world_size", "local_rank", "job_node", "gpus",
@@ -234,7 +249,7 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md) {
 CoreRecord ErrorRecord(const std::string& input, const std::string& error) {
   CoreRecord r;
   r.path = ValidUtf8(input);
-  r.status = "error";
+  r.status = RowStatus::kError;
   r.error = ValidUtf8(error);
   return r;
 }
@@ -256,7 +271,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     btime_ns = st.btime_ns;
   }
   if (!source.ok()) {
-    r.status = "error";
+    r.status = RowStatus::kError;
     r.error = ValidUtf8(std::string(ErrorKindName(source.error().kind)) + ": " + source.error().message);
   } else {
     // The source outlives the core, so its count is there even when the open fails.
@@ -269,7 +284,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     core_options.sole_file_is_the_program = false;  // many programs' cores: by name
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
-      r.status = "error";
+      r.status = RowStatus::kError;
       r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
       // A cut core is truncated, whatever it decoded (a stream cut before
       // its first block decoded nothing).
@@ -281,7 +296,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
       // partial in a way the next scan may not repeat: the row is an error,
       // which the next scan retries, never an "ok" row it would skip.
       if ((*core)->read_failed()) {
-        r.status = "error";
+        r.status = RowStatus::kError;
         for (const auto& p : owned->Problems()) {
           if (p.kind != SourceProblem::Kind::kFailed && p.kind != SourceProblem::Kind::kCorrupt) continue;
           r.error = ValidUtf8("io: " + p.what);
@@ -306,7 +321,7 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
   r.source = "log";
   auto line = ParseCrashLine(text);
   if (!line.ok()) {
-    r.status = "error";
+    r.status = RowStatus::kError;
     r.error = ValidUtf8(std::string(ErrorKindName(line.error().kind)) + ": " + line.error().message);
     return r;
   }
@@ -338,6 +353,8 @@ Json Encode(const T& v) {
     return v ? Encode(*v) : Json(nullptr);
   } else if constexpr (std::is_same_v<T, StoredWord>) {
     return v.hidden ? Json(std::string(kHiddenEnvironment)) : Json(v.value);
+  } else if constexpr (std::is_same_v<T, RowStatus>) {
+    return Json(RowStatusName(v));
   } else {
     return Json(v);
   }
@@ -355,6 +372,10 @@ void Decode(const Json& j, T& v) {
     } else {
       v = StoredWord(j.get<uint64_t>());
     }
+  } else if constexpr (std::is_same_v<T, RowStatus>) {
+    auto status = RowStatusFromName(j.get<std::string>());
+    if (!status) throw std::invalid_argument("an unknown status");
+    v = *status;
   } else {
     v = j.get<T>();
   }

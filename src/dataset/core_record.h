@@ -64,6 +64,13 @@ struct ModuleRow {
   std::string build_id, status;
 };
 
+// A row's `status`: the full analysis finished (ok); it did not, and the
+// row holds what the notes give (partial); nothing could be read (error).
+enum class RowStatus : uint8_t { kOk, kPartial, kError };
+// "ok", "partial", "error": the dataset's and the workers' JSON's words.
+const char* RowStatusName(RowStatus s);
+std::optional<RowStatus> RowStatusFromName(std::string_view name);
+
 struct CoreRecord {
   std::string path;
   std::string source = "core";  // core, or log for crashlog lines
@@ -73,7 +80,7 @@ struct CoreRecord {
   // ok; partial: the full analysis did not finish (it timed out, or the
   // analyzer died), and the row holds what the notes give (registers, the
   // signal, the modules), `error` saying why; error: nothing could be read.
-  std::string status = "ok";
+  RowStatus status = RowStatus::kOk;
   std::string error;  // why, when status is partial or error
   std::vector<std::string> warnings;  // what is missing from a partial result
   std::optional<int64_t> time, uptime;

@@ -240,6 +240,8 @@ void Put(RowBuffer& b, ColumnForm form, const T& v) {
     else b.Text(v);
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     b.TextOrNull(JoinLines(v));
+  } else if constexpr (std::is_same_v<T, RowStatus>) {
+    b.Text(RowStatusName(v));
   } else if constexpr (std::is_same_v<T, StoredWord>) {
     b.Text(v.hidden ? std::string(kHiddenEnvironment) : Hex(v.value));
   } else if constexpr (std::is_floating_point_v<T>) {

@@ -372,8 +372,8 @@ class Scan {
       auto j = nlohmann::json::parse(payload, nullptr, false);
       auto r = j.is_discarded() ? Expected<CoreRecord>(MakeError(ErrorKind::kMalformed, "not JSON")) : RecordFromJson(j);
       CoreRecord record = r.ok() ? std::move(*r) : ErrorRecord(input, "analysis sent a malformed record: " + r.error().message);
-      if (first_failure && record.status == "ok") {
-        record.status = "partial";
+      if (first_failure && record.status == RowStatus::kOk) {
+        record.status = RowStatus::kPartial;
         record.error = *first_failure + "; the row holds the notes alone (registers, signal, modules)";
       } else if (first_failure) {
         record.error = *first_failure + "; then " + record.error;
@@ -385,9 +385,9 @@ class Scan {
   void Record(CoreRecord r) {
     ++done_;
     ++summary_.analyzed;
-    if (r.status == "ok") {
+    if (r.status == RowStatus::kOk) {
       ++summary_.ok;
-    } else if (r.status == "partial") {
+    } else if (r.status == RowStatus::kPartial) {
       ++summary_.partial;
     } else {
       ++summary_.errors;
