@@ -1,5 +1,7 @@
 #include "epi/epi_report.h"
 
+#include "epi/epi_words.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -70,7 +72,7 @@ std::string FindingLine(const Finding& f) {
                               ValidUtf8(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift,
                               PValue(f.p_adjusted));
   if (f.rated) s += ", rate ratio " + RateRatio(f);
-  if (!f.flag.empty()) s += " — " + ValidUtf8(f.flag);
+  if (f.reading) s += " — " + ValidUtf8(FindingWords(f));
   return s;
 }
 
@@ -195,7 +197,7 @@ std::string EpiToJson(const EpiResult& r) {
       findings.push_back({{"attribute", ValidUtf8(f.attribute)}, {"value", ValidUtf8(f.value)}, {"count", f.count},
                           {"share", f.share}, {"baseline_share", f.baseline_share}, {"lift", f.lift},
                           {"p_value", f.p_value}, {"p_adjusted", f.p_adjusted},
-                          {"flag", f.flag.empty() ? json(nullptr) : json(ValidUtf8(f.flag))},
+                          {"flag", f.reading ? json(ValidUtf8(FindingWords(f))) : json(nullptr)},
                           {"explained_by", f.explained_by_attribute.empty()
                                                ? json(nullptr)
                                                : json{{"attribute", ValidUtf8(f.explained_by_attribute)},
@@ -339,7 +341,7 @@ std::string EpiToMarkdown(const EpiResult& r) {
       for (const auto& f : c->findings)
         out += fmt::format("| {} | {} | {} | {} | {} | {:.1f} | {} | {} | {} | {} |\n", md(f.attribute),
                            md(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift, RateRatio(f),
-                           PValue(f.rated ? f.p_rate : f.p_value), PValue(f.p_adjusted), md(f.flag));
+                           PValue(f.rated ? f.p_rate : f.p_value), PValue(f.p_adjusted), md(FindingWords(f)));
     }
   }
   if (!r.incidents.empty()) {
@@ -460,7 +462,7 @@ std::string FindingsTable(const std::vector<const Finding*>& findings, const cha
         f->explained_by_attribute.empty() ? "" : " class=\"explained\"", HtmlEscape(f->attribute),
         HtmlEscape(f->value), f->count, f->share, Pct(f->share), f->baseline_share, Pct(f->baseline_share), f->lift,
         sort_ratio, HtmlEscape(ratio), f->rated ? fmt::format("{:.1f}", f->host_days) : "", f->p_adjusted,
-        PValue(f->p_adjusted), HtmlEscape(f->flag));
+        PValue(f->p_adjusted), HtmlEscape(FindingWords(*f)));
   }
   return out + "</tbody></table>\n";
 }
@@ -628,8 +630,8 @@ std::string EpiToHtml(const EpiResult& r) {
       if (c->incidents < c->count) out += fmt::format("<p>{} incidents.</p>\n", c->incidents);
       if (!c->collateral_reading.empty()) out += "<p class=\"flag\">" + HtmlEscape(c->collateral_reading) + "</p>\n";
       for (const auto& f : c->findings)
-        if (!f.flag.empty() && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
-          out += "<p class=\"flag\">" + HtmlEscape(f.flag) + "</p>\n";
+        if (f.reading && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
+          out += "<p class=\"flag\">" + HtmlEscape(FindingWords(f)) + "</p>\n";
       out += "<div class=\"charts\"><div>" + DailySvg(*c, days) + "</div><div>" + UptimeSvg(*c) + "</div></div>\n";
       if (!c->findings.empty()) {
         // The findings that stand on their own; those the strongest one

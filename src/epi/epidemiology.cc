@@ -1,5 +1,7 @@
 #include "epi/epidemiology.h"
 
+#include "epi/epi_words.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -66,19 +68,10 @@ bool WindowKey(const std::string& key) {
 
 struct Threshold {
   int64_t seconds;
-  const char* name;   // the cumulative attribute value
-  const char* words;  // for flags
+  const char* name;  // the cumulative attribute value
 };
-constexpr Threshold kUptime[] = {{3600, "<1h", "1 hour"},   {6 * 3600, "<6h", "6 hours"}, {kDay, "<1d", "1 day"},
-                                 {2 * kDay, "<2d", "2 days"}, {7 * kDay, "<7d", "7 days"}};
-constexpr Threshold kCpuTime[] = {{10, "<10s", "10 s"}, {60, "<1m", "1 min"}, {600, "<10m", "10 min"},
-                                  {3600, "<1h", "1 hour"}};
-
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f%%", share * 100);
-  return buf;
-}
+constexpr Threshold kUptime[] = {{3600, "<1h"}, {6 * 3600, "<6h"}, {kDay, "<1d"}, {2 * kDay, "<2d"}, {7 * kDay, "<7d"}};
+constexpr Threshold kCpuTime[] = {{10, "<10s"}, {60, "<1m"}, {600, "<10m"}, {3600, "<1h"}};
 
 // Interned attribute values ("key=value" features) and keys. A fleet's
 // dataset has tens of millions of attribute rows and a few thousand
@@ -1058,7 +1051,7 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
     if (cal.first_time[t.feature] != INT64_MAX && onset != INT64_MIN) {
       int64_t appeared = DayOf(cal.first_time[t.feature]);
       if (ReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset) <= 1)
-        f.flag = "began with " + f.attribute + " " + f.value;
+        f.reading = reading::BeganWith{};
     }
     result.clusters[t.cluster].findings.push_back(std::move(f));
   }
@@ -1199,33 +1192,32 @@ void ReadFindings(const Clusters& clusters, const EpiOptions& options, EpiResult
     for (auto n : cl.uptime_histogram) with_uptime += n;
     for (auto& f : cl.findings) {
       if (!f.explained_by_attribute.empty()) {
-        f.flag = "explained by " + f.explained_by_attribute + " = " + f.explained_by_value;
+        f.reading = reading::ExplainedBy{f.explained_by_attribute, f.explained_by_value};
         continue;
       }
-      if (!f.flag.empty() || f.p_adjusted > 0.01) continue;
+      if (f.reading || f.p_adjusted > 0.01) continue;
       if (f.attribute == "uptime_bucket") {
-        if (!uptime_flagged && f.value[0] == '<' && with_uptime > 0 && f.count == with_uptime) {
-          for (const auto& t : kUptime)
-            if (f.value == t.name) f.flag = std::string("never on nodes up more than ") + t.words;
+        // The buckets are cumulative ("<1h" is in "<6h"): the first one the
+        // whole cluster is under is the tightest.
+        const Threshold* bound = nullptr;
+        for (const auto& t : kUptime)
+          if (f.value == t.name) bound = &t;
+        if (!uptime_flagged && bound && with_uptime > 0 && f.count == with_uptime) {
+          f.reading = reading::NeverUpLonger{bound->seconds};
           uptime_flagged = true;
         }
       } else if (f.attribute == hw && f.value == "yes" && hardware_support) {
-        f.flag = Percent(f.share) + " of this cluster on hosts with hardware errors in the " +
-                 std::to_string(options.hardware_window_days) + " days before — suspect hardware";
+        f.reading = reading::OnHostsWithHardwareErrors{f.share, options.hardware_window_days};
         f.suspect_hardware = true;
       } else if (MachineKey(f.attribute) && f.share >= 0.5 && hardware_support) {
-        f.flag = Percent(f.share) + " of this cluster on one " + f.attribute + " — suspect hardware";
+        f.reading = reading::OnOneMachine{f.share};
         f.suspect_hardware = true;
       } else if (f.share >= 0.999) {
-        f.flag = "only on " + f.attribute + " " + f.value;
+        f.reading = reading::OnlyOn{};
       } else if (f.share >= 0.5 && f.lift >= 1.5) {
-        f.flag = Percent(f.share) + " of this cluster on " + f.attribute + " " + f.value + " (fleet: " +
-                 Percent(f.baseline_share) + ")";
-        if (f.rated && f.rate_without > 0) {
-          char ratio[64];
-          std::snprintf(ratio, sizeof ratio, "; %.1f times the crashes per host-day elsewhere", f.rate / f.rate_without);
-          f.flag += ratio;
-        }
+        std::optional<double> ratio;
+        if (f.rated && f.rate_without > 0) ratio = f.rate / f.rate_without;
+        f.reading = reading::MostlyOn{f.share, f.baseline_share, ratio};
       }
     }
   }
@@ -1263,7 +1255,7 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
   verdict.hardware_window_days = options.hardware_window_days;
   for (size_t rank = 0; rank < n; ++rank)
     for (const auto& f : result.clusters[rank].findings)
-      if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, f.flag, f.p_adjusted, f.in_cluster});
+      if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, FindingWords(f), f.p_adjusted, f.in_cluster});
   HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n, verdict);
   result.hosts = std::move(hw.hosts);
   result.joined_lines = hw.joined_lines;

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "dataset/dataset.h"
@@ -44,6 +45,33 @@ struct EpiOptions {
   size_t max_findings = 20;              // per cluster
 };
 
+// What a finding means in plain terms: decided here, put in words by
+// FindingWords (epi/epi_words.h) for every report.
+namespace reading {
+struct BeganWith {};          // a release-like value that appeared the day the cluster began
+struct ExplainedBy {          // the cluster's strongest finding accounts for this one
+  std::string attribute, value;
+};
+struct NeverUpLonger {        // the whole cluster crashed on nodes up less than this
+  int64_t seconds;
+};
+struct OnHostsWithHardwareErrors {  // suspect hardware: hosts whose kernels logged errors before
+  double share;
+  int window_days;
+};
+struct OnOneMachine {         // suspect hardware: most of the cluster on one machine
+  double share;
+};
+struct OnlyOn {};             // every core of the cluster has the value
+struct MostlyOn {             // most of the cluster has it, far more than the fleet
+  double share, baseline_share;
+  std::optional<double> rate_ratio;  // crashes per host-day with it against elsewhere
+};
+}  // namespace reading
+using FindingReading = std::variant<reading::BeganWith, reading::ExplainedBy, reading::NeverUpLonger,
+                                    reading::OnHostsWithHardwareErrors, reading::OnOneMachine, reading::OnlyOn,
+                                    reading::MostlyOn>;
+
 struct Finding {
   std::string attribute, value;
   uint64_t count = 0;          // cores of the cluster with the value (in the window, when there is one)
@@ -61,8 +89,8 @@ struct Finding {
   double rate = 0, rate_without = 0;
   double p_rate = 1;
   std::string window_from, window_to;  // days the test was restricted to, when it was
-  std::string flag;            // a plain-English reading, when there is one
-  bool suspect_hardware = false;  // the flag calls the hosts it names suspect hardware
+  std::optional<FindingReading> reading;  // the JSON's `flag`, in words
+  bool suspect_hardware = false;  // the reading calls the hosts it names suspect hardware
   // The cluster's strongest finding, when it accounts for this one: tested
   // again within and outside that finding's value (Cochran-Mantel-Haenszel,
   // one-sided), this one is no longer significant. Empty when not explained.

@@ -20,6 +20,7 @@
 #include "dataset/dataset.h"
 #include "dataset/timestamps.h"
 #include "demo/demo_fleet.h"
+#include "epi/epidemiology.h"
 #include "epi/statistics.h"
 #include "unit/run_coroner.h"
 #include "zoo/fleet.h"
@@ -339,6 +340,48 @@ TEST(Epi, DemoFleetFindsTheBadMachineTheReleaseAndTheKernel) {
       EXPECT_EQ(vms.count(h["host"]), 0u) << h.dump();
     }
   }
+}
+
+// The demo fleet's bad machine in facts, not words: its cluster's top
+// finding reads "on one machine" (the planted one), suspect hardware; the
+// uptime reading is the tightest bucket above the planted longest uptime;
+// the region and hosts it implies are explained by the machine.
+TEST(Epi, ReadingsAreFacts) {
+  const Scanned& s = Scan(DemoScenario());
+  auto ds = Dataset::OpenReadOnly(s.db);
+  ASSERT_TRUE(ds.ok()) << ds.error().message;
+  auto r = RunEpidemiology(*ds, EpiOptions{});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const PlantedPopulation& bad = DemoScenario().populations[0];
+  const Cluster* cluster = nullptr;
+  for (const auto& c : r->clusters)
+    if (c.syndrome == "misaligned-stack") cluster = &c;
+  ASSERT_NE(cluster, nullptr);
+  ASSERT_FALSE(cluster->findings.empty());
+  const Finding& top = cluster->findings[0];
+  EXPECT_EQ(top.attribute, bad.cause_attribute);
+  EXPECT_EQ(top.value, bad.cause_value);
+  ASSERT_TRUE(top.reading && std::holds_alternative<reading::OnOneMachine>(*top.reading));
+  EXPECT_DOUBLE_EQ(std::get<reading::OnOneMachine>(*top.reading).share, 1.0);
+  EXPECT_TRUE(top.suspect_hardware);
+  int64_t bound = 0;
+  for (int64_t t : {int64_t{3600}, int64_t{6 * 3600}, int64_t{86400}, int64_t{2 * 86400}, int64_t{7 * 86400}})
+    if (!bound && t > bad.max_uptime_seconds) bound = t;
+  size_t uptime = 0, explained = 0;
+  for (const auto& f : cluster->findings) {
+    if (f.reading && std::holds_alternative<reading::NeverUpLonger>(*f.reading)) {
+      ++uptime;
+      EXPECT_EQ(std::get<reading::NeverUpLonger>(*f.reading).seconds, bound);
+    }
+    if (f.attribute == "region" || f.attribute == "host") {
+      ++explained;
+      ASSERT_TRUE(f.reading && std::holds_alternative<reading::ExplainedBy>(*f.reading)) << f.attribute << "=" << f.value;
+      EXPECT_EQ(std::get<reading::ExplainedBy>(*f.reading).attribute, bad.cause_attribute);
+      EXPECT_EQ(std::get<reading::ExplainedBy>(*f.reading).value, bad.cause_value);
+    }
+  }
+  EXPECT_EQ(uptime, 1u);
+  EXPECT_GT(explained, 0u);
 }
 
 // The hosts whose GPUs report Xid 79 are those the illegal instructions
