@@ -13,4 +13,11 @@ const char* ErrorKindName(ErrorKind kind) {
   return "unknown";
 }
 
+std::optional<ErrorKind> ErrorKindFromName(std::string_view name) {
+  for (ErrorKind k : {ErrorKind::kIo, ErrorKind::kNotElf, ErrorKind::kUnsupported, ErrorKind::kMalformed,
+                      ErrorKind::kTruncated})
+    if (name == ErrorKindName(k)) return k;
+  return std::nullopt;
+}
+
 }  // namespace coroner

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -23,6 +25,7 @@ enum class ErrorKind {
 
 // The kind as the dataset's `error` column and the JSON spell it: "io", "not-elf", ...
 const char* ErrorKindName(ErrorKind kind);
+std::optional<ErrorKind> ErrorKindFromName(std::string_view name);
 
 struct Error {
   ErrorKind kind;

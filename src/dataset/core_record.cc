@@ -246,11 +246,16 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   for (const auto& w : md.warnings) r.warnings.push_back(ValidUtf8(w));
 }
 
-CoreRecord ErrorRecord(const std::string& input, const std::string& error) {
+void SetError(CoreRecord& r, std::optional<ErrorKind> kind, const std::string& message) {
+  r.status = RowStatus::kError;
+  r.error_kind = kind;
+  r.error = ValidUtf8(kind ? std::string(ErrorKindName(*kind)) + ": " + message : message);
+}
+
+CoreRecord ErrorRecord(const std::string& input, std::optional<ErrorKind> kind, const std::string& message) {
   CoreRecord r;
   r.path = ValidUtf8(input);
-  r.status = RowStatus::kError;
-  r.error = ValidUtf8(error);
+  SetError(r, kind, message);
   return r;
 }
 
@@ -271,8 +276,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     btime_ns = st.btime_ns;
   }
   if (!source.ok()) {
-    r.status = RowStatus::kError;
-    r.error = ValidUtf8(std::string(ErrorKindName(source.error().kind)) + ": " + source.error().message);
+    SetError(r, source.error().kind, source.error().message);
   } else {
     // The source outlives the core, so its count is there even when the open fails.
     std::unique_ptr<ByteSource> owned = std::move(*source);
@@ -284,8 +288,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     core_options.sole_file_is_the_program = false;  // many programs' cores: by name
     auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
     if (!core.ok()) {
-      r.status = RowStatus::kError;
-      r.error = ValidUtf8(std::string(ErrorKindName(core.error().kind)) + ": " + core.error().message);
+      SetError(r, core.error().kind, core.error().message);
       // A cut core is truncated, whatever it decoded (a stream cut before
       // its first block decoded nothing).
       r.truncated = core.error().kind == ErrorKind::kTruncated;
@@ -297,9 +300,10 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
       // which the next scan retries, never an "ok" row it would skip.
       if ((*core)->read_failed()) {
         r.status = RowStatus::kError;
+        r.error_kind = ErrorKind::kIo;
         for (const auto& p : owned->Problems()) {
           if (p.kind != SourceProblem::Kind::kFailed && p.kind != SourceProblem::Kind::kCorrupt) continue;
-          r.error = ValidUtf8("io: " + p.what);
+          SetError(r, ErrorKind::kIo, p.what);
           break;
         }
       }
@@ -321,8 +325,7 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
   r.source = "log";
   auto line = ParseCrashLine(text);
   if (!line.ok()) {
-    r.status = RowStatus::kError;
-    r.error = ValidUtf8(std::string(ErrorKindName(line.error().kind)) + ": " + line.error().message);
+    SetError(r, line.error().kind, line.error().message);
     return r;
   }
   auto core = AssembleCore(*line);
@@ -413,6 +416,8 @@ Json RecordToJson(const CoreRecord& r) {
   j["threads"] = EncodeRows(r.threads);
   j["frames"] = EncodeRows(r.frames);
   j["modules"] = EncodeRows(r.modules);
+  // Not a column: for the scan's summary of error kinds.
+  j["error_kind"] = r.error_kind ? Json(ErrorKindName(*r.error_kind)) : Json(nullptr);
   return j;
 }
 
@@ -426,6 +431,7 @@ Expected<CoreRecord> RecordFromJson(const Json& j) {
     DecodeRows(j.at("threads"), r.threads);
     DecodeRows(j.at("frames"), r.frames);
     DecodeRows(j.at("modules"), r.modules);
+    if (auto k = j.find("error_kind"); k != j.end() && k->is_string()) r.error_kind = ErrorKindFromName(k->get<std::string>());
     return r;
   } catch (const Json::exception& e) {
     return MakeError(ErrorKind::kMalformed, std::string("record: ") + e.what());

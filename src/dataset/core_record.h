@@ -81,7 +81,11 @@ struct CoreRecord {
   // analyzer died), and the row holds what the notes give (registers, the
   // signal, the modules), `error` saying why; error: nothing could be read.
   RowStatus status = RowStatus::kOk;
-  std::string error;  // why, when status is partial or error
+  std::string error;  // why, when status is partial or error: "KIND: message" when it has a kind
+  // The kind of the error that made the row an error (`error`'s first
+  // word); none for an analysis that died or timed out. Not a column: the
+  // scan's summary counts the kinds.
+  std::optional<ErrorKind> error_kind;
   std::vector<std::string> warnings;  // what is missing from a partial result
   std::optional<int64_t> time, uptime;
   std::string time_source;
@@ -133,8 +137,12 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
 CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const RecordOptions& options,
                           SymbolProvider& symbols);
 
-// A record for an input the analysis did not finish (it crashed, timed out).
-CoreRecord ErrorRecord(const std::string& input, const std::string& error);
+// Makes `r` an error row: `error` is "KIND: message" (or the message alone
+// without a kind).
+void SetError(CoreRecord& r, std::optional<ErrorKind> kind, const std::string& message);
+// A record for an input that gave no analysis: unreadable (a kind), or an
+// analysis that crashed or timed out (none).
+CoreRecord ErrorRecord(const std::string& input, std::optional<ErrorKind> kind, const std::string& message);
 
 nlohmann::json RecordToJson(const CoreRecord& r);
 Expected<CoreRecord> RecordFromJson(const nlohmann::json& j);

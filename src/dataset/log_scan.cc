@@ -83,7 +83,7 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
   for (size_t i = begin; i < end; ++i) {
     const LogLine& log = lines[i];
     if (!log.stamp.error.empty()) {
-      out.push_back(ErrorRecord(log.label, "io: " + log.stamp.error));
+      out.push_back(ErrorRecord(log.label, ErrorKind::kIo, log.stamp.error));
       continue;
     }
     if (log.file != open_file) {
@@ -109,7 +109,7 @@ std::vector<CoreRecord> AnalyzeBatch(const std::vector<LogLine>& lines, size_t b
       in_span = span_ok;
     }
     if (!in_span) {
-      out.push_back(ErrorRecord(log.label, "io: the log changed while it was read"));
+      out.push_back(ErrorRecord(log.label, ErrorKind::kIo, "the log changed while it was read"));
       continue;
     }
     std::string_view text(span.data() + (log.offset - span_at), log.length);

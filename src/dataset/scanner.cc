@@ -289,7 +289,7 @@ class Scan {
     if (w.busy) {
       std::string why = reason.empty() ? DescribeExit(status) : reason;
       if (w.first_failure) {
-        Record(ErrorRecord(inputs_[*w.busy], *w.first_failure + "; reading the notes alone failed too: " + why));
+        Record(ErrorRecord(inputs_[*w.busy], std::nullopt, *w.first_failure + "; reading the notes alone failed too: " + why));
       } else {
         second_tries_.emplace_back(*w.busy, std::move(why));
       }
@@ -371,7 +371,7 @@ class Scan {
       }
       auto j = nlohmann::json::parse(payload, nullptr, false);
       auto r = j.is_discarded() ? Expected<CoreRecord>(MakeError(ErrorKind::kMalformed, "not JSON")) : RecordFromJson(j);
-      CoreRecord record = r.ok() ? std::move(*r) : ErrorRecord(input, "analysis sent a malformed record: " + r.error().message);
+      CoreRecord record = r.ok() ? std::move(*r) : ErrorRecord(input, std::nullopt, "analysis sent a malformed record: " + r.error().message);
       if (first_failure && record.status == RowStatus::kOk) {
         record.status = RowStatus::kPartial;
         record.error = *first_failure + "; the row holds the notes alone (registers, signal, modules)";
@@ -391,7 +391,7 @@ class Scan {
       ++summary_.partial;
     } else {
       ++summary_.errors;
-      summary_.error_kinds[r.error.substr(0, r.error.find(':'))]++;
+      summary_.error_kinds[r.error_kind ? ErrorKindName(*r.error_kind) : "analysis"]++;
     }
     summary_.bytes_read += r.bytes_read;
     summary_.bytes_per_core.push_back(r.bytes_read);

@@ -1255,7 +1255,9 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
   verdict.hardware_window_days = options.hardware_window_days;
   for (size_t rank = 0; rank < n; ++rank)
     for (const auto& f : result.clusters[rank].findings)
-      if (f.suspect_hardware) verdict.findings.push_back({rank, f.attribute, f.value, FindingWords(f), f.p_adjusted, f.in_cluster});
+      if (f.suspect_hardware)
+        verdict.findings.push_back({rank, f.attribute, f.value, FindingWords(f), f.p_adjusted, f.in_cluster,
+                                    std::holds_alternative<reading::OnHostsWithHardwareErrors>(*f.reading)});
   HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n, verdict);
   result.hosts = std::move(hw.hosts);
   result.joined_lines = hw.joined_lines;

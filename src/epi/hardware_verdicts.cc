@@ -469,7 +469,7 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
     char p[32];
     std::snprintf(p, sizeof p, "%.1e", f.p_adjusted);
     std::string where = "cluster c" + std::to_string(f.cluster + 1);
-    if (f.attribute.rfind("hw_errors_", 0) != 0) {
+    if (!f.after_hardware_errors) {
       Subject& s = NamesMachine(f.attribute) ? out.machines[f.value] : out.hosts[f.value];
       s.readings.push_back({where + ": " + f.flag + " (adjusted p " + p + ")",
                             std::to_string(f.count) + " of " + std::to_string(cluster_size[f.cluster]) +

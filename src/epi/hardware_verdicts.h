@@ -49,6 +49,7 @@ struct SuspectFinding {
   std::string attribute, value, flag;
   double p_adjusted = 1;
   uint64_t count = 0;   // the cluster's crashes with the value
+  bool after_hardware_errors = false;  // the hosts with hardware errors before, not one host or machine
 };
 
 struct VerdictOptions {

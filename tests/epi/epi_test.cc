@@ -352,7 +352,8 @@ TEST(Epi, ReadingsAreFacts) {
   ASSERT_TRUE(ds.ok()) << ds.error().message;
   auto r = RunEpidemiology(*ds, EpiOptions{});
   ASSERT_TRUE(r.ok()) << r.error().message;
-  const PlantedPopulation& bad = DemoScenario().populations[0];
+  const Scenario scenario = DemoScenario();
+  const PlantedPopulation& bad = scenario.populations[0];
   const Cluster* cluster = nullptr;
   for (const auto& c : r->clusters)
     if (c.syndrome == "misaligned-stack") cluster = &c;

@@ -344,6 +344,8 @@ TEST_F(ScanTest, ARescanSkipsUnchangedInputs) {
   { std::ofstream(changed, std::ios::trunc) << "now it is text"; }
   auto third = Coroner("scan " + changed + " --db " + db);
   EXPECT_NE(third.out.find("1 analyzed (0 ok, 1 error)"), std::string::npos) << third.out;
+  // The summary counts it by its kind: a text file is no ELF file.
+  EXPECT_NE(third.out.find("errors: 1 not-elf\n"), std::string::npos) << third.out;
   EXPECT_EQ(LoadRows(db).at(changed).at("status"), "error");
   EXPECT_EQ(LoadRows(db).size(), fleet_->size() + 1);  // replaced, not added
   auto forced = Coroner("scan " + changed + " --db " + db + " --force");
