@@ -186,7 +186,7 @@ bool HiddenEnvironment::HoldsWord(uint64_t word) const {
   while (n < 8 && bytes[n] >= 0x20 && bytes[n] < 0x7f) ++n;
   if (n < kMinBytes) return false;
   std::string_view piece(bytes, n);
-  // A piece of a path ("/work/ma") is in every program's memory and in
+  // A piece of a path ("/usr/lib") is in every program's memory and in
   // many a variable's value (a search path, a URL): it names a place.
   if (piece.find('/') != std::string_view::npos) return false;
   for (const auto& v : values)
