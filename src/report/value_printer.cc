@@ -1,6 +1,7 @@
 #include "report/value_printer.h"
 
 #include "core/byte_view.h"
+#include "text/text.h"
 
 #include <locale.h>
 #include <wctype.h>
@@ -54,15 +55,11 @@ bool PrintableUtf8(std::span<const unsigned char> seq) {
 // than `print elements` characters were, the last one whole. "..." when
 // there was more (or `truncated` says the run was cut).
 std::string CharSequence(std::span<const unsigned char> chars, bool truncated) {
-  // The length in bytes of the character at i.
-  auto width = [&](size_t i) -> size_t {
-    unsigned char c = chars[i];
-    size_t len = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 1;
-    if (len == 1 || i + len > chars.size()) return 1;
-    for (size_t k = 1; k < len; ++k)
-      if ((chars[i + k] & 0xc0) != 0x80) return 1;
-    return len;
-  };
+  // The length in bytes of the character at i: a well-formed UTF-8
+  // sequence (RFC 3629's, as iconv takes it: F4 BC 88 82, past U+10FFFF,
+  // is four invalid bytes, each a character of its own), else one byte.
+  const std::string_view bytes(reinterpret_cast<const char*>(chars.data()), chars.size());
+  auto width = [&](size_t i) -> size_t { return std::max<size_t>(1, WellFormedUtf8Length(bytes, i)); };
   auto text = [&](size_t i, size_t len) {
     // A valid UTF-8 sequence of a printable character prints as itself
     // (gdb in a UTF-8 locale); any other byte escaped for the string's

@@ -7,33 +7,12 @@ namespace {
 
 constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
 
-// The length of the well-formed UTF-8 sequence at s[i], or 0. The ranges are
-// RFC 3629's table: the second byte's range depends on the first, which
-// excludes overlong forms (C0, C1, E0 80-9F, F0 80-8F), surrogates
-// (ED A0-BF) and code points past U+10FFFF (F4 90-BF, F5-FF).
+// The length of the sequence at s[i] when it is printable text, or 0: a
+// well-formed sequence other than an ASCII control (tab is kept).
 size_t SequenceLength(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
+  auto c = static_cast<unsigned char>(s[i]);
   if (c < 0x80) return (c >= 0x20 && c != 0x7f) || c == '\t' ? 1 : 0;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf) len = 2;
-  else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    if (c == 0xe0) lo = 0xa0;
-    if (c == 0xed) hi = 0x9f;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    if (c == 0xf0) lo = 0x90;
-    if (c == 0xf4) hi = 0x8f;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-  return len;
+  return WellFormedUtf8Length(s, i);
 }
 
 // A C1 control character (U+0080 to U+009F, C2 80 to C2 9F) at s[i]: as
@@ -93,6 +72,34 @@ std::string Rewrite(std::string_view s, OnControl control) {
 }
 
 }  // namespace
+
+// The ranges are RFC 3629's table: the second byte's range depends on the
+// first, which excludes overlong forms (C0, C1, E0 80-9F, F0 80-8F),
+// surrogates (ED A0-BF) and code points past U+10FFFF (F4 90-BF, F5-FF).
+size_t WellFormedUtf8Length(std::string_view s, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) len = 2;
+  else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k)
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  return len;
+}
 
 std::string ValidUtf8(std::string_view s) {
   if (IsValid(s)) return std::string(s);  // most text: one check and one copy

@@ -19,6 +19,11 @@ std::string ValidUtf8(std::string&& s);
 inline std::string ValidUtf8(const std::string& s) { return ValidUtf8(std::string_view(s)); }
 inline std::string ValidUtf8(const char* s) { return ValidUtf8(std::string_view(s)); }
 
+// The length of the well-formed UTF-8 sequence that begins at s[i] (1 for
+// any ASCII byte), or 0 when none does: the test ValidUtf8 makes, for a
+// caller that walks bytes itself.
+size_t WellFormedUtf8Length(std::string_view s, size_t i);
+
 // `s` as valid UTF-8 that keeps control characters, for a JSON string (the
 // JSON writer escapes them: a newline in a process's argument stays "\n").
 std::string ValidUtf8KeepingControls(std::string_view s);

@@ -159,17 +159,28 @@ TEST(Variables, CalleeSavedRegistersCarryIntoCallers) {
 // bytes a freed chunk's pointer once held) or a control character escaped
 // byte by byte, ASCII's escapes as C writes them.
 TEST(Variables, CharactersPrintAsGdbPrintsThem) {
-  const std::string bytes = "\xde\xbc" "x\xc3\xa9\x01\"\\\n\xe4\xb8\xad\xc2\x85\xf0\x9f\x98\x80\xff";
-  std::string octal;
-  for (unsigned char c : bytes) octal += fmt::format("\\{:03o}", c);
-  std::string cmd = "LC_ALL=C.UTF-8 timeout 300 gdb -nx -batch -ex 'print \"" + octal + "\"' 2>&1";
-  std::string out = testing::Run(cmd).out;
-  ASSERT_EQ(out.rfind("$1 = ", 0), 0u) << out;
-  std::string gdb = out.substr(5, out.find_last_not_of('\n') - 4);
-  Value v;
-  v.kind = Value::Kind::kChars;
-  v.text = bytes;
-  EXPECT_EQ(PrintValue(v), gdb);
+  // Ill-formed sequences that look like UTF-8 (past U+10FFFF, overlong, a
+  // surrogate, a lone lead byte) are a character per byte for gdb, which
+  // counts them so against `print elements`: the second string is cut after
+  // 200 of them, wherever a wrong count would cut it.
+  std::string cycle;
+  for (int k = 0; k < 220; ++k) cycle += static_cast<char>('a' + k % 26);
+  const std::string strings[] = {
+      "\xde\xbc" "x\xc3\xa9\x01\"\\\n\xe4\xb8\xad\xc2\x85\xf0\x9f\x98\x80\xff",
+      "\xf4\xbc\x88\x82" "\xe0\x80\x80" "\xed\xa0\x80" "\xf0\x80\x80\x80" "\xc0\xaf" "\xf4\x8f\xbf\xbf" + cycle,
+  };
+  for (const std::string& bytes : strings) {
+    std::string octal;
+    for (unsigned char c : bytes) octal += fmt::format("\\{:03o}", c);
+    std::string cmd = "LC_ALL=C.UTF-8 timeout 300 gdb -nx -batch -ex 'print \"" + octal + "\"' 2>&1";
+    std::string out = testing::Run(cmd).out;
+    ASSERT_EQ(out.rfind("$1 = ", 0), 0u) << out;
+    std::string gdb = out.substr(5, out.find_last_not_of('\n') - 4);
+    Value v;
+    v.kind = Value::Kind::kChars;
+    v.text = bytes;
+    EXPECT_EQ(PrintValue(v), gdb);
+  }
 }
 
 // The values as read, before gdb's printer: each kind and number is the
