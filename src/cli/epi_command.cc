@@ -14,7 +14,7 @@
 #include "dataset/scanner.h"
 #include "dataset/timestamps.h"
 #include "demo/demo_fleet.h"
-#include "epi/epi_report.h"
+#include "report/epi_report.h"
 #include "epi/epidemiology.h"
 
 namespace coroner {

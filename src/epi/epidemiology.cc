@@ -1,6 +1,5 @@
 #include "epi/epidemiology.h"
 
-#include "epi/epi_words.h"
 
 #include <algorithm>
 #include <array>
@@ -1256,8 +1255,7 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
   for (size_t rank = 0; rank < n; ++rank)
     for (const auto& f : result.clusters[rank].findings)
       if (f.suspect_hardware)
-        verdict.findings.push_back({rank, f.attribute, f.value, FindingWords(f), f.p_adjusted, f.in_cluster,
-                                    std::holds_alternative<reading::OnHostsWithHardwareErrors>(*f.reading)});
+        verdict.findings.push_back({rank, f.attribute, f.value, *f.reading, f.p_adjusted, f.in_cluster});
   HardwareVerdicts hw = JudgeHardware(facts, options.hardware, n, verdict);
   result.hosts = std::move(hw.hosts);
   result.joined_lines = hw.joined_lines;

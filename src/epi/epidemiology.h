@@ -26,6 +26,7 @@
 #include "epi/change_onset.h"
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
+#include "epi/readings.h"
 #include "epi/rules.h"
 #include "base/expected.h"
 
@@ -44,33 +45,6 @@ struct EpiOptions {
   double report_p_adjusted = 0.05;       // findings kept in the result
   size_t max_findings = 20;              // per cluster
 };
-
-// What a finding means in plain terms: decided here, put in words by
-// FindingWords (epi/epi_words.h) for every report.
-namespace reading {
-struct BeganWith {};          // a release-like value that appeared the day the cluster began
-struct ExplainedBy {          // the cluster's strongest finding accounts for this one
-  std::string attribute, value;
-};
-struct NeverUpLonger {        // the whole cluster crashed on nodes up less than this
-  int64_t seconds;
-};
-struct OnHostsWithHardwareErrors {  // suspect hardware: hosts whose kernels logged errors before
-  double share;
-  int window_days;
-};
-struct OnOneMachine {         // suspect hardware: most of the cluster on one machine
-  double share;
-};
-struct OnlyOn {};             // every core of the cluster has the value
-struct MostlyOn {             // most of the cluster has it, far more than the fleet
-  double share, baseline_share;
-  std::optional<double> rate_ratio;  // crashes per host-day with it against elsewhere
-};
-}  // namespace reading
-using FindingReading = std::variant<reading::BeganWith, reading::ExplainedBy, reading::NeverUpLonger,
-                                    reading::OnHostsWithHardwareErrors, reading::OnOneMachine, reading::OnlyOn,
-                                    reading::MostlyOn>;
 
 struct Finding {
   std::string attribute, value;

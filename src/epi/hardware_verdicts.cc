@@ -30,10 +30,6 @@ bool NamesMachine(const std::string& attribute) {
   return attribute == "machine" || attribute == "physical_host" || attribute == "hypervisor";
 }
 
-std::string Plural(uint64_t n, const std::string& one, const std::string& many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
-
 // Which physical machine a host ran on at a time: the inventory's `machine`
 // column, else the machine the crash's own sidecar names; empty when
 // neither says.
@@ -197,7 +193,7 @@ std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, 
     for (const auto& gpu : own.gpus) {
       auto [owner, machine] = owners.Owner(c, gpu);
       if (machine) machines.insert(owner);
-      ++g.gpus[owner + " " + gpu];
+      ++g.gpus[{owner, gpu}];
     }
   }
   std::vector<GpuSuspect> suspects;
@@ -206,29 +202,28 @@ std::vector<GpuSuspect> ReadClusterGpus(const std::vector<CrashFacts>& crashes, 
     if (g.cores < 3) continue;
     auto top = std::max_element(g.gpus.begin(), g.gpus.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto& [owner, gpu] = top->first;
     uint64_t second = 0;
     std::set<std::string> places_seen;
     size_t on_machines = 0;
-    for (const auto& [gpu, n] : g.gpus) {
-      if (gpu != top->first) second = std::max(second, n);
-      std::string owner = gpu.substr(0, gpu.find(' '));
-      on_machines += places_seen.insert(owner).second && machines.count(owner);
+    for (const auto& [place, n] : g.gpus) {
+      if (place != top->first) second = std::max(second, n);
+      on_machines += places_seen.insert(place.first).second && machines.count(place.first);
     }
     size_t n_places = places_seen.size();
-    std::string places = on_machines == n_places ? Plural(n_places, "machine", "machines")
-                         : on_machines == 0      ? Plural(n_places, "host", "hosts")
-                                                 : Plural(n_places, "host or machine", "hosts and machines");
     if (top->second >= 3 && top->second * 2 >= g.cores) {
-      g.reading = std::to_string(top->second) + " of " + std::to_string(g.cores) + " on GPU " + top->first +
-                  ": same GPU repeatedly — suspect the GPU";
-      size_t space = top->first.find(' ');
-      std::string owner = top->first.substr(0, space);
-      suspects.push_back({k, owner, top->first.substr(space + 1), machines.count(owner) > 0, top->second, g.cores});
+      g.reading = gpu_reading::SameGpu{owner, gpu, top->second, g.cores};
+      suspects.push_back({k, owner, gpu, machines.count(owner) > 0, top->second, g.cores});
     } else if (g.gpus.size() >= 3) {
-      g.reading = std::to_string(g.cores) + " crashes on " + Plural(g.gpus.size(), "GPU", "different GPUs") +
-                  " of " + places + " — the application, not a GPU";
+      using gpu_reading::Places;
+      gpu_reading::ManyGpus many{g.cores, g.gpus.size(), n_places,
+                                 on_machines == n_places ? Places::kMachines
+                                 : on_machines == 0      ? Places::kHosts
+                                                         : Places::kHostsAndMachines,
+                                 std::nullopt};
       if (top->second >= 3 && top->second >= 3 * std::max<uint64_t>(second, 1))
-        g.reading += "; but GPU " + top->first + " alone has " + std::to_string(top->second) + ": look at it";
+        many.stands_out = gpu_reading::SameGpu{owner, gpu, top->second, g.cores};
+      g.reading = std::move(many);
     }
   }
   return suspects;
@@ -246,12 +241,11 @@ struct Subject {
   std::map<std::string, std::set<std::string>> gpu_vms;
   std::map<int, uint64_t> cpus;           // the kernel's crash lines per CPU (a host's own log only)
   uint64_t crash_lines = 0;
-  uint64_t machine_errors = 0;
-  std::vector<std::string> machine_words;
-  std::map<std::string, std::map<std::string, uint64_t>> gpu_errors;  // GPU -> "Xid 79" -> lines
-  std::map<std::string, uint64_t> gpu_crashes;                        // GPU -> crashes joined to its lines
-  // Cluster readings that point here: (evidence, short form).
-  std::vector<std::pair<std::string, std::string>> readings;
+  verdict::MachineErrors machine_errors;
+  std::map<std::string, std::map<verdict::GpuErrorKind, uint64_t>> gpu_errors;  // GPU -> kind -> lines
+  std::map<std::string, uint64_t> gpu_crashes;                                  // GPU -> crashes joined to its lines
+  // Cluster readings that point here.
+  std::vector<VerdictFact> readings;
   bool reading_support = false;           // a finding's own support (>= 5 crashes on >= 2 days) backs one
 };
 
@@ -277,8 +271,9 @@ void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
 }
 
 void AddGpuError(Subject& s, const HardwareEvent& e) {
-  std::string what = e.kind == EventKind::kGpuRas ? std::string("RAS uncorrectable") : "Xid " + std::to_string(*e.xid);
-  ++s.gpu_errors[e.gpu][what];
+  verdict::GpuErrorKind kind;
+  if (e.kind != EventKind::kGpuRas) kind.xid = e.xid;
+  ++s.gpu_errors[e.gpu][kind];
   if (s.machine) s.gpu_vms[e.gpu].insert(e.host);
 }
 
@@ -288,25 +283,21 @@ void AddHostLine(Subject& s, const HardwareEvent& e, std::optional<int> cpus) {
     ++s.cpus[*e.cpu];
     ++s.crash_lines;
   } else if (IsMachineError(e)) {
-    ++s.machine_errors;
-    if (s.machine_words.size() < 3) {
-      std::string w = e.kind == EventKind::kMce ? "MCE" : e.kind == EventKind::kEdac ? "EDAC error" : "memory failure";
-      if (e.kind == EventKind::kMce && e.bank) w += " bank " + std::to_string(*e.bank);
-      if (e.kind == EventKind::kMce && e.cpu) w += " on CPU " + std::to_string(*e.cpu);
-      if (e.time) w += " on " + FormatIso8601(*e.time).substr(0, 10);
-      s.machine_words.push_back(w);
+    ++s.machine_errors.count;
+    if (s.machine_errors.first.size() < 3) {
+      verdict::MachineError m{e.kind, std::nullopt, std::nullopt, e.time};
+      if (e.kind == EventKind::kMce) m.bank = e.bank, m.cpu = e.cpu;
+      s.machine_errors.first.push_back(m);
     }
   }
 }
 
-// The score, evidence and verdict of one subject. `cluster_size` gives each
-// cluster's crashes; `cpus` the CPUs the host's boot lines say it has.
-// A verdict being made: its evidence, score and short form, and whether
-// the machine's own error records back it. Each rule below adds to it.
+// A verdict being made: its evidence and score, and whether the machine's
+// own error records back it. Each rule below adds to it.
 struct Verdict {
   HostVerdict v;
-  std::vector<std::string> words;  // the verdict's short form
   bool record = false;             // the machine's own error records back the verdict
+  void Add(VerdictFact fact, bool named) { v.evidence.push_back({std::move(fact), named}); }
 };
 
 // Clusters this subject holds most of: unrelated crashes that (mostly)
@@ -316,11 +307,8 @@ void JudgeOwnClusters(const Subject& s, const std::vector<uint64_t>& cluster_siz
   uint64_t own = 0;
   for (const auto& [cl, n] : s.clusters) own += cl < cluster_size.size() && n * 2 >= cluster_size[cl];
   if (s.clusters.size() < 2 || own < 1) return;
-  std::string e = Plural(s.crashes, "crash", "crashes") + " in " + Plural(s.clusters.size(), "cluster", "clusters") +
-                  ", " + std::to_string(own) + " of them (mostly) on this " + (s.machine ? "machine" : "host") +
-                  " alone";
-  j.v.evidence.push_back(e);
-  if (own >= 3) j.v.score += 3, j.words.push_back(e.substr(0, e.find(',')) + ", " + std::to_string(own) + " unrelated");
+  j.Add(verdict::OwnClusters{s.crashes, s.clusters.size(), own, s.machine}, own >= 3);
+  if (own >= 3) j.v.score += 3;
   else if (own == 2) j.v.score += 1;
 }
 
@@ -328,19 +316,15 @@ void JudgeOwnClusters(const Subject& s, const std::vector<uint64_t>& cluster_siz
 // reach, pointers one bit from good ones, VMs that crash fresh from boot.
 void JudgeCoreStates(const Subject& s, Verdict& j) {
   if (s.impossible) {
-    j.v.evidence.push_back(Plural(s.impossible, "impossible register state", "impossible register states") +
-                           " (rsp off the ABI's alignment, a return address one slot away)");
+    j.Add(verdict::ImpossibleStates{s.impossible}, true);
     j.v.score += static_cast<double>(std::min<uint64_t>(s.impossible, 3));
-    j.words.push_back(Plural(s.impossible, "impossible state", "impossible states"));
   }
   if (s.bit_flips) {
-    j.v.evidence.push_back(Plural(s.bit_flips, "core with a possible bit flip", "cores with possible bit flips"));
+    j.Add(verdict::BitFlips{s.bit_flips}, true);
     j.v.score += static_cast<double>(std::min<uint64_t>(s.bit_flips, 3));
-    j.words.push_back(Plural(s.bit_flips, "possible bit flip", "possible bit flips"));
   }
   if (s.with_uptime >= 3 && s.fresh * 10 >= s.with_uptime * 8) {
-    j.v.evidence.push_back(std::to_string(s.fresh) + " of " + std::to_string(s.with_uptime) +
-                           " crashes within an hour of boot: freshly started VMs");
+    j.Add(verdict::FreshFromBoot{s.fresh, s.with_uptime}, false);
     j.v.score += 1;
   }
 }
@@ -358,44 +342,25 @@ void JudgeCrashCpus(const Subject& s, std::optional<int> cpus, Verdict& j) {
   double p = std::min(1.0, BinomialGreater(top->second, s.crash_lines, 1.0 / static_cast<double>(n_cpus)) *
                                static_cast<double>(n_cpus));
   if (top->second < 3 || p >= 1e-3) return;
-  char e[200];
-  std::snprintf(e, sizeof e,
-                "%llu of the %llu crash lines in the kernel log that name a CPU name CPU %d (p = %.1e against %llu "
-                "CPUs)",
-                static_cast<unsigned long long>(top->second), static_cast<unsigned long long>(s.crash_lines),
-                top->first, p, static_cast<unsigned long long>(n_cpus));
-  j.v.evidence.push_back(e);
+  j.Add(verdict::CrashLinesOnOneCpu{top->first, top->second, s.crash_lines, n_cpus, p}, true);
   j.v.score += 3;
-  j.words.push_back(std::to_string(top->second) + " on CPU " + std::to_string(top->first));
 }
 
 // The machine's and its GPUs' own error records.
 void JudgeErrorRecords(const Subject& s, Verdict& j) {
-  if (s.machine_errors) {
-    std::string e = Plural(s.machine_errors, "machine error", "machine errors") + " in the kernel log";
-    for (size_t i = 0; i < s.machine_words.size(); ++i) e += (i ? ", " : ": ") + s.machine_words[i];
-    j.v.evidence.push_back(e);
+  if (s.machine_errors.count) {
+    j.Add(s.machine_errors, !s.machine_errors.first.empty());
     j.record = true;
-    j.v.score += s.machine_errors >= 3 ? 3 : 2;
-    if (!s.machine_words.empty()) j.words.push_back(s.machine_words[0]);
+    j.v.score += s.machine_errors.count >= 3 ? 3 : 2;
   }
   for (const auto& [gpu, kinds] : s.gpu_errors) {
     uint64_t n = 0;
-    std::string list;
-    for (const auto& [what, k] : kinds) {
-      n += k;
-      list += (list.empty() ? "" : ", ") + what + " ×" + std::to_string(k);
-    }
+    for (const auto& [what, k] : kinds) n += k;
     auto joined = s.gpu_crashes.find(gpu);
     uint64_t followed = joined != s.gpu_crashes.end() ? joined->second : 0;
-    std::string e = "GPU " + gpu + " reported its own errors: " + list;
-    if (followed) e += "; " + Plural(followed, "crash", "crashes") + " followed them";
-    j.v.evidence.push_back(e);
+    j.Add(verdict::GpuErrors{gpu, kinds, followed}, n >= 2);
     j.record = true;
-    if (n >= 2) {
-      j.v.score += followed >= 2 ? 4 : 2;
-      j.words.push_back("GPU " + gpu + " " + list + (followed ? " before " + Plural(followed, "crash", "crashes") : ""));
-    }
+    if (n >= 2) j.v.score += followed >= 2 ? 4 : 2;
   }
 }
 
@@ -404,23 +369,16 @@ void JudgeErrorRecords(const Subject& s, Verdict& j) {
 // crashes in its first half hour): without an error record of the
 // machine's own, or a finding that has its own support, a verdict needs
 // the findings' minimum support.
-void Conclude(const std::string& name, const Subject& s, Verdict& j) {
+void Conclude(const Subject& s, Verdict& j) {
   HostVerdict& v = j.v;
   if (v.evidence.empty() || v.score <= 0 || v.score < kSuspectScore) return;
   bool supported = j.record || s.reading_support ||
                    (s.crashes >= kMinVerdictCrashes && s.days.size() >= kMinVerdictDays);
   if (!supported) {
-    v.evidence.push_back("no verdict: " + Plural(v.crashes, "crash", "crashes") +
-                         " and no error record of the machine's own; a verdict on crashes alone needs " +
-                         std::to_string(kMinVerdictCrashes) + " on " + std::to_string(kMinVerdictDays) +
-                         " days or more");
+    j.Add(verdict::TooFewCrashes{v.crashes}, false);
     return;
   }
-  v.verdict = name;
-  if (!v.vms.empty()) v.verdict += " (" + Plural(v.vms.size(), "VM", "VMs") + ")";
-  v.verdict += ": ";
-  for (size_t i = 0; i < j.words.size(); ++i) v.verdict += (i ? ", " : "") + j.words[i];
-  v.verdict += " — suspect hardware; drain it";
+  v.suspect = true;
 }
 
 HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<uint64_t>& cluster_size,
@@ -439,12 +397,9 @@ HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<u
   // What the clusters say of this subject weighs as much as a verdict's
   // worth of its own evidence (once, however many say it): a cluster and a
   // host never disagree.
-  for (const auto& [e, w] : s.readings) {
-    j.v.evidence.push_back(e);
-    j.words.push_back(w);
-  }
+  for (const auto& r : s.readings) j.Add(r, true);
   if (!s.readings.empty()) j.v.score += kSuspectScore;
-  Conclude(name, s, j);
+  Conclude(s, j);
   return std::move(j.v);
 }
 
@@ -466,14 +421,10 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
     if (IsHardwareError(e) && e.time) error_times[e.host].push_back(*e.time);
   for (auto& [h, t] : error_times) std::sort(t.begin(), t.end());
   for (const auto& f : options.findings) {
-    char p[32];
-    std::snprintf(p, sizeof p, "%.1e", f.p_adjusted);
-    std::string where = "cluster c" + std::to_string(f.cluster + 1);
-    if (!f.after_hardware_errors) {
+    if (!std::holds_alternative<reading::OnHostsWithHardwareErrors>(f.reading)) {
       Subject& s = NamesMachine(f.attribute) ? out.machines[f.value] : out.hosts[f.value];
-      s.readings.push_back({where + ": " + f.flag + " (adjusted p " + p + ")",
-                            std::to_string(f.count) + " of " + std::to_string(cluster_size[f.cluster]) +
-                                " crashes of " + where + " here"});
+      s.readings.push_back(
+          verdict::ClusterFinding{f.cluster, f.attribute, f.value, f.reading, f.p_adjusted, f.count, cluster_size[f.cluster]});
       s.reading_support = true;
       continue;
     }
@@ -491,19 +442,14 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
     for (const auto& [host, n] : after_errors) {
       if (n < 2) continue;
       Subject& s = out.hosts[host];
-      s.readings.push_back({where + ": " + std::to_string(n) + " of its crashes came within " +
-                                std::to_string(options.hardware_window_days) +
-                                " days after this host's hardware errors (" + f.flag + ", adjusted p " + p + ")",
-                            std::to_string(n) + " crashes of " + where + " after its hardware errors"});
+      s.readings.push_back(verdict::AfterHardwareErrors{f.cluster, n, options.hardware_window_days, f.attribute, f.value,
+                                                        f.reading, f.p_adjusted});
       s.reading_support = true;
     }
   }
   for (const auto& g : gpu_suspects) {
     Subject& s = g.machine ? out.machines[g.owner] : out.hosts[g.owner];
-    std::string where = "cluster c" + std::to_string(g.cluster + 1);
-    s.readings.push_back({where + ": " + std::to_string(g.crashes) + " of its " + std::to_string(g.cores) +
-                              " crashes with GPU lines on GPU " + g.gpu + ": same GPU repeatedly",
-                          "GPU " + g.gpu + " under " + std::to_string(g.crashes) + " crashes of " + where});
+    s.readings.push_back(verdict::GpuRepeatedly{g.cluster, g.gpu, g.crashes, g.cores});
   }
   return out;
 }
@@ -549,7 +495,7 @@ std::set<std::string> JudgeMachines(const Evidence& ev, std::map<std::string, Su
   for (const auto& [name, s] : machines) {
     if (VmsOf(s).size() < 2 && s.readings.empty()) continue;
     HostVerdict v = Judge(name, s, ev.cluster_size, std::nullopt);
-    if (v.verdict.empty()) continue;
+    if (!v.suspect) continue;
     judged.insert(name);
     rows.push_back(std::move(v));
   }

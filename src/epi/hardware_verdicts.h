@@ -17,10 +17,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "dataset/metadata.h"
 #include "epi/kernel_log.h"
+#include "epi/readings.h"
 
 namespace coroner {
 
@@ -42,15 +44,119 @@ struct CrashFacts {
 
 // A cluster's finding that points at machines, flagged "suspect hardware":
 // one host or machine (attribute `host`, `machine`, ...), or the hosts whose
-// hardware errors preceded its crashes (`hw_errors_7d` = "yes"). A verdict
-// takes it as evidence, so that the cluster and the hosts never disagree.
+// hardware errors preceded its crashes (reading OnHostsWithHardwareErrors).
+// A verdict takes it as evidence, so that the cluster and the hosts never
+// disagree.
 struct SuspectFinding {
   size_t cluster = 0;   // rank
-  std::string attribute, value, flag;
+  std::string attribute, value;
+  FindingReading reading;
   double p_adjusted = 1;
   uint64_t count = 0;   // the cluster's crashes with the value
-  bool after_hardware_errors = false;  // the hosts with hardware errors before, not one host or machine
 };
+
+// What a verdict rests on, each piece a fact; the words of each, and of the
+// verdict, are written once in report/epi_words.cc.
+namespace verdict {
+// Crashes in several clusters, `own` of which happen (mostly) on this
+// host or machine alone.
+struct OwnClusters {
+  uint64_t crashes = 0;
+  size_t clusters = 0;
+  uint64_t own = 0;
+  bool machine = false;
+};
+struct ImpossibleStates {     // cores whose registers compiled code cannot produce
+  uint64_t cores = 0;
+};
+struct BitFlips {             // cores with a pointer one bit from a good one
+  uint64_t cores = 0;
+};
+struct FreshFromBoot {        // crashes within an hour of boot, of those with an uptime
+  uint64_t fresh = 0, with_uptime = 0;
+};
+// The kernel's crash lines naming one CPU far more than chance (binomial,
+// Bonferroni over the CPUs).
+struct CrashLinesOnOneCpu {
+  int cpu = 0;
+  uint64_t on_cpu = 0, lines = 0, cpus = 0;
+  double p = 1;
+};
+struct MachineError {         // one of the host's MCE, EDAC or memory-failure lines
+  EventKind kind = EventKind::kMce;
+  std::optional<int> bank, cpu;
+  std::optional<int64_t> time;
+};
+struct MachineErrors {
+  uint64_t count = 0;
+  std::vector<MachineError> first;  // the first three
+};
+// A GPU's own error lines, by kind: RAS (xid unset) or an Xid number.
+struct GpuErrorKind {
+  std::optional<int> xid;
+  auto operator<=>(const GpuErrorKind&) const = default;
+};
+struct GpuErrors {
+  std::string gpu;
+  std::map<GpuErrorKind, uint64_t> lines;
+  uint64_t followed = 0;      // crashes joined to its lines
+};
+// A cluster's finding (SuspectFinding) that names this host or machine.
+struct ClusterFinding {
+  size_t cluster = 0;         // rank
+  std::string attribute, value;
+  FindingReading reading;
+  double p_adjusted = 1;
+  uint64_t count = 0, cluster_crashes = 0;
+};
+// A cluster's crashes on this host within the window after its hardware errors.
+struct AfterHardwareErrors {
+  size_t cluster = 0;
+  uint64_t crashes = 0;
+  int window_days = 0;
+  std::string attribute, value;
+  FindingReading reading;
+  double p_adjusted = 1;
+};
+// A cluster whose crashes' GPU lines name this GPU again and again.
+struct GpuRepeatedly {
+  size_t cluster = 0;
+  std::string gpu;
+  uint64_t crashes = 0, cores = 0;
+};
+// Evidence that reached the score but not the support a verdict on
+// crashes alone needs (kMinVerdictCrashes on kMinVerdictDays).
+struct TooFewCrashes {
+  uint64_t crashes = 0;
+};
+}  // namespace verdict
+using VerdictFact = std::variant<verdict::OwnClusters, verdict::ImpossibleStates, verdict::BitFlips,
+                                 verdict::FreshFromBoot, verdict::CrashLinesOnOneCpu, verdict::MachineErrors,
+                                 verdict::GpuErrors, verdict::ClusterFinding, verdict::AfterHardwareErrors,
+                                 verdict::GpuRepeatedly, verdict::TooFewCrashes>;
+
+struct VerdictEvidence {
+  VerdictFact fact;
+  bool named = false;         // named in the verdict's short form
+};
+
+// What a cluster's GPU lines say: one device again and again, or many
+// devices (the application's fault).
+namespace gpu_reading {
+struct SameGpu {
+  std::string owner, gpu;     // the host, or the machine, and its GPU
+  uint64_t crashes = 0, cores = 0;
+};
+enum class Places { kHosts, kMachines, kHostsAndMachines };
+struct ManyGpus {
+  uint64_t cores = 0;
+  size_t gpus = 0, places = 0;
+  Places kind = Places::kHosts;
+  // One GPU that still stands far above the others: its owner, name and crashes.
+  std::optional<SameGpu> stands_out;
+};
+}  // namespace gpu_reading
+using GpuReading = std::variant<gpu_reading::SameGpu, gpu_reading::ManyGpus>;
 
 struct VerdictOptions {
   // Each host's physical machine over time (its `machine` column), may be
@@ -70,8 +176,8 @@ struct HostVerdict {
   bool machine = false;
   std::vector<std::string> vms;       // for a machine: the VMs its evidence came from
   double score = 0;
-  std::string verdict;                // plain English, when the score reaches kSuspectScore; else empty
-  std::vector<std::string> evidence;  // each piece, in words
+  bool suspect = false;               // the score reached kSuspectScore, with support: drain it
+  std::vector<VerdictEvidence> evidence;
   uint64_t crashes = 0;
   std::map<int, uint64_t> cpus;       // the kernel's segfault and trap lines per CPU
 };
@@ -79,9 +185,10 @@ struct HostVerdict {
 // The GPUs a cluster's crashes ran on, from the GPU lines joined to them.
 struct GpuEvents {
   uint64_t cores = 0;                 // crashes with a GPU line joined
-  std::map<std::string, uint64_t> gpus;  // "HOST GPU" -> crashes; "MACHINE GPU" when the inventory names the machine
+  // (host, GPU) -> crashes; (machine, GPU) when the GPU is the machine's.
+  std::map<std::pair<std::string, std::string>, uint64_t> gpus;
   std::map<std::string, uint64_t> cpus;  // "host CPU N" -> crashes (from segfault lines)
-  std::string reading;                // "same GPU repeatedly ...", "different GPUs ..."; empty with too few
+  std::optional<GpuReading> reading;  // none with too few crashes or no pattern
 };
 
 struct HardwareVerdicts {

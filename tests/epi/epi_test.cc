@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "dataset/timestamps.h"
 #include "demo/demo_fleet.h"
 #include "epi/epidemiology.h"
+#include "epi/kernel_log.h"
 #include "epi/statistics.h"
 #include "unit/run_coroner.h"
 #include "zoo/fleet.h"
@@ -69,6 +71,30 @@ const Scanned& Scan(const Scenario& scenario) {
   EXPECT_EQ(c.status, 0) << c.err;
   s.cases = json::parse(c.out);
   return done.emplace(scenario.name, std::move(s)).first->second;
+}
+
+// epi run in this process over a scanned fleet, with its kernel logs and
+// inventory, for the tests that read its facts; none on failure.
+std::optional<EpiResult> EpiHere(const Scanned& s) {
+  auto ds = Dataset::OpenReadOnly(s.db);
+  EXPECT_TRUE(ds.ok()) << ds.error().message;
+  if (!ds.ok()) return std::nullopt;
+  EpiOptions options;
+  for (const auto& path : s.fleet.kernel_logs) {
+    auto log = LoadKernelLog(path, 2026);
+    EXPECT_TRUE(log.ok()) << log.error().message;
+    if (!log.ok()) return std::nullopt;
+    options.hardware.insert(options.hardware.end(), log->events.begin(), log->events.end());
+  }
+  static std::map<std::string, Inventory> inventories;  // alive beside the results that point into them
+  auto inventory = Inventory::Load(s.fleet.inventory);
+  EXPECT_TRUE(inventory.ok()) << inventory.error().message;
+  if (!inventory.ok()) return std::nullopt;
+  options.inventory = &(inventories[s.fleet.inventory] = std::move(*inventory));
+  auto r = RunEpidemiology(*ds, options);
+  EXPECT_TRUE(r.ok()) << r.error().message;
+  if (!r.ok()) return std::nullopt;
+  return std::move(*r);
 }
 
 // The signature the scan gave each population's cores: one per population.
@@ -383,6 +409,23 @@ TEST(Epi, ReadingsAreFacts) {
   }
   EXPECT_EQ(uptime, 1u);
   EXPECT_GT(explained, 0u);
+  // The machine's verdict rests on that finding, as a fact of its own.
+  const HostVerdict* machine = nullptr;
+  for (const auto& h : r->hosts)
+    if (h.host == bad.cause_value) machine = &h;
+  ASSERT_NE(machine, nullptr);
+  EXPECT_TRUE(machine->suspect);
+  EXPECT_TRUE(machine->machine);
+  const verdict::ClusterFinding* named = nullptr;
+  for (const auto& e : machine->evidence)
+    if (const auto* f = std::get_if<verdict::ClusterFinding>(&e.fact)) named = f;
+  ASSERT_NE(named, nullptr);
+  EXPECT_EQ(&r->clusters[named->cluster], cluster);
+  EXPECT_EQ(named->attribute, bad.cause_attribute);
+  EXPECT_EQ(named->value, bad.cause_value);
+  EXPECT_TRUE(std::holds_alternative<reading::OnOneMachine>(named->reading));
+  EXPECT_EQ(named->count, cluster->count);
+  EXPECT_EQ(named->cluster_crashes, cluster->count);
 }
 
 // The hosts whose GPUs report Xid 79 are those the illegal instructions
@@ -398,6 +441,24 @@ TEST(Epi, GpuFleetFindsTheXidHostsAndTheSku) {
   }
   EXPECT_EQ(xid_hosts.size(), static_cast<size_t>(GpuScenario().gpu_error_hosts));
   EXPECT_EQ(CheckVerdictsAgree(s.report), xid_hosts);
+  // In facts: each of those hosts is suspect for the illegal instructions
+  // that came after its hardware errors, which the cluster's finding read.
+  auto r = EpiHere(s);
+  ASSERT_TRUE(r);
+  std::set<std::string> after_errors;
+  for (const auto& h : r->hosts) {
+    for (const auto& e : h.evidence) {
+      const auto* a = std::get_if<verdict::AfterHardwareErrors>(&e.fact);
+      if (!a) continue;
+      EXPECT_TRUE(h.suspect) << h.host;
+      EXPECT_GE(a->crashes, 2u);
+      EXPECT_EQ(a->window_days, 7);
+      EXPECT_TRUE(std::holds_alternative<reading::OnHostsWithHardwareErrors>(a->reading));
+      EXPECT_EQ(r->clusters[a->cluster].syndrome, "illegal-instruction");
+      after_errors.insert(h.host);
+    }
+  }
+  EXPECT_EQ(after_errors, xid_hosts);
 }
 
 // Release r518 reached every host on day 8; the wild jumps began on day 12
@@ -673,6 +734,91 @@ TEST(Epi, HardwareFleetGivesVerdictsToThePlantedHostAndGpuOnly) {
   // bit_flip.c's pointer and the fault address both are one bit from the object.
   EXPECT_EQ(q->rows[0][1].integer, static_cast<int64_t>(s.fleet.per_population.at("bad host: flipped pointers")));
   EXPECT_EQ(q->rows[0][2].integer, static_cast<int64_t>(bad_gpu + app));
+}
+
+// The hardware fleet's verdicts as facts, from epi run here over the
+// scan's dataset, its inventory and its kernel logs: each count is the
+// one the logs and the fleet's own record give.
+TEST(Epi, HardwareVerdictsAreFacts) {
+  const Scanned& s = Scan(HardwareScenario());
+  auto r = EpiHere(s);
+  ASSERT_TRUE(r);
+
+  // The bad host's segfault lines that name a CPU, and those naming 17.
+  uint64_t on_cpu17 = 0, with_cpu = 0;
+  for (const auto& path : s.fleet.kernel_logs) {
+    if (path.find("/we-node-03.log") == std::string::npos) continue;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("]: segfault at ") == std::string::npos || line.find(" likely on CPU ") == std::string::npos)
+        continue;
+      ++with_cpu;
+      on_cpu17 += line.find("likely on CPU 17 ") != std::string::npos;
+    }
+  }
+  auto fact = [](const HostVerdict& h, auto* type) {
+    using T = std::remove_pointer_t<decltype(type)>;
+    for (const auto& e : h.evidence)
+      if (const T* t = std::get_if<T>(&e.fact)) return t;
+    return static_cast<const T*>(nullptr);
+  };
+  std::map<std::string, const HostVerdict*> suspect;
+  for (const auto& h : r->hosts)
+    if (h.suspect) suspect[h.host] = &h;
+  ASSERT_EQ(suspect.size(), 2u);
+  ASSERT_TRUE(suspect.count("we-node-03"));
+  ASSERT_TRUE(suspect.count("phys-eus-03"));
+
+  const HostVerdict& bad = *suspect["we-node-03"];
+  EXPECT_FALSE(bad.machine);
+  const auto* cpu = fact(bad, static_cast<verdict::CrashLinesOnOneCpu*>(nullptr));
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->cpu, 17);
+  EXPECT_EQ(cpu->on_cpu, on_cpu17);
+  EXPECT_EQ(cpu->lines, with_cpu);
+  EXPECT_LT(cpu->p, 1e-3);
+  const auto* impossible = fact(bad, static_cast<verdict::ImpossibleStates*>(nullptr));
+  ASSERT_NE(impossible, nullptr);
+  EXPECT_EQ(impossible->cores, s.fleet.per_population.at("bad host: misaligned stacks"));
+  const auto* flips = fact(bad, static_cast<verdict::BitFlips*>(nullptr));
+  ASSERT_NE(flips, nullptr);
+  EXPECT_EQ(flips->cores, s.fleet.per_population.at("bad host: flipped pointers"));
+  const auto* own = fact(bad, static_cast<verdict::OwnClusters*>(nullptr));
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(own->own, 4u);
+  const auto* mce = fact(bad, static_cast<verdict::MachineErrors*>(nullptr));
+  ASSERT_NE(mce, nullptr);
+  ASSERT_FALSE(mce->first.empty());
+  EXPECT_EQ(mce->first[0].kind, EventKind::kMce);
+  EXPECT_EQ(mce->first[0].bank, 4);
+  EXPECT_EQ(mce->first[0].cpu, 17);
+
+  // The bad GPU is the machine's: Xid 48 and 79 once per abort before each.
+  uint64_t bad_gpu = s.fleet.per_population.at("bad GPU: Xid 79/48 before the runtime aborts");
+  const HostVerdict& machine = *suspect["phys-eus-03"];
+  EXPECT_TRUE(machine.machine);
+  const auto* gpu = fact(machine, static_cast<verdict::GpuErrors*>(nullptr));
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->gpu, "0000:3b:00");
+  EXPECT_EQ(gpu->lines, (std::map<verdict::GpuErrorKind, uint64_t>{{{48}, bad_gpu}, {{79}, bad_gpu}}));
+  EXPECT_EQ(gpu->followed, bad_gpu);
+
+  // The gpu-fault cluster: many GPUs (the application), one standing out.
+  size_t gpu_clusters = 0;
+  for (const auto& c : r->clusters) {
+    if (c.syndrome != "gpu-fault") continue;
+    ++gpu_clusters;
+    ASSERT_TRUE(c.gpu_events.reading);
+    const auto* many = std::get_if<gpu_reading::ManyGpus>(&*c.gpu_events.reading);
+    ASSERT_NE(many, nullptr);
+    EXPECT_EQ(many->cores, c.count);
+    EXPECT_EQ(many->gpus, c.gpu_events.gpus.size());
+    ASSERT_TRUE(many->stands_out);
+    EXPECT_EQ(many->stands_out->owner, "phys-eus-03");
+    EXPECT_EQ(many->stands_out->gpu, "0000:3b:00");
+    EXPECT_EQ(many->stands_out->crashes, bad_gpu);
+  }
+  EXPECT_EQ(gpu_clusters, 1u);
 }
 
 // AMD GPUs and a release (the amd scenario): the application's page faults

@@ -10,11 +10,20 @@
 #include "dataset/timestamps.h"
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
+#include "report/epi_words.h"
 
 namespace coroner {
 namespace {
 
 KernelLog Parse(const std::string& text) { return ParseKernelLog(text, "dmesg-host", 2026); }
+
+// The first piece of a verdict's evidence of kind T, or null.
+template <class T>
+const T* FactOf(const HostVerdict& h) {
+  for (const auto& e : h.evidence)
+    if (const T* t = std::get_if<T>(&e.fact)) return t;
+  return nullptr;
+}
 
 TEST(KernelLogLines, SegfaultWithTheCpuItLikelyRanOn) {
   // Linux 6.1 and later add "likely on CPU"; %px prints 16 digits.
@@ -265,7 +274,7 @@ TEST(KernelLogLines, BootLinesAreNotMachineErrors) {
   c.time = 1791947520;
   HardwareVerdicts v = JudgeHardware({c}, log.events, 1);
   for (const auto& h : v.hosts)
-    for (const auto& e : h.evidence) EXPECT_EQ(e.find("machine error"), std::string::npos) << e;
+    for (const auto& e : h.evidence) EXPECT_FALSE(std::holds_alternative<verdict::MachineErrors>(e.fact)) << EvidenceWords(e.fact);
 }
 
 TEST(KernelLogLines, OrdinaryLinesAreNotEvents) {
@@ -325,7 +334,8 @@ TEST(KernelLogJoin, ByHostPidAndTimeOnly) {
   EXPECT_EQ(v.joined_lines, 3u);
   ASSERT_EQ(v.clusters.size(), 1u);
   EXPECT_EQ(v.clusters[0].cpus, (std::map<std::string, uint64_t>{{"h1 CPU 5", 1}}));
-  EXPECT_EQ(v.clusters[0].gpus, (std::map<std::string, uint64_t>{{"h1 0000:3b:00", 1}, {"h1 0000:86:00", 1}}));
+  EXPECT_EQ(v.clusters[0].gpus, (std::map<std::pair<std::string, std::string>, uint64_t>{{{"h1", "0000:3b:00"}, 1},
+                                                                                        {{"h1", "0000:86:00"}, 1}}));
   EXPECT_EQ(v.clusters[0].cores, 1u);
   // A crash without a pid joins only its host's GPU lines without one.
   crash.pid.reset();
@@ -361,10 +371,10 @@ TEST(KernelLogJoin, AForgedCpuDoesNotDrainAHost) {
   HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
   for (const auto& h : v.hosts) {
     SCOPED_TRACE(h.host);
-    EXPECT_EQ(h.verdict, "");
+    EXPECT_FALSE(h.suspect);
     EXPECT_EQ(h.cpus.count(63), 0u);
     EXPECT_EQ(h.cpus.count(99), 0u);
-    for (const auto& e : h.evidence) EXPECT_EQ(e.find("CPU 63"), std::string::npos) << e;
+    for (const auto& e : h.evidence) EXPECT_FALSE(std::holds_alternative<verdict::CrashLinesOnOneCpu>(e.fact)) << EvidenceWords(e.fact);
   }
 }
 
@@ -388,18 +398,40 @@ TEST(HostVerdicts, CrashesAloneNeedMinimumSupport) {
   HardwareVerdicts ci = JudgeHardware(crashes_on(3, 1), {}, 3);
   ASSERT_EQ(ci.hosts.size(), 1u);
   EXPECT_GE(ci.hosts[0].score, kSuspectScore);
-  EXPECT_EQ(ci.hosts[0].verdict, "");
-  EXPECT_NE(ci.hosts[0].evidence.back().find("no verdict"), std::string::npos) << ci.hosts[0].evidence.back();
+  EXPECT_FALSE(ci.hosts[0].suspect);
+  const auto* too_few = std::get_if<verdict::TooFewCrashes>(&ci.hosts[0].evidence.back().fact);
+  ASSERT_NE(too_few, nullptr);
+  EXPECT_EQ(too_few->crashes, 3u);
+  const auto* own = FactOf<verdict::OwnClusters>(ci.hosts[0]);
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(own->clusters, 3u);
+  EXPECT_EQ(own->own, 3u);
+  const auto* fresh = FactOf<verdict::FreshFromBoot>(ci.hosts[0]);
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->fresh, 3u);
+  EXPECT_EQ(fresh->with_uptime, 3u);
+  EXPECT_EQ(VerdictWords(ci.hosts[0]), "");
+  EXPECT_EQ(EvidenceWords(ci.hosts[0].evidence.back().fact),
+            "no verdict: 3 crashes and no error record of the machine's own; a verdict on crashes alone needs 5 on 2 "
+            "days or more");
 
   HardwareVerdicts spread = JudgeHardware(crashes_on(6, 2), {}, 6);
   ASSERT_EQ(spread.hosts.size(), 1u);
-  EXPECT_NE(spread.hosts[0].verdict.find("suspect hardware"), std::string::npos) << spread.hosts[0].verdict;
+  EXPECT_TRUE(spread.hosts[0].suspect);
+  EXPECT_EQ(VerdictWords(spread.hosts[0]), "ci-vm-7: 6 crashes in 6 clusters, 6 unrelated — suspect hardware; drain it");
 
   KernelLog log = Parse("2026-10-14T03:00:00+0000 ci-vm-7 kernel: mce: [Hardware Error]: CPU 1: Machine Check: 0 "
                         "Bank 4: b200000000070f0f\n");
   HardwareVerdicts with_record = JudgeHardware(crashes_on(3, 1), log.events, 3);
   ASSERT_EQ(with_record.hosts.size(), 1u);
-  EXPECT_NE(with_record.hosts[0].verdict.find("suspect hardware"), std::string::npos) << with_record.hosts[0].verdict;
+  EXPECT_TRUE(with_record.hosts[0].suspect);
+  const auto* mce = FactOf<verdict::MachineErrors>(with_record.hosts[0]);
+  ASSERT_NE(mce, nullptr);
+  EXPECT_EQ(mce->count, 1u);
+  ASSERT_EQ(mce->first.size(), 1u);
+  EXPECT_EQ(mce->first[0].bank, 4);
+  EXPECT_EQ(mce->first[0].cpu, 1);
+  EXPECT_EQ(EvidenceWords(*mce), "1 machine error in the kernel log: MCE bank 4 on CPU 1 on 2026-10-14");
 }
 
 // A GPU's own errors before a host's aborts: Xid 79 60 s before each of 13
@@ -434,11 +466,25 @@ TEST(HostVerdicts, AGpuFallenOffTheBusBeforeItsAbortsIsNamedWithItsHost) {
   ASSERT_EQ(log.events.size(), 13u);
   HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
   EXPECT_EQ(v.joined_lines, 13u);
-  EXPECT_EQ(v.clusters[0].reading, "13 of 13 on GPU gpu-07 0000:3b:00: same GPU repeatedly — suspect the GPU");
+  ASSERT_TRUE(v.clusters[0].reading);
+  const auto* same = std::get_if<gpu_reading::SameGpu>(&*v.clusters[0].reading);
+  ASSERT_NE(same, nullptr);
+  EXPECT_EQ(same->owner, "gpu-07");
+  EXPECT_EQ(same->gpu, "0000:3b:00");
+  EXPECT_EQ(same->crashes, 13u);
+  EXPECT_EQ(same->cores, 13u);
+  EXPECT_EQ(GpuWords(v.clusters[0]), "13 of 13 on GPU gpu-07 0000:3b:00: same GPU repeatedly — suspect the GPU");
   ASSERT_FALSE(v.hosts.empty());
   EXPECT_EQ(v.hosts[0].host, "gpu-07");
-  EXPECT_EQ(v.hosts[0].verdict.rfind("gpu-07: GPU 0000:3b:00 Xid 79 ×13 before 13 crashes", 0), 0u) << v.hosts[0].verdict;
-  for (size_t i = 1; i < v.hosts.size(); ++i) EXPECT_EQ(v.hosts[i].verdict, "") << v.hosts[i].host;
+  EXPECT_TRUE(v.hosts[0].suspect);
+  const auto* errors = FactOf<verdict::GpuErrors>(v.hosts[0]);
+  ASSERT_NE(errors, nullptr);
+  EXPECT_EQ(errors->gpu, "0000:3b:00");
+  EXPECT_EQ(errors->lines, (std::map<verdict::GpuErrorKind, uint64_t>{{{79}, 13}}));
+  EXPECT_EQ(errors->followed, 13u);
+  EXPECT_EQ(VerdictWords(v.hosts[0]).rfind("gpu-07: GPU 0000:3b:00 Xid 79 ×13 before 13 crashes", 0), 0u)
+      << VerdictWords(v.hosts[0]);
+  for (size_t i = 1; i < v.hosts.size(); ++i) EXPECT_FALSE(v.hosts[i].suspect) << v.hosts[i].host;
 }
 
 // An AMD GPU whose page faults (no error of its own: the catalogue says a
@@ -465,10 +511,22 @@ TEST(HostVerdicts, OneAmdGpuAgainAndAgainIsItsHostsVerdict) {
   ASSERT_EQ(log.events.size(), 9u);
   for (const auto& e : log.events) EXPECT_FALSE(IsHardwareError(e));
   HardwareVerdicts v = JudgeHardware(crashes, log.events, 1);
-  EXPECT_EQ(v.clusters[0].reading, "9 of 9 on GPU mi-02 0000:c1:00.0: same GPU repeatedly — suspect the GPU");
+  ASSERT_TRUE(v.clusters[0].reading);
+  const auto* same = std::get_if<gpu_reading::SameGpu>(&*v.clusters[0].reading);
+  ASSERT_NE(same, nullptr);
+  EXPECT_EQ(same->owner, "mi-02");
+  EXPECT_EQ(same->gpu, "0000:c1:00.0");
+  EXPECT_EQ(same->crashes, 9u);
   ASSERT_EQ(v.hosts.size(), 1u);
-  EXPECT_NE(v.hosts[0].verdict.find("GPU 0000:c1:00.0 under 9 crashes of cluster c1"), std::string::npos)
-      << v.hosts[0].verdict;
+  EXPECT_TRUE(v.hosts[0].suspect);
+  const auto* repeated = FactOf<verdict::GpuRepeatedly>(v.hosts[0]);
+  ASSERT_NE(repeated, nullptr);
+  EXPECT_EQ(repeated->cluster, 0u);
+  EXPECT_EQ(repeated->gpu, "0000:c1:00.0");
+  EXPECT_EQ(repeated->crashes, 9u);
+  EXPECT_EQ(repeated->cores, 9u);
+  EXPECT_NE(VerdictWords(v.hosts[0]).find("GPU 0000:c1:00.0 under 9 crashes of cluster c1"), std::string::npos)
+      << VerdictWords(v.hosts[0]);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "epi/hardware_verdicts.h"
 #include "epi/kernel_log.h"
 #include "epi/rules.h"
+#include "report/epi_words.h"
 
 namespace {
 
@@ -58,8 +59,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       coroner::HardwareVerdicts v = coroner::JudgeHardware(crashes, log.events, 3);
       if (v.joined_lines > log.events.size() || v.clusters.size() != 3) __builtin_trap();
-      for (const auto& h : v.hosts)
-        if (!h.verdict.empty() && h.score < coroner::kSuspectScore) __builtin_trap();
+      // Each verdict says it in words only when it is one.
+      for (const auto& h : v.hosts) {
+        if (h.suspect && h.score < coroner::kSuspectScore) __builtin_trap();
+        if (coroner::VerdictWords(h).empty() == h.suspect) __builtin_trap();
+        for (const auto& e : h.evidence) (void)coroner::EvidenceWords(e.fact);
+      }
+      for (const auto& g : v.clusters) (void)coroner::GpuWords(g);
       break;
     }
     case 1:

@@ -1,6 +1,6 @@
-#include "epi/epi_report.h"
+#include "report/epi_report.h"
 
-#include "epi/epi_words.h"
+#include "report/epi_words.h"
 
 #include <fmt/format.h>
 
@@ -121,10 +121,10 @@ std::string IncidentLine(const Incident& i) {
 std::string HostsText(const EpiResult& r) {
   std::string out;
   for (const auto& h : r.hosts) {
-    if (h.verdict.empty()) continue;
+    if (!h.suspect) continue;
     if (out.empty()) out = "\nhardware verdicts:\n";
-    out += fmt::format("  {} (score {:g})\n", ValidUtf8(h.verdict), h.score);
-    for (const auto& e : h.evidence) out += "      - " + ValidUtf8(e) + "\n";
+    out += fmt::format("  {} (score {:g})\n", ValidUtf8(VerdictWords(h)), h.score);
+    for (const auto& e : h.evidence) out += "      - " + ValidUtf8(EvidenceWords(e.fact)) + "\n";
   }
   return out;
 }
@@ -164,7 +164,7 @@ std::string EpiToText(const EpiResult& r) {
       if (explained)
         out += fmt::format("      ({} more explained by {} = {})\n", explained,
                            ValidUtf8(c->findings[0].attribute), ValidUtf8(c->findings[0].value));
-      if (!c->gpu_events.reading.empty()) out += "      GPUs: " + ValidUtf8(c->gpu_events.reading) + "\n";
+      if (c->gpu_events.reading) out += "      GPUs: " + ValidUtf8(GpuWords(c->gpu_events)) + "\n";
     }
   }
   if (!r.incidents.empty()) {
@@ -180,12 +180,12 @@ nlohmann::json GpuEventsJson(const GpuEvents& g) {
   using nlohmann::json;
   if (!g.cores && g.cpus.empty()) return nullptr;
   json gpus = json::object(), cpus = json::object();
-  for (const auto& [k, n] : g.gpus) gpus[ValidUtf8(k)] = n;
+  for (const auto& [k, n] : GpusByName(g)) gpus[ValidUtf8(k)] = n;
   for (const auto& [k, n] : g.cpus) cpus[ValidUtf8(k)] = n;
   return {{"cores", g.cores},
           {"gpus", gpus},
           {"cpus", cpus},
-          {"reading", g.reading.empty() ? json(nullptr) : json(ValidUtf8(g.reading))}};
+          {"reading", g.reading ? json(ValidUtf8(GpuWords(g))) : json(nullptr)}};
 }
 
 std::string EpiToJson(const EpiResult& r) {
@@ -262,7 +262,7 @@ std::string EpiToJson(const EpiResult& r) {
   json hosts = json::array();
   for (const auto& h : r.hosts) {
     json evidence = json::array();
-    for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(e));
+    for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(EvidenceWords(e.fact)));
     json cpus = json::object();
     for (const auto& [cpu, n] : h.cpus) cpus[std::to_string(cpu)] = n;
     json vms = json::array();
@@ -271,7 +271,7 @@ std::string EpiToJson(const EpiResult& r) {
                      {"machine", h.machine},
                      {"vms", vms},
                      {"score", h.score},
-                     {"verdict", h.verdict.empty() ? json(nullptr) : json(ValidUtf8(h.verdict))},
+                     {"verdict", h.suspect ? json(ValidUtf8(VerdictWords(h))) : json(nullptr)},
                      {"crashes", h.crashes},
                      {"cpus", cpus},
                      {"evidence", evidence}});
@@ -354,11 +354,11 @@ std::string EpiToMarkdown(const EpiResult& r) {
   }
   bool any = false;
   for (const auto& h : r.hosts) {
-    if (h.verdict.empty()) continue;
+    if (!h.suspect) continue;
     if (!any) out += "\n## Hardware verdicts\n\n";
     any = true;
-    out += "- **" + md(h.verdict) + "**\n";
-    for (const auto& e : h.evidence) out += "  - " + md(e) + "\n";
+    out += "- **" + md(VerdictWords(h)) + "**\n";
+    for (const auto& e : h.evidence) out += "  - " + md(EvidenceWords(e.fact)) + "\n";
   }
   return out;
 }
@@ -554,13 +554,13 @@ std::string HostsTable(const EpiResult& r) {
   for (const auto& h : r.hosts) {
     if (++shown > 50) break;
     std::string evidence;
-    for (const auto& e : h.evidence) evidence += "<li>" + HtmlEscape(e) + "</li>";
+    for (const auto& e : h.evidence) evidence += "<li>" + HtmlEscape(EvidenceWords(e.fact)) + "</li>";
     out += fmt::format("<tr><td>{}</td><td class=\"n\">{:g}</td><td class=\"n\">{}</td><td{}>{}</td><td><ul>{}</ul></td></tr>\n",
                        HtmlEscape(h.host) + (h.machine ? fmt::format(" <span class=\"muted\">(machine, {} VM{})</span>",
                                                                     h.vms.size(), h.vms.size() == 1 ? "" : "s")
                                                         : std::string()),
-                       h.score, h.crashes, h.verdict.empty() ? "" : " class=\"flag\"",
-                       HtmlEscape(h.verdict), evidence);
+                       h.score, h.crashes, h.suspect ? " class=\"flag\"" : "",
+                       HtmlEscape(VerdictWords(h)), evidence);
   }
   return out + "</tbody></table>\n";
 }
@@ -569,7 +569,7 @@ std::string HostsTable(const EpiResult& r) {
 std::string GpuEventsHtml(const GpuEvents& g) {
   if (g.gpus.empty() && g.cpus.empty()) return "";
   std::string out;
-  if (!g.reading.empty()) out += "<p class=\"flag\">GPUs: " + HtmlEscape(g.reading) + "</p>\n";
+  if (g.reading) out += "<p class=\"flag\">GPUs: " + HtmlEscape(GpuWords(g)) + "</p>\n";
   auto list = [&](const char* what, const std::map<std::string, uint64_t>& m) {
     if (m.empty()) return;
     std::vector<std::pair<uint64_t, std::string>> v;
@@ -581,7 +581,7 @@ std::string GpuEventsHtml(const GpuEvents& g) {
     out += v.size() > 12 ? ", ...</p>\n" : "</p>\n";
   };
   list("On CPUs", g.cpus);
-  list("On GPUs", g.gpus);
+  list("On GPUs", GpusByName(g));
   return out;
 }
 
