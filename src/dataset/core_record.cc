@@ -1,5 +1,7 @@
 #include "dataset/core_record.h"
 
+#include "dataset/attribute_keys.h"
+
 #include "core/crash_line.h"
 
 #include <fcntl.h>
@@ -225,9 +227,12 @@ std::optional<RowStatus> RowStatusFromName(std::string_view name) {
 }
 
 const std::vector<std::string>& JobAttributeKeys() {
-  static const std::vector<std::string> kKeys = {"launcher", "job_id", "job_step", "job_restart", "rank",
-                                                 "world_size", "local_rank", "job_node", "gpus",
-                                                 "job_cluster", "elastic_restart"};
+  static const std::vector<std::string> kKeys = [] {
+    std::vector<std::string> keys;
+    for (const auto& k : AttributeKeys())
+      if (k.job) keys.emplace_back(k.name);
+    return keys;
+  }();
   return kKeys;
 }
 

@@ -29,12 +29,4 @@ std::optional<ChangeOnset> TestChangeOnset(const Exposure& exposure, const std::
   return o;
 }
 
-std::string DescribeChangeOnset(const ChangeOnset& o) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, " (%llu %s in %.0f host-days before, %llu after)",
-                static_cast<unsigned long long>(o.crashes_before), o.crashes_before == 1 ? "crash" : "crashes",
-                o.host_days_before, static_cast<unsigned long long>(o.crashes_after));
-  return "began with " + o.attribute + " " + o.value + buf;
-}
-
 }  // namespace coroner

@@ -44,7 +44,4 @@ std::optional<ChangeOnset> TestChangeOnset(const Exposure& exposure, const std::
                                            const std::string& value, int64_t begin, int64_t end,
                                            uint64_t crashes_before, uint64_t crashes_after, int64_t first_after);
 
-// "began with release r42 (0 crashes in 310 host-days before, 58 after)"
-std::string DescribeChangeOnset(const ChangeOnset& onset);
-
 }  // namespace coroner

@@ -1,5 +1,7 @@
 #include "epi/epidemiology.h"
 
+#include "dataset/attribute_keys.h"
+
 
 #include <algorithm>
 #include <array>
@@ -31,38 +33,6 @@ std::optional<int64_t> ParseInt(std::string_view s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
-}
-
-bool Untested(const std::string& key) {
-  for (const char* k : {"time", "boot_time", "pid", "uptime", "path", "core", "timestamp", "possible_bit_flips",
-                        "impossible_state", "gpu_state", "job_id", "job_step", "job_restart", "rank", "local_rank",
-                        "peer_failure", "job_cluster", "elastic_restart"})
-    if (key == k) return true;
-  return false;
-}
-
-// Keys that name a machine: a cluster concentrated on one value of these is
-// a hardware suspect.
-bool MachineKey(const std::string& key) {
-  for (const char* k : {"host", "hostname", "machine", "node", "physical_host", "hypervisor", "instance", "vm"})
-    if (key == k) return true;
-  return false;
-}
-
-bool ReleaseKey(const std::string& key) {
-  for (const char* k : {"release", "version", "build", "build_id", "image", "commit"})
-    if (key == k) return true;
-  return false;
-}
-
-// Values that change with the calendar (a rollout reaches every host in
-// turn): tested within the cluster's active window, where a cause still
-// stands out and a crash that merely began after the rollout does not.
-bool WindowKey(const std::string& key) {
-  if (ReleaseKey(key)) return true;
-  for (const char* k : {"kernel", "kernel_version", "os", "os_version", "driver", "firmware"})
-    if (key == k) return true;
-  return false;
 }
 
 struct Threshold {
@@ -332,31 +302,6 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
   return Ok{};
 }
 
-// What an attribute key means to the loader, decided once per key.
-enum class KeyRole : uint8_t { kTested, kUntested, kBitFlip, kPid, kImpossibleState, kJobId, kJobStep, kJobRestart,
-                               kJobCluster, kElasticRestart, kRank, kPeerFailure, kHost, kMachine, kLauncher,
-                               kWorldSize, kJobNode };
-
-KeyRole RoleOf(const std::string& key) {
-  if (key == "possible_bit_flips") return KeyRole::kBitFlip;
-  if (key == "pid") return KeyRole::kPid;
-  if (key == "impossible_state") return KeyRole::kImpossibleState;
-  if (key == "job_id") return KeyRole::kJobId;
-  if (key == "job_step") return KeyRole::kJobStep;
-  if (key == "job_restart") return KeyRole::kJobRestart;
-  if (key == "job_cluster") return KeyRole::kJobCluster;
-  if (key == "elastic_restart") return KeyRole::kElasticRestart;
-  if (key == "world_size") return KeyRole::kWorldSize;
-  if (key == "job_node") return KeyRole::kJobNode;
-  if (key == "rank") return KeyRole::kRank;
-  if (key == "peer_failure") return KeyRole::kPeerFailure;
-  if (Untested(key)) return KeyRole::kUntested;
-  if (key == "host") return KeyRole::kHost;
-  if (key == "machine" || key == "physical_host") return KeyRole::kMachine;
-  if (key == "launcher") return KeyRole::kLauncher;
-  return KeyRole::kTested;
-}
-
 // The attributes, merged into the crashes by id (both are in id order),
 // with the row's own features and `hw_errors_Nd` from the kernel logs.
 Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists derived, Population& pop) {
@@ -377,7 +322,7 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
         if (at == crashes.size()) return false;
         if (crashes[at].id != core) return true;
         uint32_t key = features.Key(r.Text(1));
-        while (roles.size() <= key) roles.push_back(RoleOf(features.keys[roles.size()]));
+        while (roles.size() <= key) roles.push_back(RoleOfKey(features.keys[roles.size()]));
         std::string_view value = r.Text(2);
         Crash& crash = crashes[at];
         switch (roles[key]) {
@@ -436,7 +381,7 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
     else untimed[e.host] = true;
   }
   for (auto& [h, t] : events) std::sort(t.begin(), t.end());
-  uint32_t k_hw = features.Key("hw_errors_" + std::to_string(options.hardware_window_days) + "d");
+  uint32_t k_hw = features.Key(HardwareErrorsKey(options.hardware_window_days));
   int64_t window = options.hardware_window_days * kDay;
   FlatLists& out = pop.feature_lists;
   out.offsets.reserve(crashes.size() + 1);
@@ -763,7 +708,7 @@ Calendar MakeCalendar(const Population& pop, const Incidents& incidents, const E
   for (size_t f = 0; f < n_features; ++f) {
     const std::string& key = features.keys[features.features[f].first];
     cal.rated[f] = cal.exposure && cal.exposure->Describes(key);
-    cal.windowed[f] = WindowKey(key);
+    cal.windowed[f] = IsWindowedKey(key);
   }
   // Crash days, all and per windowed value, sorted: crashes in a window by
   // two binary searches. Feature totals and when each value first appeared.
@@ -1049,7 +994,7 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
     int64_t onset = clusters.spans[t.cluster].onset;
     if (cal.first_time[t.feature] != INT64_MAX && onset != INT64_MIN) {
       int64_t appeared = DayOf(cal.first_time[t.feature]);
-      if (ReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset) <= 1)
+      if (IsReleaseKey(f.attribute) && f.share >= 0.9 && std::llabs(appeared - onset) <= 1)
         f.reading = reading::BeganWith{};
     }
     result.clusters[t.cluster].findings.push_back(std::move(f));
@@ -1179,7 +1124,7 @@ void FindChangeOnsets(const Population& pop, const Incidents& incidents, const C
 // the uptime reading goes on the tightest bound the whole cluster is under.
 
 void ReadFindings(const Clusters& clusters, const EpiOptions& options, EpiResult& result) {
-  std::string hw = "hw_errors_" + std::to_string(options.hardware_window_days) + "d";
+  const std::string hw = HardwareErrorsKey(options.hardware_window_days);
   for (size_t rank = 0; rank < result.clusters.size(); ++rank) {
     Cluster& cl = result.clusters[rank];
     bool uptime_flagged = false;
@@ -1208,7 +1153,7 @@ void ReadFindings(const Clusters& clusters, const EpiOptions& options, EpiResult
       } else if (f.attribute == hw && f.value == "yes" && hardware_support) {
         f.reading = reading::OnHostsWithHardwareErrors{f.share, options.hardware_window_days};
         f.suspect_hardware = true;
-      } else if (MachineKey(f.attribute) && f.share >= 0.5 && hardware_support) {
+      } else if (PlaceOfKey(f.attribute) != KeyPlace::kNone && f.share >= 0.5 && hardware_support) {
         f.reading = reading::OnOneMachine{f.share};
         f.suspect_hardware = true;
       } else if (f.share >= 0.999) {
@@ -1273,11 +1218,6 @@ void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents&
   std::vector<size_t> rank_of(n);
   for (size_t rank = 0; rank < n; ++rank) rank_of[clusters.order[rank]] = rank;
   auto host_of = [&](const Crash& c) { return c.host == UINT32_MAX ? std::string() : pop.features.features[c.host].second; };
-  auto who = [&](const Crash& c) {
-    std::string w = c.rank ? "rank " + std::to_string(*c.rank) : "a rank";
-    if (std::string h = host_of(c); !h.empty()) w += " on host " + h;
-    return w;
-  };
   // A cluster of collateral cores only: the cluster their roots are in.
   for (size_t rank = 0; rank < n; ++rank) {
     const auto& m = clusters.Of(rank);
@@ -1292,10 +1232,8 @@ void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents&
     if (roots.empty()) continue;
     auto top = std::max_element(roots.begin(), roots.end(),
                                 [](const auto& a, const auto& b) { return a.second.first < b.second.first; });
-    Cluster& cl = result.clusters[rank];
-    cl.collateral_of = result.clusters[top->first].id;
-    cl.collateral_reading = "collateral of " + cl.collateral_of + " (" + who(pop.crashes[top->second.second]) +
-                            " died first)";
+    const Crash& root = pop.crashes[top->second.second];
+    result.clusters[rank].collateral = Cluster::Collateral{result.clusters[top->first].id, root.rank, host_of(root)};
   }
   std::vector<const Incidents::One*> listed;
   for (const auto& inc : incidents.list)

@@ -99,8 +99,13 @@ struct Cluster {
   uint64_t incidents = 0;
   // When every core of it is collateral of other crashes (a rank that gave
   // up because another died): the cluster most of their incidents' first
-  // crashes are in, and "collateral of c1 (rank 3 on host h died first)".
-  std::string collateral_of, collateral_reading;
+  // crashes are in, and one of those first crashes, its rank and host.
+  struct Collateral {
+    std::string of;                    // that cluster's id
+    std::optional<int64_t> root_rank;
+    std::string root_host;             // empty when the core has none
+  };
+  std::optional<Collateral> collateral;
 };
 
 // One crash event of a distributed job: the cores of one job (job id, step

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "dataset/attribute_keys.h"
 #include "dataset/timestamps.h"
 #include "epi/statistics.h"
 #include "text/string_map.h"
@@ -24,10 +25,6 @@ bool IsMachineError(const HardwareEvent& e) {
 }
 bool IsGpuHardwareError(const HardwareEvent& e) {
   return (e.kind == EventKind::kGpuXid && e.xid && IsHardwareXid(*e.xid)) || e.kind == EventKind::kGpuRas;
-}
-// Attributes that name a physical machine rather than the host (VM) itself.
-bool NamesMachine(const std::string& attribute) {
-  return attribute == "machine" || attribute == "physical_host" || attribute == "hypervisor";
 }
 
 // Which physical machine a host ran on at a time: the inventory's `machine`
@@ -422,7 +419,7 @@ Readings ReadClusters(const std::vector<CrashFacts>& crashes, const std::vector<
   for (auto& [h, t] : error_times) std::sort(t.begin(), t.end());
   for (const auto& f : options.findings) {
     if (!std::holds_alternative<reading::OnHostsWithHardwareErrors>(f.reading)) {
-      Subject& s = NamesMachine(f.attribute) ? out.machines[f.value] : out.hosts[f.value];
+      Subject& s = PlaceOfKey(f.attribute) == KeyPlace::kMachine ? out.machines[f.value] : out.hosts[f.value];
       s.readings.push_back(
           verdict::ClusterFinding{f.cluster, f.attribute, f.value, f.reading, f.p_adjusted, f.count, cluster_size[f.cluster]});
       s.reading_support = true;

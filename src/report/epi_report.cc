@@ -151,9 +151,9 @@ std::string EpiToText(const EpiResult& r) {
                          Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
-      if (c->began_with) out += "      " + ValidUtf8(DescribeChangeOnset(*c->began_with)) + "\n";
+      if (c->began_with) out += "      " + ValidUtf8(OnsetWords(*c->began_with)) + "\n";
       if (c->incidents < c->count) out += fmt::format("      {} incidents\n", c->incidents);
-      if (!c->collateral_reading.empty()) out += "      " + ValidUtf8(c->collateral_reading) + "\n";
+      if (c->collateral) out += "      " + ValidUtf8(CollateralWords(*c)) + "\n";
       // The findings that stand on their own; those the strongest explains
       // are counted after them.
       size_t listed = 0, explained = 0;
@@ -234,7 +234,7 @@ std::string EpiToJson(const EpiResult& r) {
                     {"p_adjusted", o->p_adjusted},
                     {"lag_host_days", o->lag_host_days},
                     {"p_lag", o->p_lag},
-                    {"reading", ValidUtf8(DescribeChangeOnset(*o))}};
+                    {"reading", ValidUtf8(OnsetWords(*o))}};
     clusters.push_back({{"id", c.id},
                         {"syndrome", ValidUtf8(c.syndrome)},
                         {"signature", ValidUtf8(c.signature)},
@@ -252,9 +252,8 @@ std::string EpiToJson(const EpiResult& r) {
                         {"exposure", exposure},
                         {"gpu_events", GpuEventsJson(c.gpu_events)},
                         {"incidents", c.incidents},
-                        {"collateral_of", c.collateral_of.empty() ? json(nullptr) : json(c.collateral_of)},
-                        {"collateral_reading",
-                         c.collateral_reading.empty() ? json(nullptr) : json(ValidUtf8(c.collateral_reading))},
+                        {"collateral_of", c.collateral ? json(c.collateral->of) : json(nullptr)},
+                        {"collateral_reading", c.collateral ? json(ValidUtf8(CollateralWords(c))) : json(nullptr)},
                         {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
   }
   json warnings = json::array();
@@ -329,9 +328,9 @@ std::string EpiToMarkdown(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset " + c->onset;
       if (!c->example.empty()) out += ". Example: " + MarkdownCode(c->example);
       out += ".\n\n";
-      if (c->began_with) out += "**" + md(DescribeChangeOnset(*c->began_with)) + "**\n\n";
+      if (c->began_with) out += "**" + md(OnsetWords(*c->began_with)) + "**\n\n";
       if (c->incidents < c->count) out += fmt::format("{} incidents.\n\n", c->incidents);
-      if (!c->collateral_reading.empty()) out += "**" + md(c->collateral_reading) + "**\n\n";
+      if (c->collateral) out += "**" + md(CollateralWords(*c)) + "**\n\n";
       if (c->findings.empty()) {
         out += "No attribute value is over-represented (adjusted p < 0.05).\n";
         continue;
@@ -626,9 +625,9 @@ std::string EpiToHtml(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset <b>" + c->onset + "</b>";
       if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
       out += ".</p>\n";
-      if (c->began_with) out += "<p class=\"flag\">" + HtmlEscape(DescribeChangeOnset(*c->began_with)) + "</p>\n";
+      if (c->began_with) out += "<p class=\"flag\">" + HtmlEscape(OnsetWords(*c->began_with)) + "</p>\n";
       if (c->incidents < c->count) out += fmt::format("<p>{} incidents.</p>\n", c->incidents);
-      if (!c->collateral_reading.empty()) out += "<p class=\"flag\">" + HtmlEscape(c->collateral_reading) + "</p>\n";
+      if (c->collateral) out += "<p class=\"flag\">" + HtmlEscape(CollateralWords(*c)) + "</p>\n";
       for (const auto& f : c->findings)
         if (f.reading && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
           out += "<p class=\"flag\">" + HtmlEscape(FindingWords(f)) + "</p>\n";

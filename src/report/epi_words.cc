@@ -82,6 +82,20 @@ std::string FindingWords(const std::string& attribute, const std::string& value,
       reading);
 }
 
+std::string OnsetWords(const ChangeOnset& o) {
+  return fmt::format("began with {} {} ({} {} in {:.0f} host-days before, {} after)", o.attribute, o.value,
+                     o.crashes_before, o.crashes_before == 1 ? "crash" : "crashes", o.host_days_before,
+                     o.crashes_after);
+}
+
+std::string CollateralWords(const Cluster& c) {
+  if (!c.collateral) return "";
+  const Cluster::Collateral& k = *c.collateral;
+  std::string who = k.root_rank ? "rank " + std::to_string(*k.root_rank) : "a rank";
+  if (!k.root_host.empty()) who += " on host " + k.root_host;
+  return "collateral of " + k.of + " (" + who + " died first)";
+}
+
 std::string EvidenceWords(const VerdictFact& fact) {
   return std::visit(
       Overloaded{

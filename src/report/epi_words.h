@@ -16,6 +16,13 @@ std::string FindingWords(const std::string& attribute, const std::string& value,
 // The same for a finding; empty without a reading.
 std::string FindingWords(const Finding& f);
 
+// "began with release r42 (0 crashes in 310 host-days before, 58 after)"
+std::string OnsetWords(const ChangeOnset& onset);
+
+// "collateral of c1 (rank 3 on host h died first)"; empty when the cluster
+// is not collateral.
+std::string CollateralWords(const Cluster& c);
+
 // One piece of a verdict's evidence, as a line under the verdict.
 std::string EvidenceWords(const VerdictFact& fact);
 // The verdict in one line ("host-7: 3 on CPU 5, ... — suspect hardware;

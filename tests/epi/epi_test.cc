@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 
+#include "dataset/attribute_keys.h"
 #include "dataset/dataset.h"
 #include "dataset/timestamps.h"
 #include "demo/demo_fleet.h"
@@ -1029,6 +1030,48 @@ struct SidecarFleet {
   int cores = 0;
 };
 
+// Every key the attribute table says names a physical machine does so in
+// every part of epi: bus errors on three VMs whose sidecars name one
+// machine, over three days, are a finding on that machine (suspect
+// hardware) and one verdict row for the machine, which counts their crashes
+// (the cores' machine, as the sidecars name it).
+TEST(Epi, EveryMachineKeyNamesAMachine) {
+  for (const auto& key : AttributeKeys()) {
+    if (key.place != KeyPlace::kMachine) continue;
+    const std::string name(key.name);
+    SCOPED_TRACE(name);
+    SidecarFleet add(Work() + "/machine-key-" + name);
+    for (int i = 0; i < 6; ++i)
+      add("bus_error-O0", {{"host", "vm-" + std::to_string(i % 3)}, {name, "phys-1"},
+                           {"time", "2026-10-0" + std::to_string(1 + i / 2) + "T10:00:00Z"}});
+    for (int i = 0; i < 30; ++i)
+      add("abort_assert-O0", {{"host", "host-" + std::to_string(i % 10)}, {name, "phys-" + std::to_string(2 + i % 10)},
+                              {"time", "2026-10-0" + std::to_string(1 + i % 5) + "T11:00:00Z"}});
+    std::string db = add.dir + "/d.db";
+    ASSERT_EQ(Coroner("scan " + add.dir + " --db " + db).status, 0);
+    auto r = Coroner("epi --db " + db + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto e = json::parse(r.out);
+    const json* bus = nullptr;
+    for (const auto& c : e["clusters"])
+      if (c["syndrome"] == "bus-error") bus = &c;
+    ASSERT_NE(bus, nullptr);
+    ASSERT_FALSE((*bus)["findings"].empty()) << r.out;
+    EXPECT_EQ((*bus)["findings"][0]["attribute"], name);
+    EXPECT_EQ((*bus)["findings"][0]["value"], "phys-1");
+    EXPECT_EQ((*bus)["findings"][0]["flag"], "100% of this cluster on one " + name + " — suspect hardware");
+    size_t rows = 0;
+    for (const auto& h : e["hosts"]) {
+      if (h["verdict"].is_null()) continue;
+      ++rows;
+      EXPECT_EQ(h["host"], "phys-1");
+      EXPECT_TRUE(h["machine"].get<bool>());
+      EXPECT_EQ(h["crashes"], 6) << h.dump();
+    }
+    EXPECT_EQ(rows, 1u) << e["hosts"].dump();
+  }
+}
+
 // Six jobs of 8 ranks over six days: in each, rank 0 dereferences NULL
 // first and the 7 others throw within half a minute (collateral); five of
 // the six roots are on one host. A torchrun job whose 4 ranks all hit the
@@ -1278,6 +1321,19 @@ TEST(Epi, TrainingFleetCountsIncidentsNotRanks) {
   EXPECT_EQ(collateral["collateral_of"], gpu["id"]);
   EXPECT_EQ(collateral["collateral_reading"],
             "collateral of " + gpu["id"].get<std::string>() + " (rank 0 on host eus-node-05 died first)");
+  // The same as a fact, from epi run here.
+  auto here = EpiHere(s);
+  ASSERT_TRUE(here);
+  for (const auto& c : here->clusters) {
+    if (c.signature != signatures.at(bad.name + " (collateral ranks)")) {
+      EXPECT_FALSE(c.collateral) << c.id;
+      continue;
+    }
+    ASSERT_TRUE(c.collateral);
+    EXPECT_EQ(c.collateral->of, gpu["id"]);
+    EXPECT_EQ(c.collateral->root_rank, 0);
+    EXPECT_EQ(c.collateral->root_host, "eus-node-05");
+  }
   // The alike jobs' onset is their first job's day, not the day the most
   // ranks crashed.
   EXPECT_EQ(every["onset"], every["first_seen"]);
