@@ -230,6 +230,12 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
 // The cores: each one's cluster key (its label, its signature made again,
 // or its signature) and the features its row gives (uptime and CPU-time
 // buckets, build-id, executable), into `derived`.
+// The columns ReadCores selects, in the SELECT's order: each is read by its
+// name, never by a position counted by hand.
+namespace Col {
+enum : int { kId, kTime, kUptime, kCpuTime, kSyndrome, kSignature, kExe, kBuildId, kLabel, kPid };
+}
+
 Status ReadCores(Dataset& dataset, const PopulationQuery& query,
                  const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
   Features& features = pop.features;
@@ -246,22 +252,22 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
   std::string key;
   auto rows = dataset.ForEachRow(
       "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + query.label +
-          ", pid FROM cores WHERE " + query.population + " ORDER BY id",
+          ", pid FROM cores WHERE " + query.population + " ORDER BY id",  // in Col's order
       [&](const QueryRow& r) {
         Crash c;
-        c.id = r.Integer(0);
-        if (!r.IsNull(1)) c.time = ParseIso8601(std::string(r.Text(1)));
-        if (!r.IsNull(2)) c.uptime = r.Integer(2);
-        if (!r.IsNull(9)) c.pid = static_cast<int>(r.Integer(9));
-        std::string_view syndrome = r.IsNull(4) ? "unknown" : r.Text(4);
+        c.id = r.Integer(Col::kId);
+        if (!r.IsNull(Col::kTime)) c.time = ParseIso8601(std::string(r.Text(Col::kTime)));
+        if (!r.IsNull(Col::kUptime)) c.uptime = r.Integer(Col::kUptime);
+        if (!r.IsNull(Col::kPid)) c.pid = static_cast<int>(r.Integer(Col::kPid));
+        std::string_view syndrome = r.IsNull(Col::kSyndrome) ? "unknown" : r.Text(Col::kSyndrome);
         auto again = resigned.find(c.id);
-        if (!r.IsNull(8)) key.assign("label: ").append(r.Text(8));
+        if (!r.IsNull(Col::kLabel)) key.assign("label: ").append(r.Text(Col::kLabel));
         else if (again != resigned.end()) key = again->second;
-        else key = r.IsNull(5) ? syndrome : r.Text(5);
+        else key = r.IsNull(Col::kSignature) ? syndrome : r.Text(Col::kSignature);
         auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
         if (added) {
           pop.cluster_keys.push_back(key);
-          pop.cluster_labels.emplace_back(r.IsNull(8) ? std::string_view() : r.Text(8));
+          pop.cluster_labels.emplace_back(r.IsNull(Col::kLabel) ? std::string_view() : r.Text(Col::kLabel));
           syndrome_votes.emplace_back();
         }
         c.cluster = it->second;
@@ -279,14 +285,14 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
             if (*c.uptime < kUptime[b].seconds) derived.values.push_back(uptime_features[b]);
           if (*c.uptime >= kUptime[std::size(kUptime) - 1].seconds) derived.values.push_back(uptime_features.back());
         }
-        if (!r.IsNull(3)) {
-          double cpu = r.Real(3);
+        if (!r.IsNull(Col::kCpuTime)) {
+          double cpu = r.Real(Col::kCpuTime);
           for (size_t b = 0; b < std::size(kCpuTime); ++b)
             if (cpu < static_cast<double>(kCpuTime[b].seconds)) derived.values.push_back(cpu_features[b]);
           if (cpu >= 3600) derived.values.push_back(cpu_features.back());
         }
-        if (!r.IsNull(7)) derived.values.push_back(features.Feature(pop.k_build, r.Text(7)));
-        if (!r.IsNull(6)) derived.values.push_back(features.Feature(pop.k_exe, r.Text(6)));
+        if (!r.IsNull(Col::kBuildId)) derived.values.push_back(features.Feature(pop.k_build, r.Text(Col::kBuildId)));
+        if (!r.IsNull(Col::kExe)) derived.values.push_back(features.Feature(pop.k_exe, r.Text(Col::kExe)));
         derived.Close();
         pop.crashes.push_back(c);
         return true;
