@@ -12,6 +12,7 @@
 #include "core/core.h"
 #include "core/elf_image.h"
 #include "core/link_map.h"
+#include "core/machine_notes.h"
 #include "core/module_files.h"
 #include "core/signals.h"
 
@@ -30,18 +31,10 @@ constexpr size_t kMaxAuxString = 4096;
 // Note types the kernel and gdb write that <elf.h> may lack.
 constexpr uint32_t kNtSiginfo = 0x53494749;
 constexpr uint32_t kNtFile = 0x46494c45;
-constexpr uint32_t kNtX86Xstate = 0x202;
 constexpr uint32_t kNtAmdgpuCoreState = 33;  // owner "AMDGPU"
-// aarch64's (owner "LINUX").
-constexpr uint32_t kNtArmTls = 0x401, kNtArmSve = 0x405, kNtArmPacMask = 0x406, kNtArmTaggedAddrCtrl = 0x409;
 
-// Offsets inside struct elf_prstatus (336 bytes on x86_64, 392 on aarch64:
-// the same fields, then each machine's pr_reg).
-constexpr size_t kPrstatusRegs = 112;
-// struct elf_prpsinfo (136 bytes on both).
+// struct elf_prpsinfo (136 bytes on both machines).
 constexpr size_t kPrpsinfoSize = 136;
-// struct user_fpsimd_state: v0-v31, fpsr, fpcr.
-constexpr size_t kA64FpsimdSize = 32 * 16 + 8;
 
 std::string ElfTypeName(uint16_t t) {
   switch (t) {
@@ -129,12 +122,12 @@ class CoreReader {
     if (eh_.e_type != ET_CORE) {
       return Fail(ErrorKind::kUnsupported, "not a core dump: ELF " + ElfTypeName(eh_.e_type));
     }
-    if (eh_.e_machine == EM_AARCH64) {
-      c_.arch_ = Arch::kAarch64;
-    } else if (eh_.e_machine != EM_X86_64) {
+    machine_ = NoteMachineFor(eh_.e_machine);
+    if (!machine_) {
       return Fail(ErrorKind::kUnsupported, "core for machine " + std::to_string(eh_.e_machine) +
                                                ", not x86_64 (62) or aarch64 (183)");
     }
+    c_.arch_ = machine_->arch;
     if (eh_.e_phentsize != sizeof(Elf64_Phdr)) {
       return Fail(ErrorKind::kMalformed, "e_phentsize is " + std::to_string(eh_.e_phentsize) +
                                              ", expected " + std::to_string(sizeof(Elf64_Phdr)));
@@ -302,38 +295,16 @@ class CoreReader {
       }
     }
     if (name == "AMDGPU" && type == kNtAmdgpuCoreState) c_.amdgpu_state_bytes_ += d.size();
-    if (name == "LINUX" && c_.arch_ == Arch::kAarch64 && !c_.threads_.empty()) return A64Note(type, d);
-    if (name == "LINUX" && type == kNtX86Xstate && !c_.threads_.empty()) {
-      auto& t = c_.threads_.back();
-      t.xstate_size = d.size();
-      // The XSAVE header (after the 512-byte legacy area) starts with xstate_bv.
-      if (auto bv = d.At<uint64_t>(512)) t.xstate_features = *bv;
-    }
-  }
-
-  // The thread notes of an aarch64 core follow its NT_PRSTATUS.
-  void A64Note(uint32_t type, const ByteView& d) {
-    A64ThreadState& a = c_.threads_.back().a64;
-    switch (type) {
-      case kNtArmTls: if (auto v = d.At<uint64_t>(0)) a.tls = *v; return;
-      case kNtArmSve: a.sve_size = d.size(); return;
-      case kNtArmPacMask: {
-        auto data = d.At<uint64_t>(0), insn = d.At<uint64_t>(8);
-        if (data && insn) a.pac_data_mask = *data, a.pac_insn_mask = *insn;
-        return;
-      }
-      case kNtArmTaggedAddrCtrl: if (auto v = d.At<uint64_t>(0)) a.tagged_addr_ctrl = *v; return;
-      default: return;
-    }
+    // A machine's thread notes follow its NT_PRSTATUS.
+    if (name == "LINUX" && !c_.threads_.empty()) machine_->read_linux_note(type, d, c_.threads_.back());
   }
 
   void Prstatus(const ByteView& d, uint64_t at) {
     ++threads_seen_;
-    const bool a64 = c_.arch_ == Arch::kAarch64;
-    const size_t regs = a64 ? kA64RegCount : kX86RegCount;
+    const size_t regs = machine_->prstatus_regs;
     if (d.size() < kPrstatusRegs + regs * 8) {
       c_.soft_errors_.push_back("NT_PRSTATUS at " + Hex(at) + " has " + std::to_string(d.size()) +
-                                " bytes, expected " + (a64 ? "392" : "336") + "; thread skipped");
+                                " bytes, expected " + std::to_string(machine_->prstatus_size) + "; thread skipped");
       return;
     }
     if (c_.threads_.size() >= kMaxThreads) {
@@ -351,7 +322,7 @@ class CoreReader {
     t.utime_us = TimevalMicros(d, 48);
     t.stime_us = TimevalMicros(d, 64);
     t.registers.arch = c_.arch_;
-    const size_t first = a64 ? static_cast<size_t>(kA64First) : 0;
+    const size_t first = static_cast<size_t>(machine_->first_reg);
     for (size_t i = 0; i < regs; ++i) t.registers.value[first + i] = d.AtOr<uint64_t>(kPrstatusRegs + 8 * i, 0);
     // pr_info (elf_siginfo: signo, code, errno) is the fallback signal.
     SignalInfo si;
@@ -364,23 +335,7 @@ class CoreReader {
   }
 
   void Fpregset(const ByteView& d) {
-    if (c_.threads_.empty()) return;
-    if (c_.arch_ == Arch::kAarch64) {
-      if (d.size() < kA64FpsimdSize) return;
-      A64FpRegisters fp;
-      for (size_t i = 0; i < 32; ++i) std::memcpy(fp.v[i].data(), d.bytes().data() + 16 * i, 16);
-      fp.fpsr = d.AtOr<uint32_t>(512, 0);
-      fp.fpcr = d.AtOr<uint32_t>(516, 0);
-      c_.threads_.back().a64_fpregs = fp;
-      return;
-    }
-    if (d.size() < 416) return;
-    FpRegisters fp;
-    fp.fcw = d.AtOr<uint16_t>(0, 0);
-    fp.fsw = d.AtOr<uint16_t>(2, 0);
-    fp.mxcsr = d.AtOr<uint32_t>(24, 0);
-    for (size_t i = 0; i < 16; ++i) std::memcpy(fp.xmm[i].data(), d.bytes().data() + 160 + 16 * i, 16);
-    c_.threads_.back().fpregs = fp;
+    if (!c_.threads_.empty()) machine_->read_fpregs(d, c_.threads_.back());
   }
 
   void Prpsinfo(const ByteView& d, uint64_t at) {
@@ -930,6 +885,7 @@ class CoreReader {
   Core& c_;
   const CoreOptions& options_;
   Elf64_Ehdr eh_{};
+  const NoteMachine* machine_ = &kX86_64Notes;  // set from the ELF header before any note is read
   std::vector<Segment> segments_;
   std::vector<Elf64_Phdr> note_segments_;
   std::optional<SignalInfo> first_siginfo_, prstatus_signal_;
