@@ -1,0 +1,339 @@
+// Stage 1 of RunEpidemiology, load: the population query (rules and
+// --where), the cores and their cluster keys, the attributes as interned
+// features, the jobs' keys.
+#include "epi/epi_stages.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <unordered_map>
+
+#include "dataset/attribute_keys.h"
+#include "dataset/timestamps.h"
+#include "diagnose/diagnosis.h"
+#include "epi/exposure.h"
+#include "epi/statistics.h"
+#include "processor/signature.h"
+#include "text/string_map.h"
+
+namespace coroner::epi_stages {
+
+std::string JobIdentityKey(const JobParts& p) {
+  std::string key;
+  for (size_t i = 0; i < p.size(); ++i) {
+    // A missing restart count is restart 0.
+    std::string_view v = (i == kPartRestart || i == kPartElastic) && p[i] == "0" ? "" : std::string_view(p[i]);
+    key += std::to_string(v.size()) + ":";
+    key += v;
+  }
+  return key;
+}
+
+std::string JobKey(const JobParts& p) {
+  if (p[kPartId].empty()) return "";
+  std::string key = p[kPartId];
+  if (!p[kPartStep].empty()) key += " step " + p[kPartStep];
+  if (!p[kPartRestart].empty() && p[kPartRestart] != "0") key += " restart " + p[kPartRestart];
+  if (!p[kPartElastic].empty() && p[kPartElastic] != "0") key += " elastic restart " + p[kPartElastic];
+  if (!p[kPartCluster].empty()) key += " on cluster " + p[kPartCluster];
+  return key;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Stage 1, load: the population's cores, their cluster keys and features.
+
+
+// The SQL condition of the population (status ok, not a log line's twin,
+// --where, no exclusion rule) and the expression of a core's label.
+struct PopulationQuery {
+  std::string unlinked, population, label;
+};
+
+PopulationQuery MakePopulationQuery(Dataset& dataset, const EpiOptions& options) {
+  PopulationQuery q;
+  // A log line linked to the core of the same crash is that core's event.
+  // Most datasets have no such link: asked once (the key's index), not
+  // once per core.
+  auto linked = dataset.Query("SELECT 1 FROM attributes WHERE key = 'same_crash_as' LIMIT 1");
+  q.unlinked = linked.ok() && linked->rows.empty()
+                   ? "1"
+                   : "NOT EXISTS (SELECT 1 FROM attributes x WHERE x.core = cores.id AND x.key = 'same_crash_as')";
+  q.population = "status = 'ok' AND " + q.unlinked + " AND " + Condition(options.where);
+  q.label = "NULL";
+  for (const auto& rule : options.rules.rules) {
+    std::string cond = Condition(rule.where);
+    if (rule.kind == Rule::Kind::kExclude) {
+      q.population += " AND NOT ifnull(" + cond + ", 0)";
+    } else {
+      std::string quoted = "'";
+      for (char c : rule.name) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+      q.label = q.label == "NULL" ? "CASE" : q.label.substr(0, q.label.size() - 4);
+      q.label += " WHEN " + cond + " THEN " + quoted + "' END";
+    }
+  }
+  return q;
+}
+
+// Signatures made again with the rules' extra skip-list, from the frames of
+// each crashing thread (in the order the unwinder found them) that the
+// processor made its signature from (SignatureFrames); empty without one.
+Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, const std::string& population,
+                                                          const Rules& rules) {
+  std::unordered_map<int64_t, std::string> resigned;
+  if (rules.skip.empty() && rules.skip_prefixes.empty()) return resigned;
+  SkipList skip = SkipList::Default();
+  skip.exact.insert(skip.exact.end(), rules.skip.begin(), rules.skip.end());
+  skip.prefixes.insert(skip.prefixes.end(), rules.skip_prefixes.begin(), rules.skip_prefixes.end());
+  int64_t current = -1;
+  std::string syndrome;
+  bool reraised = false;
+  std::vector<StoredFrame> frames;
+  auto flush = [&]() {
+    if (current >= 0) resigned[current] = MakeSignature(syndrome, SignatureFrames(frames, reraised), skip);
+    frames.clear();
+  };
+  auto f = dataset.ForEachRow(
+      "SELECT f.core, c.syndrome, c.real_signal IS NOT NULL, f.function, f.module, f.trust FROM frames f JOIN threads "
+      "t ON t.core = f.core AND t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN "
+      "(SELECT id FROM cores WHERE " + population + ") ORDER BY f.core, f.\"index\"",
+      [&](const QueryRow& r) {
+        if (r.Integer(0) != current) {
+          flush();
+          current = r.Integer(0);
+          syndrome = std::string(r.IsNull(1) ? "unknown" : r.Text(1));
+          reraised = r.Integer(2) != 0;
+        }
+        std::optional<FrameTrust> trust = FrameTrustFromName(r.Text(5));
+        frames.push_back({std::string(r.Text(3)), std::string(r.Text(4)), trust.value_or(FrameTrust::kCfi)});
+        return true;
+      });
+  if (!f.ok()) return MakeError(f.error().kind, "reading frames: " + f.error().message);
+  flush();
+  return resigned;
+}
+
+// The cores: each one's cluster key (its label, its signature made again,
+// or its signature) and the features its row gives (uptime and CPU-time
+// buckets, build-id, executable), into `derived`.
+// The columns ReadCores selects, in the SELECT's order: each is read by its
+// name, never by a position counted by hand.
+namespace Col {
+enum : int { kId, kTime, kUptime, kCpuTime, kSyndrome, kSignature, kExe, kBuildId, kLabel, kPid };
+}
+
+Status ReadCores(Dataset& dataset, const PopulationQuery& query,
+                 const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
+  Features& features = pop.features;
+  std::unordered_map<std::string, uint32_t> cluster_ids;
+  std::vector<StringMap<uint64_t>> syndrome_votes;
+  uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
+  pop.k_build = features.Key("build_id");
+  pop.k_exe = features.Key("exe");
+  std::vector<uint32_t> uptime_features, cpu_features;
+  for (const auto& t : kUptime) uptime_features.push_back(features.Feature(k_uptime, t.name));
+  uptime_features.push_back(features.Feature(k_uptime, ">=7d"));
+  for (const auto& t : kCpuTime) cpu_features.push_back(features.Feature(k_cpu, t.name));
+  cpu_features.push_back(features.Feature(k_cpu, ">=1h"));
+  std::string key;
+  auto rows = dataset.ForEachRow(
+      "SELECT id, time, uptime, cpu_time, syndrome, signature, exe, build_id, " + query.label +
+          ", pid FROM cores WHERE " + query.population + " ORDER BY id",  // in Col's order
+      [&](const QueryRow& r) {
+        Crash c;
+        c.id = r.Integer(Col::kId);
+        if (!r.IsNull(Col::kTime)) c.time = ParseIso8601(std::string(r.Text(Col::kTime)));
+        if (!r.IsNull(Col::kUptime)) c.uptime = r.Integer(Col::kUptime);
+        if (!r.IsNull(Col::kPid)) c.pid = static_cast<int>(r.Integer(Col::kPid));
+        std::string_view syndrome = r.IsNull(Col::kSyndrome) ? "unknown" : r.Text(Col::kSyndrome);
+        auto again = resigned.find(c.id);
+        if (!r.IsNull(Col::kLabel)) key.assign("label: ").append(r.Text(Col::kLabel));
+        else if (again != resigned.end()) key = again->second;
+        else key = r.IsNull(Col::kSignature) ? syndrome : r.Text(Col::kSignature);
+        auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
+        if (added) {
+          pop.cluster_keys.push_back(key);
+          pop.cluster_labels.emplace_back(r.IsNull(Col::kLabel) ? std::string_view() : r.Text(Col::kLabel));
+          syndrome_votes.emplace_back();
+        }
+        c.cluster = it->second;
+        auto& votes = syndrome_votes[c.cluster];
+        auto vote = votes.find(syndrome);
+        if (vote == votes.end()) vote = votes.emplace(syndrome, 0).first;
+        ++vote->second;
+        std::optional<Syndrome> label = SyndromeFromName(syndrome);
+        c.external = label == Syndrome::kExternalSignal;
+        c.passive = c.external || label == Syndrome::kAbort || label == Syndrome::kAbortAssert ||
+                    label == Syndrome::kUncaughtException;
+        // The buckets are cumulative: an uptime of 30 min is <1h, <6h, ...
+        if (c.uptime) {
+          for (size_t b = 0; b < std::size(kUptime); ++b)
+            if (*c.uptime < kUptime[b].seconds) derived.values.push_back(uptime_features[b]);
+          if (*c.uptime >= kUptime[std::size(kUptime) - 1].seconds) derived.values.push_back(uptime_features.back());
+        }
+        if (!r.IsNull(Col::kCpuTime)) {
+          double cpu = r.Real(Col::kCpuTime);
+          for (size_t b = 0; b < std::size(kCpuTime); ++b)
+            if (cpu < static_cast<double>(kCpuTime[b].seconds)) derived.values.push_back(cpu_features[b]);
+          if (cpu >= 3600) derived.values.push_back(cpu_features.back());
+        }
+        if (!r.IsNull(Col::kBuildId)) derived.values.push_back(features.Feature(pop.k_build, r.Text(Col::kBuildId)));
+        if (!r.IsNull(Col::kExe)) derived.values.push_back(features.Feature(pop.k_exe, r.Text(Col::kExe)));
+        derived.Close();
+        pop.crashes.push_back(c);
+        return true;
+      });
+  if (!rows.ok()) return MakeError(rows.error().kind, "reading cores: " + rows.error().message);
+  // A cluster's syndrome is the one most of its cores have.
+  pop.cluster_syndromes.resize(pop.cluster_keys.size());
+  for (size_t i = 0; i < pop.cluster_keys.size(); ++i) {
+    uint64_t best = 0;
+    for (const auto& [s, n] : syndrome_votes[i])
+      if (n > best || (n == best && s < pop.cluster_syndromes[i])) best = n, pop.cluster_syndromes[i] = s;
+  }
+  return Ok{};
+}
+
+// The attributes, merged into the crashes by id (both are in id order),
+// with the row's own features and `hw_errors_Nd` from the kernel logs.
+Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists derived, Population& pop) {
+  Features& features = pop.features;
+  std::vector<Crash>& crashes = pop.crashes;
+  std::vector<KeyRole> roles;  // by key id
+  size_t at = 0;
+  FlatLists attrs;
+  attrs.offsets.reserve(crashes.size() + 1);
+  std::unordered_map<size_t, JobParts> job_parts;  // only the cores of jobs pay for them
+  auto a = dataset.ForEachRow(
+      "SELECT core, key, value FROM attributes WHERE value IS NOT NULL ORDER BY core", [&](const QueryRow& r) {
+        int64_t core = r.Integer(0);
+        while (at < crashes.size() && crashes[at].id < core) {
+          attrs.Close();
+          ++at;
+        }
+        if (at == crashes.size()) return false;
+        if (crashes[at].id != core) return true;
+        uint32_t key = features.Key(r.Text(1));
+        while (roles.size() <= key) roles.push_back(RoleOfKey(features.keys[roles.size()]));
+        std::string_view value = r.Text(2);
+        Crash& crash = crashes[at];
+        switch (roles[key]) {
+          case KeyRole::kBitFlip: crash.bit_flip = true; return true;
+          // systemd-coredump's pid (its xattr or file name) is the kernel's,
+          // as the kernel log prints it; the core's own pid is the one
+          // inside the process's pid namespace.
+          case KeyRole::kPid:
+            if (auto pid = ParseInt(value); pid && *pid > 0 && *pid < (1 << 30)) crash.pid = static_cast<int>(*pid);
+            return true;
+          case KeyRole::kImpossibleState: crash.impossible_state = true; return true;
+          case KeyRole::kJobId: job_parts[at][kPartId] = value; return true;
+          case KeyRole::kJobStep: job_parts[at][kPartStep] = value; return true;
+          case KeyRole::kJobRestart: job_parts[at][kPartRestart] = value; return true;
+          case KeyRole::kJobCluster: job_parts[at][kPartCluster] = value; return true;
+          case KeyRole::kElasticRestart: job_parts[at][kPartElastic] = value; return true;
+          case KeyRole::kRank: crash.rank = ParseInt(value); return true;
+          case KeyRole::kPeerFailure: crash.peer_failure = true; return true;
+          case KeyRole::kUntested: return true;
+          case KeyRole::kHost: crash.host = features.Feature(key, value); break;
+          case KeyRole::kMachine: crash.machine = features.Feature(key, value); break;
+          case KeyRole::kLauncher:
+            crash.launcher = features.Feature(key, value);
+            job_parts[at][kPartLauncher] = value;
+            break;
+          case KeyRole::kWorldSize:
+            if (auto n = ParseInt(value); n && *n > 0) crash.world_size = n;
+            break;
+          case KeyRole::kJobNode: crash.job_node = features.Feature(key, value); break;
+          case KeyRole::kTested: break;
+        }
+        attrs.values.push_back(features.Feature(key, value));
+        return true;
+      });
+  if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
+  while (attrs.offsets.size() < crashes.size() + 1) attrs.Close();
+  std::unordered_map<std::string, uint32_t> job_ids;
+  // In core order: the jobs' numbering, and so the incidents' order on a
+  // tie, does not depend on a hash.
+  std::vector<std::pair<size_t, JobParts>> jobs(std::make_move_iterator(job_parts.begin()),
+                                                std::make_move_iterator(job_parts.end()));
+  std::sort(jobs.begin(), jobs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [i, parts] : jobs) {
+    if (parts[kPartId].empty()) continue;
+    auto [it, added] = job_ids.try_emplace(JobIdentityKey(parts), static_cast<uint32_t>(pop.job_keys.size()));
+    if (added) pop.job_keys.push_back(JobKey(parts));
+    crashes[i].job = it->second;
+  }
+  // Hardware events: per host, sorted times (an unknown time counts for
+  // every crash on the host).
+  std::unordered_map<std::string, std::vector<int64_t>> events;
+  std::unordered_map<std::string, bool> untimed;
+  for (const auto& e : options.hardware) {
+    if (!IsHardwareError(e)) continue;
+    if (e.time) events[e.host].push_back(*e.time);
+    else untimed[e.host] = true;
+  }
+  for (auto& [h, t] : events) std::sort(t.begin(), t.end());
+  uint32_t k_hw = features.Key(HardwareErrorsKey(options.hardware_window_days));
+  int64_t window = options.hardware_window_days * kDay;
+  FlatLists& out = pop.feature_lists;
+  out.offsets.reserve(crashes.size() + 1);
+  out.values.reserve(derived.values.size() + attrs.values.size() + (options.hardware.empty() ? 0 : crashes.size()));
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    auto [own, own_end] = derived.Of(i);
+    out.values.insert(out.values.end(), own, own_end);
+    // One value per core per attribute: a sidecar or systemd-coredump's
+    // xattrs may name `exe` or `build_id` too, which the core's row gives
+    // already (and the core's own value wins).
+    auto [from, to] = attrs.Of(i);
+    for (const uint32_t* f = from; f != to; ++f) {
+      uint32_t key = features.features[*f].first;
+      bool from_core = (key == pop.k_exe || key == pop.k_build) &&
+                       std::any_of(own, own_end, [&](uint32_t d) { return features.features[d].first == key; });
+      if (!from_core) out.values.push_back(*f);
+    }
+    if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
+      const std::string& host = features.features[crashes[i].host].second;
+      bool hit = untimed.count(host) > 0;
+      auto it = events.find(host);
+      if (!hit && it != events.end() && crashes[i].time) {
+        auto lo = std::lower_bound(it->second.begin(), it->second.end(), *crashes[i].time - window);
+        hit = lo != it->second.end() && *lo <= *crashes[i].time;
+      }
+      // Only "yes" is tested: "no" would be the same test, mirrored.
+      if (hit) out.values.push_back(features.Feature(k_hw, "yes"));
+    }
+    out.Close();
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {
+  PopulationQuery query = MakePopulationQuery(dataset, options);
+  auto q = dataset.Query("SELECT (SELECT count(*) FROM cores WHERE status <> 'ok' AND " + Condition(options.where) +
+                         "), (SELECT count(*) FROM cores WHERE status = 'ok' AND " + query.unlinked + " AND " +
+                         Condition(options.where) + ")");
+  if (!q.ok()) return MakeError(q.error().kind, "--where: " + q.error().message);
+  result.errors = static_cast<uint64_t>(q->rows[0][0].integer);
+  uint64_t selected = static_cast<uint64_t>(q->rows[0][1].integer);
+  auto resigned = Resign(dataset, query.population, options.rules);
+  if (!resigned.ok()) return resigned.error();
+  Population pop;
+  // Sized once: ten million crashes grown by doubling would hold two
+  // copies at the last step.
+  pop.crashes.reserve(selected);
+  FlatLists derived;  // per crash, features from the core row
+  derived.offsets.reserve(selected + 1);
+  if (auto r = ReadCores(dataset, query, *resigned, pop, derived); !r.ok()) return r.error();
+  result.cores = pop.crashes.size();
+  result.excluded = selected - std::min<uint64_t>(selected, result.cores);
+  if (auto r = ReadAttributes(dataset, options, std::move(derived), pop); !r.ok()) return r.error();
+  return pop;
+}
+
+}  // namespace coroner::epi_stages
