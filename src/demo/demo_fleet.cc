@@ -304,22 +304,15 @@ std::optional<Scenario> ScenarioNamed(const std::string& name) {
   return std::nullopt;
 }
 
-Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo_cores_dir,
-                                       const std::string& out_dir) {
-  namespace fs = std::filesystem;
-  auto start = ParseIso8601(s.start_date);
-  if (!start || s.days < 1 || s.hosts < 1 || s.regions.empty() || s.skus.empty() || s.services.empty())
-    return MakeError(ErrorKind::kMalformed, "scenario " + s.name + " is incomplete");
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_empty(out_dir, ec))
-    return MakeError(ErrorKind::kIo, out_dir + " is not empty");
-  GeneratedFleet fleet;
-  fleet.cores_dir = out_dir + "/cores";
-  fs::create_directories(fleet.cores_dir, ec);
-  if (ec) return MakeError(ErrorKind::kIo, "cannot create " + fleet.cores_dir + ": " + ec.message());
-  Rng rng{s.seed};
-  int64_t begin = *start, end = *start + s.days * kDay;
+namespace {
 
+namespace fs = std::filesystem;
+
+// The fleet's VMs: each in a region by the scenario's weights, with its
+// attributes, the rollouts that reach it, and its placements on the
+// region's machines (a VM is re-created on another every 1-8 days); and
+// the hosts whose GPUs report errors, with when.
+Expected<std::vector<Host>> MakeHosts(const Scenario& s, Rng& rng, int64_t begin, int64_t end) {
   // Regions in turn, each as often as its weight says.
   std::vector<size_t> region_cycle;
   for (size_t r = 0; r < s.regions.size(); ++r)
@@ -346,7 +339,6 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
                                                         std::max(r.spread_hours, 1)) * 3600)),
                              r.attribute, r.value});
     std::sort(h.changes.begin(), h.changes.end(), [](const Change& a, const Change& b) { return a.time < b.time; });
-    // VMs are re-created on another machine of their region every 1-8 days.
     int64_t t = begin - static_cast<int64_t>(rng.Below(5 * kDay));
     while (t < end) {
       int64_t len = kDay + static_cast<int64_t>(rng.Below(7 * kDay));
@@ -364,26 +356,46 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
          t += 3 * kDay + static_cast<int64_t>(rng.Below(6 * kDay)))
       h.gpu_errors.push_back(t);
   }
+  return hosts;
+}
 
-  // The crashes, and what the kernel log says of each.
-  struct Planted {
-    const Host* host;
-    int64_t t;
-    const PlantedPopulation* pop;
-    int pid, signo, code;
-    std::string comm;
-    uint64_t pc, sp, fault;
-  };
-  std::vector<Planted> planted;
-  size_t seq = 0;
-  // One core of `population` on `host` at `t`: a link of the zoo's, and its
-  // sidecar with the host's attributes then (and `extra`, JSON members).
-  auto place = [&](const std::string& source, const Host& host, int64_t t, const std::string& population,
-                   const std::string& extra, std::string& path) -> Status {
-    fs::create_directories(fleet.cores_dir + "/" + host.name, ec);
+// A planted crash, and what the kernel prints of it: the zoo core's pid,
+// name, signal and registers, as the kernel would have printed them.
+struct Planted {
+  const Host* host;
+  int64_t t;
+  const PlantedPopulation* pop;
+  int pid, signo, code;
+  std::string comm;
+  uint64_t pc, sp, fault;
+};
+
+Planted FactsOfCore(const std::string& source, const PlantedPopulation& pop) {
+  Planted facts{nullptr, 0, &pop, 0, 0, 0, "", 0, 0, 0};
+  if (auto file = OpenFileSource(source); file.ok())
+    if (auto core = Core::Open(std::move(*file)); core.ok()) {
+      const Core& c = **core;
+      if (c.process()) facts.pid = c.process()->pid, facts.comm = c.process()->comm;
+      if (c.signal()) facts.signo = c.signal()->signo, facts.code = c.signal()->code,
+                      facts.fault = c.signal()->fault_address.value_or(0);
+      if (!c.threads().empty()) facts.pc = c.threads()[0].registers.pc(), facts.sp = c.threads()[0].registers.sp();
+    }
+  return facts;
+}
+
+// Writes the fleet's cores: each a link of a zoo core, and its sidecar with
+// the host's attributes at the crash (and `extra`, JSON members).
+class CoreWriter {
+ public:
+  explicit CoreWriter(GeneratedFleet& fleet) : fleet_(fleet) {}
+  size_t written() const { return seq_; }
+  Status Place(const std::string& source, const Host& host, int64_t t, const std::string& population,
+               const std::string& extra) {
+    std::error_code ec;
+    fs::create_directories(fleet_.cores_dir + "/" + host.name, ec);
     char file[64];
-    std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq);
-    path = fleet.cores_dir + "/" + host.name + file;
+    std::snprintf(file, sizeof file, "/core-%05zu.core", ++seq_);
+    std::string path = fleet_.cores_dir + "/" + host.name + file;
     if (::link(source.c_str(), path.c_str()) != 0 && ::symlink(source.c_str(), path.c_str()) != 0)
       return MakeError(ErrorKind::kIo, "cannot link " + path + ": " + std::strerror(errno));
     std::string json = "{";
@@ -392,89 +404,96 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     json += "\"host\": " + JsonString(host.name) + ", \"time\": " + JsonString(FormatIso8601(t)) +
             ", \"boot_time\": " + JsonString(FormatIso8601(PlacementAt(host, t)->from)) + extra + "}\n";
     if (auto w = WriteFile(path + ".json", json); !w.ok()) return w.error();
-    ++fleet.cores;
-    ++fleet.per_population[population];
-    fleet.population_of[path] = population;
+    ++fleet_.cores;
+    ++fleet_.per_population[population];
+    fleet_.population_of[path] = population;
     return Ok{};
-  };
-  for (const auto& pop : s.populations) {
-    std::string source = zoo_cores_dir + "/" + pop.core + ".core";
-    struct stat st;
-    if (::stat(source.c_str(), &st) != 0)
-      return MakeError(ErrorKind::kIo, "zoo core " + source + ": " + std::strerror(errno));
-    // Every copy is the same core: its pid, name and signal go into the
-    // kernel's lines about it, as the kernel would have printed them.
-    Planted facts{nullptr, 0, &pop, 0, 0, 0, "", 0, 0, 0};
-    if (auto file = OpenFileSource(source); file.ok())
-      if (auto core = Core::Open(std::move(*file)); core.ok()) {
-        const Core& c = **core;
-        if (c.process()) facts.pid = c.process()->pid, facts.comm = c.process()->comm;
-        if (c.signal()) facts.signo = c.signal()->signo, facts.code = c.signal()->code,
-                        facts.fault = c.signal()->fault_address.value_or(0);
-        if (!c.threads().empty()) facts.pc = c.threads()[0].registers.pc(), facts.sp = c.threads()[0].registers.sp();
-      }
-    int last = pop.end_day < 0 ? s.days - 1 : std::min(pop.end_day, s.days - 1);
-    std::function<std::string(int, const Host&)> job_json;
-    for (size_t k = 0; k < pop.count; ++k) {
-      const Host* host = nullptr;
-      int64_t t = 0;
-      for (int attempt = 0; attempt < 20000 && !host; ++attempt) {
-        // The first crash lands on the start day, which makes it the onset.
-        int span = k == 0 && attempt < 10000 ? 1 : last - pop.start_day + 1;
-        int day = pop.start_day + static_cast<int>(rng.Below(static_cast<uint64_t>(span)));
-        t = begin + day * kDay + static_cast<int64_t>(rng.Below(kDay));
-        std::vector<const Host*> fit;
-        for (const auto& h : hosts)
-          if (Matches(h, pop, t)) fit.push_back(&h);
-        if (!fit.empty()) host = fit[rng.Below(fit.size())];
-      }
-      if (!host) return MakeError(ErrorKind::kMalformed, "population \"" + pop.name + "\" fits no host");
-      // A distributed job: this crash is its rank 0's, the first; the other
-      // ranks, 8 to a host, crash alike at once or give up after it.
-      std::string job;
-      if (pop.ranks > 1) {
-        job = "j" + std::to_string(seq + 1);
-        job_json = [&](int rank, const Host& h) {
-          return ", \"job_id\": " + JsonString(job) + ", \"job_step\": \"0\", \"launcher\": \"slurm\", \"rank\": \"" +
-                 std::to_string(rank) + "\", \"world_size\": \"" + std::to_string(pop.ranks) +
-                 "\", \"local_rank\": \"" + std::to_string(rank % 8) + "\", \"job_node\": " + JsonString(h.name);
-        };
-      }
-      std::string path;
-      if (auto w = place(source, *host, t, pop.name, job.empty() ? "" : job_json(0, *host), path); !w.ok())
-        return w.error();
-      if (!job.empty()) {
-        std::vector<const Host*> nodes = {host};
-        for (int r = 8; r < pop.ranks; r += 8) {
-          std::vector<const Host*> free;
-          for (const auto& h : hosts)
-            if (PlacementAt(h, t) && PlacementAt(h, t + 60) && std::find(nodes.begin(), nodes.end(), &h) == nodes.end())
-              free.push_back(&h);
-          if (free.empty()) break;
-          nodes.push_back(free[rng.Below(free.size())]);
-        }
-        std::string rank_source = zoo_cores_dir + "/" + (pop.alike ? pop.core : pop.collateral_core) + ".core";
-        std::string rank_population = pop.alike ? pop.name : pop.name + " (collateral ranks)";
-        for (int r = 1; r < pop.ranks && static_cast<size_t>(r / 8) < nodes.size(); ++r) {
-          const Host& node = *nodes[static_cast<size_t>(r / 8)];
-          int64_t rt = pop.alike ? t : t + 5 + static_cast<int64_t>(rng.Below(55));
-          std::string rank_path;
-          if (auto w = place(rank_source, node, rt, rank_population, job_json(r, node), rank_path); !w.ok())
-            return w.error();
-        }
-      }
-      Planted p = facts;
-      p.host = host;
-      p.t = t;
-      planted.push_back(p);
-      int day = static_cast<int>((t - begin) / kDay);
-      auto [first, added] = fleet.first_day.emplace(pop.name, day);
-      if (!added) first->second = std::min(first->second, day);
-    }
   }
 
-  // The inventory: which machine each VM ran on and with what, and when; a
-  // placement is split where an attribute changed.
+ private:
+  GeneratedFleet& fleet_;
+  size_t seq_ = 0;
+};
+
+// Where and when one crash of `pop` lands: a host that fits the population
+// at a time in its days (the first crash on the start day, its onset).
+Expected<std::pair<const Host*, int64_t>> PickHostAndTime(const Scenario& s, const PlantedPopulation& pop, size_t k,
+                                                          const std::vector<Host>& hosts, Rng& rng, int64_t begin) {
+  int last = pop.end_day < 0 ? s.days - 1 : std::min(pop.end_day, s.days - 1);
+  for (int attempt = 0; attempt < 20000; ++attempt) {
+    int span = k == 0 && attempt < 10000 ? 1 : last - pop.start_day + 1;
+    int day = pop.start_day + static_cast<int>(rng.Below(static_cast<uint64_t>(span)));
+    int64_t t = begin + day * kDay + static_cast<int64_t>(rng.Below(kDay));
+    std::vector<const Host*> fit;
+    for (const auto& h : hosts)
+      if (Matches(h, pop, t)) fit.push_back(&h);
+    if (!fit.empty()) return std::pair<const Host*, int64_t>{fit[rng.Below(fit.size())], t};
+  }
+  return MakeError(ErrorKind::kMalformed, "population \"" + pop.name + "\" fits no host");
+}
+
+// A distributed job whose rank 0 crashed on `host` at `t`: the other ranks,
+// 8 to a host, crash alike at once or give up after it.
+Status PlaceOtherRanks(const PlantedPopulation& pop, const std::string& zoo_cores_dir, const Host* host, int64_t t,
+                       const std::vector<Host>& hosts, Rng& rng, CoreWriter& writer,
+                       const std::function<std::string(int, const Host&)>& job_json) {
+  std::vector<const Host*> nodes = {host};
+  for (int r = 8; r < pop.ranks; r += 8) {
+    std::vector<const Host*> free;
+    for (const auto& h : hosts)
+      if (PlacementAt(h, t) && PlacementAt(h, t + 60) && std::find(nodes.begin(), nodes.end(), &h) == nodes.end())
+        free.push_back(&h);
+    if (free.empty()) break;
+    nodes.push_back(free[rng.Below(free.size())]);
+  }
+  std::string rank_source = zoo_cores_dir + "/" + (pop.alike ? pop.core : pop.collateral_core) + ".core";
+  std::string rank_population = pop.alike ? pop.name : pop.name + " (collateral ranks)";
+  for (int r = 1; r < pop.ranks && static_cast<size_t>(r / 8) < nodes.size(); ++r) {
+    const Host& node = *nodes[static_cast<size_t>(r / 8)];
+    int64_t rt = pop.alike ? t : t + 5 + static_cast<int64_t>(rng.Below(55));
+    if (auto w = writer.Place(rank_source, node, rt, rank_population, job_json(r, node)); !w.ok()) return w.error();
+  }
+  return Ok{};
+}
+
+// Every crash of one population, with its job's other ranks.
+Status PlantPopulation(const Scenario& s, const PlantedPopulation& pop, const std::string& zoo_cores_dir,
+                       const std::vector<Host>& hosts, Rng& rng, int64_t begin, CoreWriter& writer,
+                       GeneratedFleet& fleet, std::vector<Planted>& planted) {
+  std::string source = zoo_cores_dir + "/" + pop.core + ".core";
+  struct stat st;
+  if (::stat(source.c_str(), &st) != 0)
+    return MakeError(ErrorKind::kIo, "zoo core " + source + ": " + std::strerror(errno));
+  const Planted facts = FactsOfCore(source, pop);
+  for (size_t k = 0; k < pop.count; ++k) {
+    auto where = PickHostAndTime(s, pop, k, hosts, rng, begin);
+    if (!where.ok()) return where.error();
+    auto [host, t] = *where;
+    std::string job = pop.ranks > 1 ? "j" + std::to_string(writer.written() + 1) : "";
+    auto job_json = [&](int rank, const Host& h) {
+      return ", \"job_id\": " + JsonString(job) + ", \"job_step\": \"0\", \"launcher\": \"slurm\", \"rank\": \"" +
+             std::to_string(rank) + "\", \"world_size\": \"" + std::to_string(pop.ranks) +
+             "\", \"local_rank\": \"" + std::to_string(rank % 8) + "\", \"job_node\": " + JsonString(h.name);
+    };
+    if (auto w = writer.Place(source, *host, t, pop.name, job.empty() ? "" : job_json(0, *host)); !w.ok())
+      return w.error();
+    if (!job.empty())
+      if (auto w = PlaceOtherRanks(pop, zoo_cores_dir, host, t, hosts, rng, writer, job_json); !w.ok())
+        return w.error();
+    Planted p = facts;
+    p.host = host;
+    p.t = t;
+    planted.push_back(p);
+    int day = static_cast<int>((t - begin) / kDay);
+    auto [first, added] = fleet.first_day.emplace(pop.name, day);
+    if (!added) first->second = std::min(first->second, day);
+  }
+  return Ok{};
+}
+
+// The inventory: which machine each VM ran on and with what, and when; a
+// placement is split where an attribute changed.
+Status WriteInventory(const std::vector<Host>& hosts, const std::string& out_dir, GeneratedFleet& fleet) {
   static const char* kColumns[] = {"region", "sku", "service", "kernel", "release"};
   std::string csv = "host,machine,region,sku,service,kernel,release,valid_from,valid_to\n";
   for (const auto& h : hosts)
@@ -491,97 +510,112 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
       }
     }
   fleet.inventory = out_dir + "/inventory.csv";
-  if (auto w = WriteFile(fleet.inventory, csv); !w.ok()) return w.error();
+  return WriteFile(fleet.inventory, csv);
+}
 
-  // Kernel logs, journalctl short-iso: ordinary noise, GPU errors, and the
-  // kernel's own lines about the crashes.
-  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> lines;
-  for (const Host& h : hosts)
-    for (int64_t t : h.gpu_errors)
-      lines[h.name].emplace_back(t, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" +
-                                        std::to_string(1000 + rng.Below(9000)) +
-                                        ", name=python3, GPU has fallen off the bus.");
+// Each host's kernel lines: (time, message) in the order they were made.
+using KernelLines = std::map<std::string, std::vector<std::pair<int64_t, std::string>>>;
+
+// What the kernel prints of a crash it delivered: a page fault's segfault
+// line with the CPU it likely ran on (the bad host's CPU mostly), or a trap.
+void AddCrashLine(const Scenario& s, const Planted& p, Rng& rng, KernelLines& lines) {
+  const std::string& name = p.host->name;
+  bool bad = name == s.bad_cpu_host;
+  int cpu = bad && rng.Unit() < 0.85 ? s.bad_cpu : static_cast<int>(rng.Below(static_cast<uint64_t>(s.cpus_per_host)));
+  int core = cpu % std::max(1, s.cpus_per_host / 2), socket = cpu / std::max(1, s.cpus_per_host / 2);
   char buf[512];
-  for (const Planted& p : planted) {
-    const std::string& name = p.host->name;
-    bool bad = name == s.bad_cpu_host;
-    if (s.cpus_per_host > 0) {
-      int cpu = bad && rng.Unit() < 0.85 ? s.bad_cpu : static_cast<int>(rng.Below(static_cast<uint64_t>(s.cpus_per_host)));
-      int core = cpu % std::max(1, s.cpus_per_host / 2), socket = cpu / std::max(1, s.cpus_per_host / 2);
-      if (p.signo == 11 && p.code != 0x80) {  // a page fault: show_signal_msg
-        std::snprintf(buf, sizeof buf,
-                      "kernel: %s[%d]: segfault at %llx ip %016llx sp %016llx error 4 likely on CPU %d (core %d, "
-                      "socket %d)",
-                      p.comm.c_str(), p.pid, static_cast<unsigned long long>(p.fault),
-                      static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp), cpu, core, socket);
-        lines[name].emplace_back(p.t, buf);
-      } else if (p.signo == 11 || p.signo == 4 || p.signo == 8) {  // a trap
-        const char* what = p.signo == 11 ? "general protection fault" : p.signo == 4 ? "trap invalid opcode"
-                                                                                      : "trap divide error";
-        std::snprintf(buf, sizeof buf, "kernel: traps: %s[%d] %s ip:%llx sp:%llx error:0", p.comm.c_str(), p.pid, what,
-                      static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp));
-        lines[name].emplace_back(p.t, buf);
-      }
-    }
-    if (p.pop->gpu_lines == "xid-hardware") {
-      lines[name].emplace_back(p.t - 2, "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=" + std::to_string(p.pid) +
-                                            ", name=" + p.comm +
-                                            ", An uncorrectable double bit error (DBE) has been detected on GPU in the "
-                                            "framebuffer at partition 0, subpartition 0.");
-      lines[name].emplace_back(p.t - 1, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(p.pid) +
-                                            ", name=" + p.comm + ", GPU has fallen off the bus.");
-    } else if (p.pop->gpu_lines == "amd-app") {
-      // One of the host's 8 GPUs; the form its driver generation prints.
-      std::snprintf(buf, sizeof buf, "kernel: amdgpu 0000:%02x:00.0: amdgpu: ",
-                    static_cast<unsigned>(0x03 + 0x20 * rng.Below(8)));
-      std::string dev = buf;
-      std::string pid = std::to_string(p.pid), thread = std::to_string(p.pid + 7);
-      std::string in_page = dev + "  in page starting at address 0x00007f3c00001000 from IH client 0x1b (UTCL2)";
-      std::vector<std::string> fault;
-      switch ((p.host - hosts.data()) % 4) {
-        case 0:  // the process on the fault's line
-          fault = {dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for process " + p.comm +
-                       " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
-                   in_page};
-          break;
-        case 1:  // older kernels: a line of its own
-          fault = {dev + "[gfxhub] page fault (src_id:0 ring:24 vmid:3 pasid:32771)",
-                   dev + " Process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread, in_page};
-          break;
-        case 2:  // amdgpu-dkms: " for process ... )" on a line of its own
-          fault = {dev + "[gfxhub] page fault (src_id:0 ring:153 vmid:9 pasid:32776,",
-                   dev + " for process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
-                   in_page};
-          break;
-        default:  // MI300: the die and XCD
-          fault = {dev + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32770, for process " + p.comm +
-                       " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
-                   in_page, dev + "cookie node_id 2 fault from die AID0.XCD1"};
-      }
-      for (const char* status : {"GCVM_L2_PROTECTION_FAULT_STATUS:0x00800932", "\t Faulty UTCL2 client ID: CPC (0x9)",
-                                 "\t MORE_FAULTS: 0x0", "\t WALKER_ERROR: 0x0", "\t PERMISSION_FAULTS: 0x3",
-                                 "\t MAPPING_ERROR: 0x0", "\t RW: 0x0"})
-        fault.push_back(dev + status);
-      for (const auto& line : fault) lines[name].emplace_back(p.t - 1, line);
-      lines[name].emplace_back(p.t - 1, p.comm + "[" + pid + "]: Memory access fault by GPU node-" +
-                                            std::to_string(2 + rng.Below(8)) +
-                                            " (Agent handle: 0x55d1c3a4e0b0) on address 0x7f3c00001000. Reason: Page "
-                                            "not present or supervisor privilege.");
-    } else if (p.pop->gpu_lines == "amd-ras") {
-      const std::string dev = "kernel: amdgpu 0000:c1:00.0: amdgpu: ";
-      lines[name].emplace_back(p.t - 3, dev + "1 uncorrectable hardware errors detected in umc block");
-      lines[name].emplace_back(p.t - 1, dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for "
-                                              "process " + p.comm + " pid " + std::to_string(p.pid) + " thread " +
-                                              p.comm + " pid " + std::to_string(p.pid) + ")");
-      lines[name].emplace_back(p.t + 2, dev + "GPU reset begin!");
-    } else if (p.pop->gpu_lines == "xid-app") {
-      std::snprintf(buf, sizeof buf,
-                    "kernel: NVRM: Xid (PCI:0000:%02x:00): 31, pid=%d, name=%s, Ch 00000008, intr 10000000. MMU Fault: "
-                    "ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3c_00001000. Fault is of type FAULT_PDE",
-                    static_cast<unsigned>(0x18 + 0x10 * rng.Below(8)), p.pid, p.comm.c_str());
-      lines[name].emplace_back(p.t - 1, buf);
-    }
+  if (p.signo == 11 && p.code != 0x80) {  // a page fault: show_signal_msg
+    std::snprintf(buf, sizeof buf,
+                  "kernel: %s[%d]: segfault at %llx ip %016llx sp %016llx error 4 likely on CPU %d (core %d, "
+                  "socket %d)",
+                  p.comm.c_str(), p.pid, static_cast<unsigned long long>(p.fault),
+                  static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp), cpu, core, socket);
+    lines[name].emplace_back(p.t, buf);
+  } else if (p.signo == 11 || p.signo == 4 || p.signo == 8) {  // a trap
+    const char* what = p.signo == 11 ? "general protection fault" : p.signo == 4 ? "trap invalid opcode"
+                                                                                  : "trap divide error";
+    std::snprintf(buf, sizeof buf, "kernel: traps: %s[%d] %s ip:%llx sp:%llx error:0", p.comm.c_str(), p.pid, what,
+                  static_cast<unsigned long long>(p.pc), static_cast<unsigned long long>(p.sp));
+    lines[name].emplace_back(p.t, buf);
   }
+}
+
+// An application's GPU page fault on an AMD host: one of its 8 GPUs, in the
+// form its driver generation prints (the host's index picks it), with the
+// status lines and ROCr's own line.
+void AddAmdPageFault(const Planted& p, const std::vector<Host>& hosts, Rng& rng, KernelLines& lines) {
+  const std::string& name = p.host->name;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "kernel: amdgpu 0000:%02x:00.0: amdgpu: ",
+                static_cast<unsigned>(0x03 + 0x20 * rng.Below(8)));
+  std::string dev = buf;
+  std::string pid = std::to_string(p.pid), thread = std::to_string(p.pid + 7);
+  std::string in_page = dev + "  in page starting at address 0x00007f3c00001000 from IH client 0x1b (UTCL2)";
+  std::vector<std::string> fault;
+  switch ((p.host - hosts.data()) % 4) {
+    case 0:  // the process on the fault's line
+      fault = {dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for process " + p.comm +
+                   " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+               in_page};
+      break;
+    case 1:  // older kernels: a line of its own
+      fault = {dev + "[gfxhub] page fault (src_id:0 ring:24 vmid:3 pasid:32771)",
+               dev + " Process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread, in_page};
+      break;
+    case 2:  // amdgpu-dkms: " for process ... )" on a line of its own
+      fault = {dev + "[gfxhub] page fault (src_id:0 ring:153 vmid:9 pasid:32776,",
+               dev + " for process " + p.comm + " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+               in_page};
+      break;
+    default:  // MI300: the die and XCD
+      fault = {dev + "[gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:8 pasid:32770, for process " + p.comm +
+                   " pid " + pid + " thread " + p.comm + " pid " + thread + ")",
+               in_page, dev + "cookie node_id 2 fault from die AID0.XCD1"};
+  }
+  for (const char* status : {"GCVM_L2_PROTECTION_FAULT_STATUS:0x00800932", "\t Faulty UTCL2 client ID: CPC (0x9)",
+                             "\t MORE_FAULTS: 0x0", "\t WALKER_ERROR: 0x0", "\t PERMISSION_FAULTS: 0x3",
+                             "\t MAPPING_ERROR: 0x0", "\t RW: 0x0"})
+    fault.push_back(dev + status);
+  for (const auto& line : fault) lines[name].emplace_back(p.t - 1, line);
+  lines[name].emplace_back(p.t - 1, p.comm + "[" + pid + "]: Memory access fault by GPU node-" +
+                                        std::to_string(2 + rng.Below(8)) +
+                                        " (Agent handle: 0x55d1c3a4e0b0) on address 0x7f3c00001000. Reason: Page "
+                                        "not present or supervisor privilege.");
+}
+
+// The GPU lines a population's crashes come with (PlantedPopulation::gpu_lines).
+void AddGpuLines(const Planted& p, const std::vector<Host>& hosts, Rng& rng, KernelLines& lines) {
+  const std::string& name = p.host->name;
+  if (p.pop->gpu_lines == "xid-hardware") {
+    lines[name].emplace_back(p.t - 2, "kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=" + std::to_string(p.pid) +
+                                          ", name=" + p.comm +
+                                          ", An uncorrectable double bit error (DBE) has been detected on GPU in the "
+                                          "framebuffer at partition 0, subpartition 0.");
+    lines[name].emplace_back(p.t - 1, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" + std::to_string(p.pid) +
+                                          ", name=" + p.comm + ", GPU has fallen off the bus.");
+  } else if (p.pop->gpu_lines == "amd-app") {
+    AddAmdPageFault(p, hosts, rng, lines);
+  } else if (p.pop->gpu_lines == "amd-ras") {
+    const std::string dev = "kernel: amdgpu 0000:c1:00.0: amdgpu: ";
+    lines[name].emplace_back(p.t - 3, dev + "1 uncorrectable hardware errors detected in umc block");
+    lines[name].emplace_back(p.t - 1, dev + "[gfxhub0] retry page fault (src_id:0 ring:0 vmid:8 pasid:32769, for "
+                                            "process " + p.comm + " pid " + std::to_string(p.pid) + " thread " +
+                                            p.comm + " pid " + std::to_string(p.pid) + ")");
+    lines[name].emplace_back(p.t + 2, dev + "GPU reset begin!");
+  } else if (p.pop->gpu_lines == "xid-app") {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "kernel: NVRM: Xid (PCI:0000:%02x:00): 31, pid=%d, name=%s, Ch 00000008, intr 10000000. MMU Fault: "
+                  "ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3c_00001000. Fault is of type FAULT_PDE",
+                  static_cast<unsigned>(0x18 + 0x10 * rng.Below(8)), p.pid, p.comm.c_str());
+    lines[name].emplace_back(p.t - 1, buf);
+  }
+}
+
+// Machine checks: the bad host's, and one routine line on a few others.
+void AddMachineChecks(const Scenario& s, const std::vector<Host>& hosts, Rng& rng, int64_t begin, int64_t end,
+                      KernelLines& lines) {
+  char buf[512];
   for (const Host& h : hosts) {
     if (h.name != s.bad_cpu_host) continue;
     for (int i = 0; i < s.machine_checks; ++i) {
@@ -597,34 +631,83 @@ Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo
     lines[h.name].emplace_back(begin + static_cast<int64_t>(rng.Below(static_cast<uint64_t>(end - begin))),
                                "kernel: mce: [Hardware Error]: Machine check events logged");
   }
-  if (!lines.empty()) {
-    fs::create_directories(out_dir + "/kernel-logs", ec);
-    for (const Host& h : hosts) {
-      auto& mine = lines[h.name];
-      // What the drivers print at every boot: never evidence.
-      for (const auto& boot : h.placements) {
-        if (boot.from < begin || boot.from >= end) continue;
-        if (s.cpus_per_host > 0)
-          mine.emplace_back(boot.from, "kernel: smp: Brought up 2 nodes, " + std::to_string(s.cpus_per_host) + " CPUs");
-        mine.emplace_back(boot.from, "kernel: mce: CPU0: Thermal monitoring enabled (TM1)");
-        mine.emplace_back(boot.from, "kernel: mce: CPU supports 32 MCE banks");
-        mine.emplace_back(boot.from, "kernel: EDAC MC: Ver: 3.0.0");
-        mine.emplace_back(boot.from + 1, "kernel: amdgpu 0000:03:00.0: amdgpu: RAS INFO: ras initialized "
-                                          "successfully, hardware ability[0x7fff] ras_mask[0x7fff]");
-      }
-      for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))
-        mine.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
-      std::stable_sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::string text;
-      for (const auto& [t, msg] : mine) {
-        std::string iso = FormatIso8601(t);
-        text += iso.substr(0, iso.size() - 1) + "+0000 " + h.name + " " + msg + "\n";
-      }
-      std::string path = out_dir + "/kernel-logs/" + h.name + ".log";
-      if (auto w = WriteFile(path, text); !w.ok()) return w.error();
-      fleet.kernel_logs.push_back(path);
+}
+
+// Each host's log, journalctl short-iso: its lines, what the drivers print
+// at every boot (never evidence) and ordinary noise, in time order.
+Status WriteKernelLogs(const Scenario& s, const std::vector<Host>& hosts, Rng& rng, int64_t begin, int64_t end,
+                       const std::string& out_dir, KernelLines& lines, GeneratedFleet& fleet) {
+  std::error_code ec;
+  fs::create_directories(out_dir + "/kernel-logs", ec);
+  for (const Host& h : hosts) {
+    auto& mine = lines[h.name];
+    for (const auto& boot : h.placements) {
+      if (boot.from < begin || boot.from >= end) continue;
+      if (s.cpus_per_host > 0)
+        mine.emplace_back(boot.from, "kernel: smp: Brought up 2 nodes, " + std::to_string(s.cpus_per_host) + " CPUs");
+      mine.emplace_back(boot.from, "kernel: mce: CPU0: Thermal monitoring enabled (TM1)");
+      mine.emplace_back(boot.from, "kernel: mce: CPU supports 32 MCE banks");
+      mine.emplace_back(boot.from, "kernel: EDAC MC: Ver: 3.0.0");
+      mine.emplace_back(boot.from + 1, "kernel: amdgpu 0000:03:00.0: amdgpu: RAS INFO: ras initialized "
+                                        "successfully, hardware ability[0x7fff] ras_mask[0x7fff]");
     }
+    for (int64_t t = begin; t < end; t += kDay / 2 + static_cast<int64_t>(rng.Below(kDay)))
+      mine.emplace_back(t, "kernel: eth0: Link is Up - 100Gbps/Full - flow control off");
+    std::stable_sort(mine.begin(), mine.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string text;
+    for (const auto& [t, msg] : mine) {
+      std::string iso = FormatIso8601(t);
+      text += iso.substr(0, iso.size() - 1) + "+0000 " + h.name + " " + msg + "\n";
+    }
+    std::string path = out_dir + "/kernel-logs/" + h.name + ".log";
+    if (auto w = WriteFile(path, text); !w.ok()) return w.error();
+    fleet.kernel_logs.push_back(path);
   }
+  return Ok{};
+}
+
+}  // namespace
+
+Expected<GeneratedFleet> GenerateFleet(const Scenario& s, const std::string& zoo_cores_dir,
+                                       const std::string& out_dir) {
+  auto start = ParseIso8601(s.start_date);
+  if (!start || s.days < 1 || s.hosts < 1 || s.regions.empty() || s.skus.empty() || s.services.empty())
+    return MakeError(ErrorKind::kMalformed, "scenario " + s.name + " is incomplete");
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_empty(out_dir, ec))
+    return MakeError(ErrorKind::kIo, out_dir + " is not empty");
+  GeneratedFleet fleet;
+  fleet.cores_dir = out_dir + "/cores";
+  fs::create_directories(fleet.cores_dir, ec);
+  if (ec) return MakeError(ErrorKind::kIo, "cannot create " + fleet.cores_dir + ": " + ec.message());
+  // One generator, drawn from in this order: a seed gives the same fleet everywhere.
+  Rng rng{s.seed};
+  int64_t begin = *start, end = *start + s.days * kDay;
+  auto hosts = MakeHosts(s, rng, begin, end);
+  if (!hosts.ok()) return hosts.error();
+
+  CoreWriter writer(fleet);
+  std::vector<Planted> planted;
+  for (const auto& pop : s.populations)
+    if (auto w = PlantPopulation(s, pop, zoo_cores_dir, *hosts, rng, begin, writer, fleet, planted); !w.ok())
+      return w.error();
+  if (auto w = WriteInventory(*hosts, out_dir, fleet); !w.ok()) return w.error();
+
+  // The kernel's lines: the GPU errors, then per crash its own lines and
+  // its GPU's, then the machine checks.
+  KernelLines lines;
+  for (const Host& h : *hosts)
+    for (int64_t t : h.gpu_errors)
+      lines[h.name].emplace_back(t, "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=" +
+                                        std::to_string(1000 + rng.Below(9000)) +
+                                        ", name=python3, GPU has fallen off the bus.");
+  for (const Planted& p : planted) {
+    if (s.cpus_per_host > 0) AddCrashLine(s, p, rng, lines);
+    AddGpuLines(p, *hosts, rng, lines);
+  }
+  AddMachineChecks(s, *hosts, rng, begin, end, lines);
+  if (!lines.empty())
+    if (auto w = WriteKernelLogs(s, *hosts, rng, begin, end, out_dir, lines, fleet); !w.ok()) return w.error();
   return fleet;
 }
 
