@@ -354,14 +354,11 @@ std::string JobLine(const JobIdentity& job) {
   return out;
 }
 
-std::string CoreToJson(const CrashAnalysis& analysis) {
-  HiddenWordsScope hidden(HiddenWords(analysis));
+namespace {
+
+// The analyze JSON's parts, in its order (docs/analyze-json.md).
+void WriteCoreJson(JsonWriter& w, const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
-  std::string out;
-  out.reserve(64 * 1024);
-  JsonWriter w(out);
-  w.BeginObject();
-  w.Key("version").Int(kAnalyzeJsonVersion);
   w.Key("core").BeginObject();
   w.Key("path").String(Text(analysis.path));
   w.Key("size");
@@ -375,7 +372,10 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
   w.Key("soft_errors");
   WriteStrings(w, core.soft_errors());
   w.EndObject();
+}
 
+void WriteProcessJson(JsonWriter& w, const CrashAnalysis& analysis) {
+  const Core& core = *analysis.core;
   const auto& identity = analysis.identity;
   w.Key("process").BeginObject();
   std::optional<std::string> args;
@@ -407,96 +407,91 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
     w.Key("environment_hidden").Null();
   }
   w.EndObject();
-  w.Key("job");
-  WriteJob(w, identity ? identity->job : std::nullopt);
-  w.Key("signal");
-  WriteSignal(w, core.signal());
-  w.Key("crashing_thread");
-  core.threads().empty() ? w.Null() : w.UInt(core.crashing_thread());
+}
 
-  w.Key("threads").BeginArray();
+// Thread k: its registers, state and frames, and the fault context behind
+// a re-raised signal in the crashing one.
+void WriteThreadJson(JsonWriter& w, const CrashAnalysis& analysis, size_t k) {
   const auto& d = analysis.diagnosis;
-  for (size_t k = 0; k < analysis.threads.size(); ++k) {
-    const Backtrace& bt = analysis.threads[k];
-    const Thread& t = *bt.thread;
-    w.BeginObject();
-    w.Key("tid").Int(t.tid);
+  const Backtrace& bt = analysis.threads[k];
+  const Thread& t = *bt.thread;
+  w.BeginObject();
+  w.Key("tid").Int(t.tid);
+  w.Key("registers");
+  WriteRegistersJson(w, t.registers);
+  w.Key("utime_us").UInt(t.utime_us);
+  w.Key("stime_us").UInt(t.stime_us);
+  w.Key("mxcsr");
+  t.fpregs ? w.String(ShownWord(t.fpregs->mxcsr)) : w.Null();
+  w.Key("xstate_size");
+  t.xstate_size ? w.UInt(*t.xstate_size) : w.Null();
+  w.Key("state");
+  d && k < d->thread_states.size() ? w.String(ThreadStateName(d->thread_states[k])) : w.Null();
+  w.Key("frames").BeginArray();
+  if (analysis.modules) {  // unwound (not --registers-only)
+    for (const auto& f : bt.frames) WriteFrame(w, f);
+  }
+  w.EndArray();
+  if (analysis.modules) w.Key("stop_reason").String(StopReasonText(bt.stop_reason));
+  if (&bt == analysis.crashing_backtrace() && analysis.fault_context) {
+    const FaultContext& fc = *analysis.fault_context;
+    w.Key("fault_context").BeginObject();
     w.Key("registers");
-    WriteRegistersJson(w, t.registers);
-    w.Key("utime_us").UInt(t.utime_us);
-    w.Key("stime_us").UInt(t.stime_us);
-    w.Key("mxcsr");
-    t.fpregs ? w.String(ShownWord(t.fpregs->mxcsr)) : w.Null();
-    w.Key("xstate_size");
-    t.xstate_size ? w.UInt(*t.xstate_size) : w.Null();
-    w.Key("state");
-    d && k < d->thread_states.size() ? w.String(ThreadStateName(d->thread_states[k])) : w.Null();
-    w.Key("frames").BeginArray();
-    if (analysis.modules) {  // unwound (not --registers-only)
-      for (const auto& f : bt.frames) WriteFrame(w, f);
-    }
-    w.EndArray();
-    if (analysis.modules) w.Key("stop_reason").String(StopReasonText(bt.stop_reason));
-    if (&bt == analysis.crashing_backtrace() && analysis.fault_context) {
-      const FaultContext& fc = *analysis.fault_context;
-      w.Key("fault_context").BeginObject();
-      w.Key("registers");
-      WriteRegistersJson(w, fc.registers);
-      w.Key("signal");
-      WriteSignal(w, fc.signal);
-      w.Key("frame_address").String(ShownWord(fc.frame_address));
-      if (fc.esr) {
-        w.Key("esr").BeginObject();
-        w.Key("value").String(ShownWord(*fc.esr));
-        w.Key("meaning").String(EsrDescription(*fc.esr));
-        w.EndObject();
-      }
-      w.Key("disassembly");
-      WriteInstructions(w, analysis.fault_disassembly);
+    WriteRegistersJson(w, fc.registers);
+    w.Key("signal");
+    WriteSignal(w, fc.signal);
+    w.Key("frame_address").String(ShownWord(fc.frame_address));
+    if (fc.esr) {
+      w.Key("esr").BeginObject();
+      w.Key("value").String(ShownWord(*fc.esr));
+      w.Key("meaning").String(EsrDescription(*fc.esr));
       w.EndObject();
     }
+    w.Key("disassembly");
+    WriteInstructions(w, analysis.fault_disassembly);
     w.EndObject();
   }
-  w.EndArray();
+  w.EndObject();
+}
 
-  w.Key("modules").BeginArray();
-  for (const auto& m : core.modules()) {
-    w.BeginObject();
-    w.Key("path").String(Text(m.path));
-    w.Key("base").String(ShownWord(m.base));
-    w.Key("end").String(ShownWord(m.end));
-    w.Key("build_id");
-    m.build_id.empty() ? w.Null() : w.String(m.build_id);
-    w.Key("build_id_source");
-    const char* src = BuildIdSourceName(m.build_id_source);
-    src ? w.String(src) : w.Null();
-    const MappedModule* mm = FindMapped(analysis.modules.get(), m);
-    w.Key("status");
-    if (mm && mm->path_mismatched) w.String("mismatched");
-    else if (m.is_vdso) w.String("ok");
-    else if (m.file_status == ModuleFileStatus::kUnchecked) w.Null();
-    else w.String(ModuleFileStatusName(m.file_status));
-    if (mm) {
-      auto or_null = [&w](const std::string& v) { TextOrNull(w, v); };
-      bool has_binary = mm->image && !mm->image->binary_path().empty();
-      bool has_debug = mm->image && (mm->image->has_dwarf() || mm->image->has_symtab()) && !mm->debug_found_by.empty();
-      w.Key("symbols").BeginObject();
-      w.Key("binary");
-      has_binary ? or_null(mm->image->binary_path()) : w.Null();
-      w.Key("binary_found_by");
-      or_null(mm->binary_found_by);
-      w.Key("debug_file");
-      has_debug ? or_null(mm->image->debug_path()) : w.Null();
-      w.Key("debug_found_by");
-      has_debug ? or_null(mm->debug_found_by) : w.Null();
-      w.Key("debug_cache");
-      mm->image ? or_null(mm->image->debug_cache_path()) : w.Null();
-      w.EndObject();
-    }
+// A module: where it is, its build-id and the files found for it.
+void WriteModuleJson(JsonWriter& w, const CrashAnalysis& analysis, const Module& m) {
+  w.BeginObject();
+  w.Key("path").String(Text(m.path));
+  w.Key("base").String(ShownWord(m.base));
+  w.Key("end").String(ShownWord(m.end));
+  w.Key("build_id");
+  m.build_id.empty() ? w.Null() : w.String(m.build_id);
+  w.Key("build_id_source");
+  const char* src = BuildIdSourceName(m.build_id_source);
+  src ? w.String(src) : w.Null();
+  const MappedModule* mm = FindMapped(analysis.modules.get(), m);
+  w.Key("status");
+  if (mm && mm->path_mismatched) w.String("mismatched");
+  else if (m.is_vdso) w.String("ok");
+  else if (m.file_status == ModuleFileStatus::kUnchecked) w.Null();
+  else w.String(ModuleFileStatusName(m.file_status));
+  if (mm) {
+    auto or_null = [&w](const std::string& v) { TextOrNull(w, v); };
+    bool has_binary = mm->image && !mm->image->binary_path().empty();
+    bool has_debug = mm->image && (mm->image->has_dwarf() || mm->image->has_symtab()) && !mm->debug_found_by.empty();
+    w.Key("symbols").BeginObject();
+    w.Key("binary");
+    has_binary ? or_null(mm->image->binary_path()) : w.Null();
+    w.Key("binary_found_by");
+    or_null(mm->binary_found_by);
+    w.Key("debug_file");
+    has_debug ? or_null(mm->image->debug_path()) : w.Null();
+    w.Key("debug_found_by");
+    has_debug ? or_null(mm->debug_found_by) : w.Null();
+    w.Key("debug_cache");
+    mm->image ? or_null(mm->image->debug_cache_path()) : w.Null();
     w.EndObject();
   }
-  w.EndArray();
+  w.EndObject();
+}
 
+void WriteMappingsJson(JsonWriter& w, const Core& core) {
   w.Key("mappings").BeginArray();
   for (const auto& f : core.files()) {
     w.BeginObject();
@@ -507,7 +502,9 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
     w.EndObject();
   }
   w.EndArray();
+}
 
+void WriteAuxvJson(JsonWriter& w, const Core& core) {
   const Auxv& a = core.auxv();
   w.Key("auxv").BeginObject();
   w.Key("execfn");
@@ -529,6 +526,33 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
   w.Key("sysinfo_ehdr");
   HexOrNull(w, a.sysinfo_ehdr);
   w.EndObject();
+}
+}  // namespace
+
+std::string CoreToJson(const CrashAnalysis& analysis) {
+  HiddenWordsScope hidden(HiddenWords(analysis));
+  const Core& core = *analysis.core;
+  std::string out;
+  out.reserve(64 * 1024);
+  JsonWriter w(out);
+  w.BeginObject();
+  w.Key("version").Int(kAnalyzeJsonVersion);
+  WriteCoreJson(w, analysis);
+  WriteProcessJson(w, analysis);
+  w.Key("job");
+  WriteJob(w, analysis.identity ? analysis.identity->job : std::nullopt);
+  w.Key("signal");
+  WriteSignal(w, core.signal());
+  w.Key("crashing_thread");
+  core.threads().empty() ? w.Null() : w.UInt(core.crashing_thread());
+  w.Key("threads").BeginArray();
+  for (size_t k = 0; k < analysis.threads.size(); ++k) WriteThreadJson(w, analysis, k);
+  w.EndArray();
+  w.Key("modules").BeginArray();
+  for (const auto& m : core.modules()) WriteModuleJson(w, analysis, m);
+  w.EndArray();
+  WriteMappingsJson(w, core);
+  WriteAuxvJson(w, core);
   w.Key("diagnosis");
   analysis.diagnosis ? WriteDiagnosis(w, *analysis.diagnosis, analysis.signature) : w.Null();
   w.Key("python");
