@@ -169,6 +169,127 @@ bool BuildId(std::string_view s) {
 
 bool HasCrashLine(std::string_view text) { return text.find(kMarker) != std::string_view::npos; }
 
+namespace {
+
+// stack=ADDRESS:w1,w2,... (0x... or - for a word not read).
+Status ParseStack(std::string_view value, CrashLine& l) {
+  size_t colon = value.find(':');
+  auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
+  if (!start) return Bad("stack is not ADDRESS:words");
+  l.stack_start = *start;
+  Pieces words(value.substr(colon + 1), ',');
+  l.stack.reserve(std::min(kMaxStackWords, Count(value, ',') + 1));
+  for (std::string_view w; words.Next(w);) {
+    if (words.count() > kMaxStackWords) return Bad("more than 64 stack words");
+    if (w == "-") {
+      l.stack.push_back(std::nullopt);
+      continue;
+    }
+    auto v = Hex(w);
+    if (!v) return Bad("a stack word is neither 0x... nor -");
+    l.stack.push_back(*v);
+  }
+  if (l.stack_start > UINT64_MAX - 8 * l.stack.size()) return Bad("the stack words wrap the address space");
+  return Ok{};
+}
+
+// bt=BUILDID+0xOFFSET or 0xADDRESS, comma-separated, 1 to 256.
+Status ParseBacktrace(std::string_view value, CrashLine& l) {
+  Pieces frames(value, ',');
+  l.backtrace.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
+  for (std::string_view f; frames.Next(f);) {
+    if (frames.count() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
+    size_t plus = f.find('+');
+    bool ok = plus == std::string_view::npos ? Hex(f).has_value()
+                                             : BuildId(f.substr(0, plus)) && Hex(f.substr(plus + 1)).has_value();
+    if (!ok) return Bad("a frame is neither BUILDID+0xOFFSET nor 0xADDRESS");
+    l.backtrace.emplace_back(f);
+  }
+  if (l.backtrace.empty()) return Bad("bt needs 1 to 256 frames");
+  return Ok{};
+}
+
+// fps=0x...,0x...: the frame-pointer chain.
+Status ParseFramePointers(std::string_view value, CrashLine& l) {
+  Pieces fps(value, ',');
+  l.frame_pointers.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
+  for (std::string_view f; fps.Next(f);) {
+    auto v = Hex(f);
+    if (!v || l.frame_pointers.size() >= kMaxFrames) return Bad("fps is not a list of at most 256 addresses");
+    l.frame_pointers.push_back(*v);
+  }
+  return Ok{};
+}
+
+// mods=BUILDID@BIAS@PATH;...
+Status ParseModules(std::string_view value, CrashLine& l) {
+  Pieces mods(value, ';');
+  l.modules.reserve(std::min(kMaxModules, Count(value, ';') + 1));
+  for (std::string_view m; mods.Next(m);) {
+    if (mods.count() > kMaxModules) return Bad("more than 1024 modules");
+    auto parts = SplitExactly<3>(m, '@');
+    if (!parts) return Bad("a module is not BUILDID@BIAS@PATH");
+    CrashLine::Module mod;
+    if ((*parts)[0] != "-") {
+      if (!BuildId((*parts)[0])) return Bad("a module's build-id is not hex");
+      mod.build_id = std::string((*parts)[0]);
+    }
+    auto bias = Hex((*parts)[1]);
+    auto path = Unescape((*parts)[2]);
+    if (!bias || !path || path->empty()) return Bad("a module's bias or path is malformed");
+    mod.bias = *bias;
+    mod.path = std::move(*path);
+    l.modules.push_back(std::move(mod));
+  }
+  return Ok{};
+}
+
+// segs=MODULE:START-END:OFFSET:PERM;...
+Status ParseSegments(std::string_view value, CrashLine& l) {
+  Pieces segs(value, ';');
+  l.segments.reserve(std::min(kMaxSegments, Count(value, ';') + 1));
+  for (std::string_view s; segs.Next(s);) {
+    if (segs.count() > kMaxSegments) return Bad("more than 4096 segments");
+    auto split = SplitExactly<4>(s, ':');
+    if (!split) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
+    const auto& parts = *split;
+    auto mod = Dec(parts[0], 0, static_cast<int64_t>(kMaxModules));
+    auto range = Range(parts[1]);
+    auto off = Hex(parts[2]);
+    bool perm_ok = !parts[3].empty() && parts[3].size() <= 3 && parts[3][0] == 'r' &&
+                   parts[3].find_first_not_of("rwx") == std::string_view::npos;
+    if (!mod || !range || !off || range->first % kPage || !perm_ok)
+      return Bad("a segment is malformed (module, page-aligned START-END, offset, r[w][x])");
+    CrashLine::Segment seg{static_cast<size_t>(*mod), range->first, range->second, *off,
+                           parts[3].find('w') != std::string_view::npos,
+                           parts[3].find('x') != std::string_view::npos};
+    l.segments.push_back(seg);
+  }
+  return Ok{};
+}
+
+// regs=NAME:0x...,...: every register of the line's machine, in order.
+Status ParseRegisters(std::string_view regs, CrashLine& l) {
+  const auto names = RegisterNames(l.arch);
+  Pieces items(regs, ',');
+  std::string_view item;
+  while (items.count() <= names.size() && items.Next(item)) {
+    size_t i = items.count() - 1;
+    if (i >= names.size()) break;
+    size_t colon = item.find(':');
+    auto v = colon == std::string_view::npos ? std::nullopt : Hex(item.substr(colon + 1));
+    if (!v || item.substr(0, colon) != names[i])
+      return Bad("register " + std::to_string(i) + " is not " + std::string(names[i]) + ":0x...");
+    l.registers[i] = *v;
+  }
+  if (items.count() != names.size())
+    return Bad("regs has " + std::to_string(items.count()) + " registers, not " + std::to_string(names.size()) +
+               " (" + std::string(ArchName(l.arch)) + ")");
+  return Ok{};
+}
+
+}  // namespace
+
 Expected<CrashLine> ParseCrashLine(std::string_view text) {
   size_t at = text.find(kMarker);
   if (at == std::string_view::npos) return Bad("no \"coroner-crash: \" in the line");
@@ -226,105 +347,24 @@ Expected<CrashLine> ParseCrashLine(std::string_view text) {
       else if (value == ArchName(Arch::kX86_64)) l.arch = Arch::kX86_64;
       else return Bad("arch " + std::string(value.substr(0, 16)) + " is neither x86_64 nor aarch64");
     } else if (k == kStack) {
-      size_t colon = value.find(':');
-      auto start = colon == std::string_view::npos ? std::nullopt : Hex(value.substr(0, colon));
-      if (!start) return Bad("stack is not ADDRESS:words");
-      l.stack_start = *start;
-      Pieces words(value.substr(colon + 1), ',');
-      l.stack.reserve(std::min(kMaxStackWords, Count(value, ',') + 1));
-      for (std::string_view w; words.Next(w);) {
-        if (words.count() > kMaxStackWords) return Bad("more than 64 stack words");
-        if (w == "-") {
-          l.stack.push_back(std::nullopt);
-          continue;
-        }
-        auto v = Hex(w);
-        if (!v) return Bad("a stack word is neither 0x... nor -");
-        l.stack.push_back(*v);
-      }
-      if (l.stack_start > UINT64_MAX - 8 * l.stack.size()) return Bad("the stack words wrap the address space");
+      if (auto r = ParseStack(value, l); !r.ok()) return r.error();
     } else if (k == kBt) {
-      Pieces frames(value, ',');
-      l.backtrace.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
-      for (std::string_view f; frames.Next(f);) {
-        if (frames.count() > kMaxFrames) return Bad("bt needs 1 to 256 frames");
-        size_t plus = f.find('+');
-        bool ok = plus == std::string_view::npos ? Hex(f).has_value()
-                                                 : BuildId(f.substr(0, plus)) && Hex(f.substr(plus + 1)).has_value();
-        if (!ok) return Bad("a frame is neither BUILDID+0xOFFSET nor 0xADDRESS");
-        l.backtrace.emplace_back(f);
-      }
-      if (l.backtrace.empty()) return Bad("bt needs 1 to 256 frames");
+      if (auto r = ParseBacktrace(value, l); !r.ok()) return r.error();
     } else if (k == kFps) {
-      Pieces fps(value, ',');
-      l.frame_pointers.reserve(std::min(kMaxFrames, Count(value, ',') + 1));
-      for (std::string_view f; fps.Next(f);) {
-        auto v = Hex(f);
-        if (!v || l.frame_pointers.size() >= kMaxFrames) return Bad("fps is not a list of at most 256 addresses");
-        l.frame_pointers.push_back(*v);
-      }
+      if (auto r = ParseFramePointers(value, l); !r.ok()) return r.error();
     } else if (k == kStackmap) {
       auto range = Range(value);
       if (!range || range->second - range->first > (1ull << 34)) return Bad("stackmap is not LOW-HIGH (at most 16 GiB)");
       l.stack_mapping = range;
     } else if (k == kMods) {
-      Pieces mods(value, ';');
-      l.modules.reserve(std::min(kMaxModules, Count(value, ';') + 1));
-      for (std::string_view m; mods.Next(m);) {
-        if (mods.count() > kMaxModules) return Bad("more than 1024 modules");
-        auto parts = SplitExactly<3>(m, '@');
-        if (!parts) return Bad("a module is not BUILDID@BIAS@PATH");
-        CrashLine::Module mod;
-        if ((*parts)[0] != "-") {
-          if (!BuildId((*parts)[0])) return Bad("a module's build-id is not hex");
-          mod.build_id = std::string((*parts)[0]);
-        }
-        auto bias = Hex((*parts)[1]);
-        auto path = Unescape((*parts)[2]);
-        if (!bias || !path || path->empty()) return Bad("a module's bias or path is malformed");
-        mod.bias = *bias;
-        mod.path = std::move(*path);
-        l.modules.push_back(std::move(mod));
-      }
+      if (auto r = ParseModules(value, l); !r.ok()) return r.error();
     } else if (k == kSegs) {
-      Pieces segs(value, ';');
-      l.segments.reserve(std::min(kMaxSegments, Count(value, ';') + 1));
-      for (std::string_view s; segs.Next(s);) {
-        if (segs.count() > kMaxSegments) return Bad("more than 4096 segments");
-        auto split = SplitExactly<4>(s, ':');
-        if (!split) return Bad("a segment is not MODULE:START-END:OFFSET:PERM");
-        const auto& parts = *split;
-        auto mod = Dec(parts[0], 0, static_cast<int64_t>(kMaxModules));
-        auto range = Range(parts[1]);
-        auto off = Hex(parts[2]);
-        bool perm_ok = !parts[3].empty() && parts[3].size() <= 3 && parts[3][0] == 'r' &&
-                       parts[3].find_first_not_of("rwx") == std::string_view::npos;
-        if (!mod || !range || !off || range->first % kPage || !perm_ok)
-          return Bad("a segment is malformed (module, page-aligned START-END, offset, r[w][x])");
-        CrashLine::Segment seg{static_cast<size_t>(*mod), range->first, range->second, *off,
-                               parts[3].find('w') != std::string_view::npos,
-                               parts[3].find('x') != std::string_view::npos};
-        l.segments.push_back(seg);
-      }
+      if (auto r = ParseSegments(value, l); !r.ok()) return r.error();
     }
   }
   for (size_t k = 0; k < kRequired; ++k)
     if (!(seen & (1u << k))) return Bad("no " + std::string(kKeys[k]) + " field (a cut line?)");
-  const auto names = RegisterNames(l.arch);
-  Pieces items(regs, ',');
-  std::string_view item;
-  while (items.count() <= names.size() && items.Next(item)) {
-    size_t i = items.count() - 1;
-    if (i >= names.size()) break;
-    size_t colon = item.find(':');
-    auto v = colon == std::string_view::npos ? std::nullopt : Hex(item.substr(colon + 1));
-    if (!v || item.substr(0, colon) != names[i])
-      return Bad("register " + std::to_string(i) + " is not " + std::string(names[i]) + ":0x...");
-    l.registers[i] = *v;
-  }
-  if (items.count() != names.size())
-    return Bad("regs has " + std::to_string(items.count()) + " registers, not " + std::to_string(names.size()) +
-               " (" + std::string(ArchName(l.arch)) + ")");
+  if (auto r = ParseRegisters(regs, l); !r.ok()) return r.error();
   for (const auto& s : l.segments)
     if (s.module >= l.modules.size()) return Bad("a segment names module " + std::to_string(s.module) + " of " +
                                                  std::to_string(l.modules.size()));
