@@ -53,119 +53,81 @@ void AddModuleFileFlags(CLI::App* cmd, std::vector<std::string>& sysroot, std::v
       ->allow_extra_args(false);
 }
 
-}  // namespace
+// The --sysroot values as a command's module search takes them; prints the
+// error and returns false when one is malformed.
+bool TakeSysroot(const std::vector<std::string>& values, coroner::Sysroot& into) {
+  auto parsed = coroner::ParseSysroot(values);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "coroner: %s\n", parsed.error().message.c_str());
+    return false;
+  }
+  into = std::move(*parsed);
+  return true;
+}
 
-int main(int argc, char** argv) {
-  CLI::App app{"coroner: read Linux core dumps (x86_64, aarch64), one deeply or a fleet fast"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "coroner 0.1.0");
-
-  coroner::AnalyzeOptions analyze;
+// Each subcommand: its flags (Add), and what it runs once they are parsed
+// (Run), side by side.
+struct AnalyzeCommand {
+  coroner::AnalyzeOptions options;
   bool json = false;
   uint64_t max_bytes = 0;
-  auto* cmd = app.add_subcommand("analyze", "report on each core: process, signal, threads, registers, modules");
-  cmd->add_option("CORE", analyze.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
-  cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
-  cmd->add_flag("--json", json, "one JSON object per core, one per line");
-  const std::map<std::string, coroner::ReportFormat> formats = {
-      {"text", coroner::ReportFormat::kText}, {"md", coroner::ReportFormat::kMarkdown}, {"json", coroner::ReportFormat::kJson}};
-  cmd->add_option("--format", analyze.format, "text, md (the Markdown report) or json")
-      ->transform(CLI::CheckedTransformer(formats));
-  cmd->add_option("--components", analyze.components_file, "library-to-component rules, `pattern<TAB>component` a line");
-  std::vector<std::string> analyze_sysroot, scan_sysroot, sources_sysroot;
-  AddModuleFileFlags(cmd, analyze_sysroot, analyze.exe_files, &analyze.debug_dirs);
-  cmd->add_flag("--registers-only", analyze.registers_only, "no backtraces: registers, signal and modules only");
-  cmd->add_option("--max-frames", analyze.max_frames, "stop each backtrace after N frames (default 1024)");
-  cmd->add_flag("!--no-module-files", analyze.check_module_files, "do not look at module files on disk");
-  cmd->add_flag("!--no-python", analyze.python_frames, "native frames only: do not read a CPython process's Python stacks");
-  cmd->add_option("--rules", analyze.rules_file, "a rules file: its [environment] allow list adds identity variables");
-  AddSourceFlags(cmd, analyze.source_flags);
+  std::vector<std::string> sysroot;
+  CLI::App* cmd = nullptr;
 
-  coroner::ScanOptions scan;
-  std::string scan_rules;
-  uint64_t scan_max_bytes = 0;
-  auto* scan_cmd = app.add_subcommand("scan", "analyze a fleet of cores into a SQLite dataset");
-  scan_cmd->add_option("INPUT", scan.inputs, "core files, directories, globs, @listfiles, http(s):// URLs");
-  scan_cmd->add_option("--log", scan.logs, "log files with coroner-crash lines (from libcoroner_crashlog)")
-      ->allow_extra_args(false);
-  scan_cmd->add_option("--db", scan.db, "the dataset (created when absent)")->required();
-  scan_cmd->add_option("--jobs", scan.jobs, "worker processes (default: the machine's CPUs)")->check(CLI::Range(1, 1024));
-  scan_cmd->add_option("--inventory", scan.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
-  scan_cmd->add_option("--max-bytes", scan_max_bytes, "read at most the first N bytes of each core");
-  scan_cmd->add_option("--timeout", scan.timeout_seconds, "seconds one core may take (default 60)")->check(CLI::PositiveNumber);
-  AddModuleFileFlags(scan_cmd, scan_sysroot, scan.exe_files, nullptr);
-  scan_cmd->add_option("--rules", scan_rules, "a rules file: its [environment] allow list adds identity variables");
-  scan_cmd->add_flag("--force", scan.force, "analyze unchanged inputs again");
-  std::string shard;
-  scan_cmd->add_option("--shard", shard, "I/N: scan only shard I (0-based) of N, balanced by size");
-
-  std::string merge_db;
-  std::vector<std::string> merge_shards;
-  auto* merge_cmd = app.add_subcommand("merge", "merge shard datasets into one (idempotent)");
-  merge_cmd->add_option("--db", merge_db, "the merged dataset (created when absent)")->required();
-  merge_cmd->add_option("SHARD", merge_shards, "shard datasets")->required();
-
-  std::string query_db, query_sql;
-  bool query_json = false;
-  auto* query_cmd = app.add_subcommand("query", "run a read-only SQL query on a dataset");
-  query_cmd->add_option("--db", query_db, "the dataset")->required();
-  query_cmd->add_option("SQL", query_sql, "one SQL statement")->required();
-  query_cmd->add_flag("--json", query_json, "rows as a JSON array of objects");
-
-  coroner::EpiCommandOptions epi;
-  auto* epi_cmd = app.add_subcommand("epi", "the crash populations in a dataset and what each correlates with");
-  epi_cmd->add_option("--db", epi.db, "the dataset")->required();
-  epi_cmd->add_flag("--json", epi.json, "the report as JSON on stdout (docs/epi-json.md)");
-  epi_cmd->add_option("--md", epi.md, "write the Markdown report to FILE");
-  epi_cmd->add_option("--html", epi.html, "write the HTML report (one self-contained file) to FILE");
-  epi_cmd->add_option("--where", epi.where, "an SQL condition over the cores table: analyze only these cores");
-  epi_cmd->add_option("--incident-window", epi.incident_window_minutes,
-                      "minutes: a job's cores within this of its first crash are one incident (default 15)")
-      ->check(CLI::Range(0.0, 100000.0));
-  epi_cmd->add_option("--rules", epi.rules, "a TOML file of labels and exclusions ([[label]], [[exclude]])");
-  epi_cmd->add_option("--kernel-log", epi.kernel_logs, "kernel logs (dmesg or journal text): FILE or HOST=FILE")
-      ->allow_extra_args(true);
-  epi_cmd->add_option("--inventory", epi.inventory,
-                      "the hosts' placements (the scan's CSV): values it gives are tested per host-day at risk");
-
-  std::string demo_out = "coroner-demo", demo_scenario = "demo";
-  auto* demo_cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
-  demo_cmd->add_option("--out", demo_out, "where the fleet, dataset and reports go (default ./coroner-demo)");
-  demo_cmd->add_option("--scenario", demo_scenario, std::string("one of ") + coroner::kScenarioNames);
-
-  coroner::SourcesCommandOptions sources;
-  auto* sources_cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");
-  sources_cmd->add_option("CORE", sources.core, "the core")->required();
-  sources_cmd->add_option("--components", sources.flags.components_file,
-                          "library-to-component rules, `pattern<TAB>component[<TAB>repository[<TAB>path]]`");
-  AddSourceFlags(sources_cmd, sources.flags);
-  sources_cmd->add_option("--context", sources.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
-  sources_cmd->add_flag("--json", sources.json, "the report as one JSON object");
-  AddModuleFileFlags(sources_cmd, sources_sysroot, sources.exe_files, &sources.debug_dirs);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("analyze", "report on each core: process, signal, threads, registers, modules");
+    cmd->add_option("CORE", options.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
+    cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
+    cmd->add_flag("--json", json, "one JSON object per core, one per line");
+    const std::map<std::string, coroner::ReportFormat> formats = {{"text", coroner::ReportFormat::kText},
+                                                                  {"md", coroner::ReportFormat::kMarkdown},
+                                                                  {"json", coroner::ReportFormat::kJson}};
+    cmd->add_option("--format", options.format, "text, md (the Markdown report) or json")
+        ->transform(CLI::CheckedTransformer(formats));
+    cmd->add_option("--components", options.components_file, "library-to-component rules, `pattern<TAB>component` a line");
+    AddModuleFileFlags(cmd, sysroot, options.exe_files, &options.debug_dirs);
+    cmd->add_flag("--registers-only", options.registers_only, "no backtraces: registers, signal and modules only");
+    cmd->add_option("--max-frames", options.max_frames, "stop each backtrace after N frames (default 1024)");
+    cmd->add_flag("!--no-module-files", options.check_module_files, "do not look at module files on disk");
+    cmd->add_flag("!--no-python", options.python_frames, "native frames only: do not read a CPython process's Python stacks");
+    cmd->add_option("--rules", options.rules_file, "a rules file: its [environment] allow list adds identity variables");
+    AddSourceFlags(cmd, options.source_flags);
   }
-  for (auto [values, into] : {std::pair{&analyze_sysroot, &analyze.sysroot}, std::pair{&scan_sysroot, &scan.sysroot},
-                              std::pair{&sources_sysroot, &sources.sysroot}}) {
-    auto parsed = coroner::ParseSysroot(*values);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "coroner: %s\n", parsed.error().message.c_str());
-      return 2;
-    }
-    *into = std::move(*parsed);
+  int Run() {
+    if (!TakeSysroot(sysroot, options.sysroot)) return 2;
+    if (json) options.format = coroner::ReportFormat::kJson;
+    if (cmd->count("--max-bytes")) options.max_bytes = max_bytes;
+    return coroner::RunAnalyze(options);
   }
-  if (cmd->parsed()) {
-    if (json) analyze.format = coroner::ReportFormat::kJson;
-    if (cmd->count("--max-bytes")) analyze.max_bytes = max_bytes;
-    return coroner::RunAnalyze(analyze);
+};
+
+struct ScanCommand {
+  coroner::ScanOptions options;
+  std::string rules, shard;
+  uint64_t max_bytes = 0;
+  std::vector<std::string> sysroot;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("scan", "analyze a fleet of cores into a SQLite dataset");
+    cmd->add_option("INPUT", options.inputs, "core files, directories, globs, @listfiles, http(s):// URLs");
+    cmd->add_option("--log", options.logs, "log files with coroner-crash lines (from libcoroner_crashlog)")
+        ->allow_extra_args(false);
+    cmd->add_option("--db", options.db, "the dataset (created when absent)")->required();
+    cmd->add_option("--jobs", options.jobs, "worker processes (default: the machine's CPUs)")->check(CLI::Range(1, 1024));
+    cmd->add_option("--inventory", options.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
+    cmd->add_option("--max-bytes", max_bytes, "read at most the first N bytes of each core");
+    cmd->add_option("--timeout", options.timeout_seconds, "seconds one core may take (default 60)")
+        ->check(CLI::PositiveNumber);
+    AddModuleFileFlags(cmd, sysroot, options.exe_files, nullptr);
+    cmd->add_option("--rules", rules, "a rules file: its [environment] allow list adds identity variables");
+    cmd->add_flag("--force", options.force, "analyze unchanged inputs again");
+    cmd->add_option("--shard", shard, "I/N: scan only shard I (0-based) of N, balanced by size");
   }
-  if (scan_cmd->parsed()) {
-    if (scan_cmd->count("--max-bytes")) scan.max_bytes = scan_max_bytes;
-    if (scan.inputs.empty() && scan.logs.empty()) {
+  int Run() {
+    if (!TakeSysroot(sysroot, options.sysroot)) return 2;
+    if (cmd->count("--max-bytes")) options.max_bytes = max_bytes;
+    if (options.inputs.empty() && options.logs.empty()) {
       std::fprintf(stderr, "coroner: scan needs INPUT... or --log FILE\n");
       return 2;
     }
@@ -177,14 +139,127 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "coroner: --shard wants I/N with 0 <= I < N, not %s\n", shard.c_str());
         return 2;
       }
-      scan.shard = std::make_pair(i, n);
+      options.shard = std::make_pair(i, n);
     }
-    return coroner::RunScanCommand(scan, scan_rules);
+    return coroner::RunScanCommand(options, rules);
   }
-  if (sources_cmd->parsed()) return coroner::RunSourcesCommand(sources);
-  if (merge_cmd->parsed()) return coroner::RunMergeCommand(merge_db, merge_shards);
-  if (query_cmd->parsed()) return coroner::RunQueryCommand(query_db, query_sql, query_json);
-  if (epi_cmd->parsed()) return coroner::RunEpiCommand(epi);
-  if (demo_cmd->parsed()) return coroner::RunDemoCommand(demo_out, demo_scenario);
+};
+
+struct MergeCommand {
+  std::string db;
+  std::vector<std::string> shards;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("merge", "merge shard datasets into one (idempotent)");
+    cmd->add_option("--db", db, "the merged dataset (created when absent)")->required();
+    cmd->add_option("SHARD", shards, "shard datasets")->required();
+  }
+  int Run() { return coroner::RunMergeCommand(db, shards); }
+};
+
+struct QueryCommand {
+  std::string db, sql;
+  bool json = false;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("query", "run a read-only SQL query on a dataset");
+    cmd->add_option("--db", db, "the dataset")->required();
+    cmd->add_option("SQL", sql, "one SQL statement")->required();
+    cmd->add_flag("--json", json, "rows as a JSON array of objects");
+  }
+  int Run() { return coroner::RunQueryCommand(db, sql, json); }
+};
+
+struct EpiCommand {
+  coroner::EpiCommandOptions options;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("epi", "the crash populations in a dataset and what each correlates with");
+    cmd->add_option("--db", options.db, "the dataset")->required();
+    cmd->add_flag("--json", options.json, "the report as JSON on stdout (docs/epi-json.md)");
+    cmd->add_option("--md", options.md, "write the Markdown report to FILE");
+    cmd->add_option("--html", options.html, "write the HTML report (one self-contained file) to FILE");
+    cmd->add_option("--where", options.where, "an SQL condition over the cores table: analyze only these cores");
+    cmd->add_option("--incident-window", options.incident_window_minutes,
+                    "minutes: a job's cores within this of its first crash are one incident (default 15)")
+        ->check(CLI::Range(0.0, 100000.0));
+    cmd->add_option("--rules", options.rules, "a TOML file of labels and exclusions ([[label]], [[exclude]])");
+    cmd->add_option("--kernel-log", options.kernel_logs, "kernel logs (dmesg or journal text): FILE or HOST=FILE")
+        ->allow_extra_args(true);
+    cmd->add_option("--inventory", options.inventory,
+                    "the hosts' placements (the scan's CSV): values it gives are tested per host-day at risk");
+  }
+  int Run() { return coroner::RunEpiCommand(options); }
+};
+
+struct DemoCommand {
+  std::string out = "coroner-demo", scenario = "demo";
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("demo", "a seeded fleet of real zoo cores with planted causes, scanned and reported");
+    cmd->add_option("--out", out, "where the fleet, dataset and reports go (default ./coroner-demo)");
+    cmd->add_option("--scenario", scenario, std::string("one of ") + coroner::kScenarioNames);
+  }
+  int Run() { return coroner::RunDemoCommand(out, scenario); }
+};
+
+struct SourcesCommand {
+  coroner::SourcesCommandOptions options;
+  std::vector<std::string> sysroot;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("sources", "the crashing thread at the source level: files, lines, versions, fix status");
+    cmd->add_option("CORE", options.core, "the core")->required();
+    cmd->add_option("--components", options.flags.components_file,
+                    "library-to-component rules, `pattern<TAB>component[<TAB>repository[<TAB>path]]`");
+    AddSourceFlags(cmd, options.flags);
+    cmd->add_option("--context", options.context, "source lines shown either side (default 5)")->check(CLI::Range(0, 100));
+    cmd->add_flag("--json", options.json, "the report as one JSON object");
+    AddModuleFileFlags(cmd, sysroot, options.exe_files, &options.debug_dirs);
+  }
+  int Run() {
+    if (!TakeSysroot(sysroot, options.sysroot)) return 2;
+    return coroner::RunSourcesCommand(options);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"coroner: read Linux core dumps (x86_64, aarch64), one deeply or a fleet fast"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "coroner 0.1.0");
+  AnalyzeCommand analyze;
+  ScanCommand scan;
+  MergeCommand merge;
+  QueryCommand query;
+  EpiCommand epi;
+  DemoCommand demo;
+  SourcesCommand sources;
+  analyze.Add(app);
+  scan.Add(app);
+  merge.Add(app);
+  query.Add(app);
+  epi.Add(app);
+  demo.Add(app);
+  sources.Add(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (analyze.cmd->parsed()) return analyze.Run();
+  if (scan.cmd->parsed()) return scan.Run();
+  if (sources.cmd->parsed()) return sources.Run();
+  if (merge.cmd->parsed()) return merge.Run();
+  if (query.cmd->parsed()) return query.Run();
+  if (epi.cmd->parsed()) return epi.Run();
+  if (demo.cmd->parsed()) return demo.Run();
   return 2;
 }
