@@ -188,106 +188,124 @@ nlohmann::json GpuEventsJson(const GpuEvents& g) {
           {"reading", g.reading ? json(ValidUtf8(GpuWords(g))) : json(nullptr)}};
 }
 
+nlohmann::json FindingJson(const Finding& f) {
+  using nlohmann::json;
+  return {{"attribute", ValidUtf8(f.attribute)},
+          {"value", ValidUtf8(f.value)},
+          {"count", f.count},
+          {"share", f.share},
+          {"baseline_share", f.baseline_share},
+          {"lift", f.lift},
+          {"p_value", f.p_value},
+          {"p_adjusted", f.p_adjusted},
+          {"flag", f.reading ? json(ValidUtf8(FindingWords(f))) : json(nullptr)},
+          {"explained_by", f.explained_by_attribute.empty() ? json(nullptr)
+                                                            : json{{"attribute", ValidUtf8(f.explained_by_attribute)},
+                                                                   {"value", ValidUtf8(f.explained_by_value)}}},
+          {"window", f.window_from.empty() ? json(nullptr) : json{{"from", f.window_from}, {"to", f.window_to}}},
+          {"host_days", f.rated ? json(f.host_days) : json(nullptr)},
+          {"rate", f.rated ? json(f.rate) : json(nullptr)},
+          {"rate_without", f.rated ? json(f.rate_without) : json(nullptr)},
+          {"rate_ratio", f.rated && f.rate_without > 0 ? json(f.rate / f.rate_without) : json(nullptr)},
+          {"p_rate", f.rated ? json(f.p_rate) : json(nullptr)}};
+}
+
+nlohmann::json ClusterJson(const Cluster& c) {
+  using nlohmann::json;
+  json findings = json::array();
+  for (const auto& f : c.findings) findings.push_back(FindingJson(f));
+  json daily = json::object();
+  for (const auto& [d, n] : c.daily) daily[d] = n;
+  json hosts = json::object();
+  for (const auto& [h, n] : c.hosts) hosts[ValidUtf8(h)] = n;
+  json uptime = json::object();
+  for (size_t i = 0; i < c.uptime_histogram.size(); ++i) uptime[UptimeBucketNames()[i]] = c.uptime_histogram[i];
+  auto day = [](const std::string& d) { return d.empty() ? json(nullptr) : json(d); };
+  json exposure = nullptr;
+  if (c.exposed) {
+    json per_host = json::object();
+    for (const auto& [h, d] : c.host_days_per_host) per_host[ValidUtf8(h)] = d;
+    exposure = {{"hosts", c.hosts_at_risk}, {"host_days", c.host_days}, {"per_host", per_host}};
+  }
+  json began_with = nullptr;
+  if (const auto& o = c.began_with)
+    began_with = {{"attribute", ValidUtf8(o->attribute)},
+                  {"value", ValidUtf8(o->value)},
+                  {"crashes_before", o->crashes_before},
+                  {"host_days_before", o->host_days_before},
+                  {"crashes_after", o->crashes_after},
+                  {"host_days_after", o->host_days_after},
+                  {"p_value", o->p_value},
+                  {"p_adjusted", o->p_adjusted},
+                  {"lag_host_days", o->lag_host_days},
+                  {"p_lag", o->p_lag},
+                  {"reading", ValidUtf8(OnsetWords(*o))}};
+  return {{"id", c.id},
+          {"syndrome", ValidUtf8(c.syndrome)},
+          {"signature", ValidUtf8(c.signature)},
+          {"label", c.label.empty() ? json(nullptr) : json(ValidUtf8(c.label))},
+          {"count", c.count},
+          {"share", c.share},
+          {"first_seen", day(c.first_seen)},
+          {"last_seen", day(c.last_seen)},
+          {"onset", day(c.onset)},
+          {"began_with", began_with},
+          {"daily", daily},
+          {"findings", findings},
+          {"hosts", hosts},
+          {"uptime", uptime},
+          {"exposure", exposure},
+          {"gpu_events", GpuEventsJson(c.gpu_events)},
+          {"incidents", c.incidents},
+          {"collateral_of", c.collateral ? json(c.collateral->of) : json(nullptr)},
+          {"collateral_reading", c.collateral ? json(ValidUtf8(CollateralWords(c))) : json(nullptr)},
+          {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}};
+}
+
+nlohmann::json HostJson(const HostVerdict& h) {
+  using nlohmann::json;
+  json evidence = json::array();
+  for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(EvidenceWords(e.fact)));
+  json cpus = json::object();
+  for (const auto& [cpu, n] : h.cpus) cpus[std::to_string(cpu)] = n;
+  json vms = json::array();
+  for (const auto& vm : h.vms) vms.push_back(ValidUtf8(vm));
+  return {{"host", ValidUtf8(h.host)},
+          {"machine", h.machine},
+          {"vms", vms},
+          {"score", h.score},
+          {"verdict", h.suspect ? json(ValidUtf8(VerdictWords(h))) : json(nullptr)},
+          {"crashes", h.crashes},
+          {"cpus", cpus},
+          {"evidence", evidence}};
+}
+
+nlohmann::json IncidentJson(const Incident& i) {
+  using nlohmann::json;
+  return {{"job", ValidUtf8(i.job)},
+          {"launcher", i.launcher.empty() ? json(nullptr) : json(ValidUtf8(i.launcher))},
+          {"cores", i.cores},
+          {"first_crash", i.first_crash.empty() ? json(nullptr) : json(i.first_crash)},
+          {"root",
+           {{"core", ValidUtf8(i.root_path)},
+            {"rank", i.root_rank ? json(*i.root_rank) : json(nullptr)},
+            {"host", i.root_host.empty() ? json(nullptr) : json(ValidUtf8(i.root_host))},
+            {"signature", ValidUtf8(i.root_signature)},
+            {"cluster", i.root_cluster}}},
+          {"collateral", i.collateral},
+          {"alike", i.alike}};
+}
+
 std::string EpiToJson(const EpiResult& r) {
   using nlohmann::json;
   json clusters = json::array();
-  for (const auto& c : r.clusters) {
-    json findings = json::array();
-    for (const auto& f : c.findings)
-      findings.push_back({{"attribute", ValidUtf8(f.attribute)}, {"value", ValidUtf8(f.value)}, {"count", f.count},
-                          {"share", f.share}, {"baseline_share", f.baseline_share}, {"lift", f.lift},
-                          {"p_value", f.p_value}, {"p_adjusted", f.p_adjusted},
-                          {"flag", f.reading ? json(ValidUtf8(FindingWords(f))) : json(nullptr)},
-                          {"explained_by", f.explained_by_attribute.empty()
-                                               ? json(nullptr)
-                                               : json{{"attribute", ValidUtf8(f.explained_by_attribute)},
-                                                      {"value", ValidUtf8(f.explained_by_value)}}},
-                          {"window", f.window_from.empty() ? json(nullptr)
-                                                           : json{{"from", f.window_from}, {"to", f.window_to}}},
-                          {"host_days", f.rated ? json(f.host_days) : json(nullptr)},
-                          {"rate", f.rated ? json(f.rate) : json(nullptr)},
-                          {"rate_without", f.rated ? json(f.rate_without) : json(nullptr)},
-                          {"rate_ratio", f.rated && f.rate_without > 0 ? json(f.rate / f.rate_without) : json(nullptr)},
-                          {"p_rate", f.rated ? json(f.p_rate) : json(nullptr)}});
-    json daily = json::object();
-    for (const auto& [d, n] : c.daily) daily[d] = n;
-    json hosts = json::object();
-    for (const auto& [h, n] : c.hosts) hosts[ValidUtf8(h)] = n;
-    json uptime = json::object();
-    for (size_t i = 0; i < c.uptime_histogram.size(); ++i) uptime[UptimeBucketNames()[i]] = c.uptime_histogram[i];
-    auto day = [](const std::string& d) { return d.empty() ? json(nullptr) : json(d); };
-    json exposure = nullptr;
-    if (c.exposed) {
-      json per_host = json::object();
-      for (const auto& [h, d] : c.host_days_per_host) per_host[ValidUtf8(h)] = d;
-      exposure = {{"hosts", c.hosts_at_risk}, {"host_days", c.host_days}, {"per_host", per_host}};
-    }
-    json began_with = nullptr;
-    if (const auto& o = c.began_with)
-      began_with = {{"attribute", ValidUtf8(o->attribute)},
-                    {"value", ValidUtf8(o->value)},
-                    {"crashes_before", o->crashes_before},
-                    {"host_days_before", o->host_days_before},
-                    {"crashes_after", o->crashes_after},
-                    {"host_days_after", o->host_days_after},
-                    {"p_value", o->p_value},
-                    {"p_adjusted", o->p_adjusted},
-                    {"lag_host_days", o->lag_host_days},
-                    {"p_lag", o->p_lag},
-                    {"reading", ValidUtf8(OnsetWords(*o))}};
-    clusters.push_back({{"id", c.id},
-                        {"syndrome", ValidUtf8(c.syndrome)},
-                        {"signature", ValidUtf8(c.signature)},
-                        {"label", c.label.empty() ? json(nullptr) : json(ValidUtf8(c.label))},
-                        {"count", c.count},
-                        {"share", c.share},
-                        {"first_seen", day(c.first_seen)},
-                        {"last_seen", day(c.last_seen)},
-                        {"onset", day(c.onset)},
-                        {"began_with", began_with},
-                        {"daily", daily},
-                        {"findings", findings},
-                        {"hosts", hosts},
-                        {"uptime", uptime},
-                        {"exposure", exposure},
-                        {"gpu_events", GpuEventsJson(c.gpu_events)},
-                        {"incidents", c.incidents},
-                        {"collateral_of", c.collateral ? json(c.collateral->of) : json(nullptr)},
-                        {"collateral_reading", c.collateral ? json(ValidUtf8(CollateralWords(c))) : json(nullptr)},
-                        {"example", c.example.empty() ? json(nullptr) : json(ValidUtf8(c.example))}});
-  }
+  for (const auto& c : r.clusters) clusters.push_back(ClusterJson(c));
   json warnings = json::array();
   for (const auto& w : r.warnings) warnings.push_back(ValidUtf8(w));
   json hosts = json::array();
-  for (const auto& h : r.hosts) {
-    json evidence = json::array();
-    for (const auto& e : h.evidence) evidence.push_back(ValidUtf8(EvidenceWords(e.fact)));
-    json cpus = json::object();
-    for (const auto& [cpu, n] : h.cpus) cpus[std::to_string(cpu)] = n;
-    json vms = json::array();
-    for (const auto& vm : h.vms) vms.push_back(ValidUtf8(vm));
-    hosts.push_back({{"host", ValidUtf8(h.host)},
-                     {"machine", h.machine},
-                     {"vms", vms},
-                     {"score", h.score},
-                     {"verdict", h.suspect ? json(ValidUtf8(VerdictWords(h))) : json(nullptr)},
-                     {"crashes", h.crashes},
-                     {"cpus", cpus},
-                     {"evidence", evidence}});
-  }
+  for (const auto& h : r.hosts) hosts.push_back(HostJson(h));
   json incidents = json::array();
-  for (const auto& i : r.incidents)
-    incidents.push_back({{"job", ValidUtf8(i.job)},
-                         {"launcher", i.launcher.empty() ? json(nullptr) : json(ValidUtf8(i.launcher))},
-                         {"cores", i.cores},
-                         {"first_crash", i.first_crash.empty() ? json(nullptr) : json(i.first_crash)},
-                         {"root", {{"core", ValidUtf8(i.root_path)},
-                                   {"rank", i.root_rank ? json(*i.root_rank) : json(nullptr)},
-                                   {"host", i.root_host.empty() ? json(nullptr) : json(ValidUtf8(i.root_host))},
-                                   {"signature", ValidUtf8(i.root_signature)},
-                                   {"cluster", i.root_cluster}}},
-                         {"collateral", i.collateral},
-                         {"alike", i.alike}});
+  for (const auto& i : r.incidents) incidents.push_back(IncidentJson(i));
   json out = {{"version", kEpiJsonVersion},
               {"cores", r.cores},
               {"excluded", r.excluded},
