@@ -148,131 +148,189 @@ void ProcessOfPageFault(std::string_view rest, HardwareEvent& e) {
   if (!e.pid || e.pid == 0) e.pid.reset(), e.comm.clear();  // "for process  pid 0": the kernel did not know
 }
 
+// What one line format makes of a message: not its line (the next format
+// is asked), or its line, with the event it reports or none (a driver's
+// start-up and status lines are its own, and no event).
+struct LineMatch {
+  bool matched = false;
+  std::optional<HardwareEvent> event;
+};
+LineMatch NotMine() { return {}; }
+LineMatch Event(HardwareEvent e) { return {true, std::move(e)}; }
+LineMatch NoEvent() { return {true, std::nullopt}; }
+
+// "comm[pid]: segfault at ADDR ip ... error N in lib[...] likely on CPU N".
+LineMatch ReadSegfault(std::string_view msg) {
+  size_t at = msg.find("]: segfault at ");
+  if (at == std::string_view::npos) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kSegfault;
+  NamePid(msg, at, e);
+  std::string_view rest = msg.substr(at);
+  e.address = ParseHex(After(rest, "segfault at ", kHexDigits));
+  e.detail = "segfault, error " + std::string(After(rest, " error ", kHexDigits));
+  LibraryAndCpu(rest, e);
+  return Event(std::move(e));
+}
+
+// "traps: comm[pid] general protection fault ip:... sp:... error:0".
+LineMatch ReadTrap(std::string_view msg) {
+  size_t at = msg.find("traps: ");
+  if (at == std::string_view::npos || !Has(msg, " ip:")) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kTrap;
+  std::string_view rest = msg.substr(at + 7);
+  size_t close = rest.find("] ");
+  NamePid(rest, close, e);
+  if (close != std::string_view::npos) {
+    std::string_view what = rest.substr(close + 2);
+    e.detail = std::string(what.substr(0, std::min(what.find(" ip:"), size_t{80})));
+  }
+  e.address = ParseHex(After(rest, " ip:", kHexDigits));
+  LibraryAndCpu(rest.substr(std::min(rest.size(), rest.find(" error:"))), e);
+  return Event(std::move(e));
+}
+
+// The machine's CPU count, printed at boot: "smp: Brought up 2 nodes, 64
+// CPUs".
+LineMatch ReadCpuCount(std::string_view msg) {
+  size_t at = msg.find("smp: Brought up ");
+  if (at == std::string_view::npos) return NotMine();
+  std::string_view rest = msg.substr(at);
+  size_t comma = rest.find(", ");
+  if (comma == std::string_view::npos) return NotMine();
+  std::string_view n = Run(rest, comma + 2, kDigits);
+  if (n.empty() || rest.substr(comma + 2 + n.size()).rfind(" CPU", 0) != 0) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kCpuCount;
+  e.cpu = Int(n);
+  return e.cpu ? Event(std::move(e)) : NotMine();
+}
+
+// EDAC reports an error with its count and class ("1 CE memory read
+// error", "UE", "HANDLING MCE MEMORY ERROR"); its other lines are the
+// driver's start-up ("EDAC MC: Ver: 3.0.0", "Giving out device ...").
+LineMatch ReadEdac(std::string_view msg) {
+  if (!Has(msg, "EDAC")) return NotMine();
+  if (!IsEdacError(msg)) return NoEvent();
+  HardwareEvent e;
+  e.kind = EventKind::kEdac;
+  return Event(std::move(e));
+}
+
+// "Memory failure: 0xPFN: ...": the page the kernel took away.
+LineMatch ReadMemoryFailure(std::string_view msg) {
+  if (!Has(msg, "Memory failure: ")) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kMemoryFailure;
+  if (auto pfn = ParseHex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
+  return Event(std::move(e));
+}
+
+// A machine check is reported as one ("[Hardware Error]: ... Machine
+// Check", "Machine check events logged"); the mce driver's other lines
+// are boot and thermal information ("mce: CPU0: Thermal monitoring
+// enabled (TM1)", "mce: CPU supports 32 MCE banks").
+LineMatch ReadMachineCheck(std::string_view msg) {
+  if (!(Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
+        Has(msg, "Machine Check")))
+    return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kMce;
+  if (size_t at = msg.find("CPU"); at != std::string_view::npos)
+    e.cpu = Int(Run(msg, at + 3 + (at + 3 < msg.size() && msg[at + 3] == ' '), kDigits));
+  e.bank = Int(After(msg, "Bank ", kDigits));
+  return Event(std::move(e));
+}
+
+// NVIDIA's "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., text".
+LineMatch ReadXid(std::string_view msg) {
+  size_t at = msg.find("Xid (");
+  if (at == std::string_view::npos) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kGpuXid;
+  e.gpu = PciAddress(msg, "Xid (PCI:");
+  std::string_view rest = msg.substr(at);
+  size_t colon = rest.find("): ");
+  if (colon != std::string_view::npos) {
+    rest.remove_prefix(colon + 3);
+    e.xid = Int(Run(rest, 0, kDigits));
+    e.pid = Int(After(rest, "pid=", kDigits));
+    if (size_t n = rest.find("name="); n != std::string_view::npos) {
+      std::string_view name = rest.substr(n + 5);
+      name = name.substr(0, std::min(name.find(','), size_t{64}));
+      if (name != "<unknown>") e.comm = std::string(name);
+    }
+    // The text after the fields the driver prints first.
+    std::string_view text = rest;
+    for (std::string_view field : {"pid=", "name="})
+      if (size_t f = text.find(field); f != std::string_view::npos) {
+        size_t comma = text.find(", ", f);
+        text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 2);
+      }
+    if (e.xid && text.size() == rest.size()) text.remove_prefix(std::min(text.size(), Run(text, 0, kDigits).size() + 2));
+    e.detail = std::string(text.substr(0, 120));
+  }
+  return Event(std::move(e));
+}
+
+// ROCr's "comm[pid]: Memory access fault by GPU node-N (Agent handle: ...)
+// on address 0x.... Reason: ...".
+LineMatch ReadRocrFault(std::string_view msg) {
+  size_t at = msg.find("Memory access fault by GPU");
+  if (at == std::string_view::npos) return NotMine();
+  HardwareEvent e;
+  e.kind = EventKind::kGpuMemoryFault;
+  NamePid(msg, at >= 2 ? msg.rfind(']', at) : std::string_view::npos, e);
+  std::string_view rest = msg.substr(std::min(msg.size(), at + 27));
+  e.gpu = std::string(rest.substr(0, std::min(rest.find(' '), size_t{32})));
+  e.address = ParseHex(After(rest, "on address ", kHexDigits));
+  if (size_t r = rest.find("Reason: "); r != std::string_view::npos) e.detail = std::string(rest.substr(r + 8, 120));
+  return Event(std::move(e));
+}
+
+// amdgpu's page faults, resets and RAS reports. Anything else amdgpu says
+// (start-up, "RAS INFO", ring timeouts of a hung kernel, the words "fault"
+// or "ERROR" in a status) is no hardware error on its own.
+LineMatch ReadAmdgpu(std::string_view msg) {
+  if (!Has(msg, "amdgpu")) return NotMine();
+  HardwareEvent e;
+  e.gpu = PciAddress(msg, "amdgpu ");
+  if (Has(msg, "page fault (")) {
+    e.kind = EventKind::kGpuPageFault;
+    e.detail = "page fault";
+    if (size_t p = msg.find("for process "); p != std::string_view::npos) ProcessOfPageFault(msg.substr(p + 12), e);
+    return Event(std::move(e));
+  }
+  // A page fault's status lines, met without their fault (a log cut
+  // before it): they describe that fault, not the hardware.
+  if (IsPageFaultDecode(msg)) return NoEvent();
+  if (Has(msg, "GPU reset")) {
+    e.kind = EventKind::kGpuReset;
+    return Event(std::move(e));
+  }
+  // RAS: ECC errors the GPU corrected or could not, pages retired for
+  // them, and the CPER records newer drivers write for each.
+  if (Has(msg, "correctable hardware error") || Has(msg, "bad page") || Has(msg, "Bad page") ||
+      Has(msg, "retired page") || Has(msg, "CPER")) {
+    e.kind = EventKind::kGpuRas;
+    return Event(std::move(e));
+  }
+  return NotMine();
+}
+
+// The line formats, asked in this order: the first that takes a message
+// decides it.
+constexpr LineMatch (*kLineFormats[])(std::string_view) = {
+    ReadSegfault, ReadTrap, ReadCpuCount, ReadEdac, ReadMemoryFailure, ReadMachineCheck, ReadXid, ReadRocrFault,
+    ReadAmdgpu,
+};
+
 // The event a kernel (or journal) message is, or nullopt. Fields the
 // message does not name stay empty.
 std::optional<HardwareEvent> Classify(std::string_view msg) {
-  HardwareEvent e;
-  if (size_t at = msg.find("]: segfault at "); at != std::string_view::npos) {
-    e.kind = EventKind::kSegfault;
-    NamePid(msg, at, e);
-    std::string_view rest = msg.substr(at);
-    e.address = ParseHex(After(rest, "segfault at ", kHexDigits));
-    e.detail = "segfault, error " + std::string(After(rest, " error ", kHexDigits));
-    LibraryAndCpu(rest, e);
-    return e;
-  }
-  if (size_t at = msg.find("traps: "); at != std::string_view::npos && Has(msg, " ip:")) {
-    e.kind = EventKind::kTrap;
-    std::string_view rest = msg.substr(at + 7);
-    size_t close = rest.find("] ");
-    NamePid(rest, close, e);
-    if (close != std::string_view::npos) {
-      std::string_view what = rest.substr(close + 2);
-      e.detail = std::string(what.substr(0, std::min(what.find(" ip:"), size_t{80})));
-    }
-    e.address = ParseHex(After(rest, " ip:", kHexDigits));
-    LibraryAndCpu(rest.substr(std::min(rest.size(), rest.find(" error:"))), e);
-    return e;
-  }
-  // The machine's CPU count, printed at boot: "smp: Brought up 2 nodes, 64
-  // CPUs".
-  if (size_t at = msg.find("smp: Brought up "); at != std::string_view::npos) {
-    std::string_view rest = msg.substr(at);
-    if (size_t comma = rest.find(", "); comma != std::string_view::npos) {
-      std::string_view n = Run(rest, comma + 2, kDigits);
-      if (!n.empty() && rest.substr(comma + 2 + n.size()).rfind(" CPU", 0) == 0) {
-        e.kind = EventKind::kCpuCount;
-        e.cpu = Int(n);
-        if (e.cpu) return e;
-      }
-    }
-  }
-  // EDAC reports an error with its count and class ("1 CE memory read
-  // error", "UE", "HANDLING MCE MEMORY ERROR"); its other lines are the
-  // driver's start-up ("EDAC MC: Ver: 3.0.0", "Giving out device ...").
-  if (Has(msg, "EDAC")) {
-    if (!IsEdacError(msg)) return std::nullopt;
-    e.kind = EventKind::kEdac;
-    return e;
-  }
-  if (Has(msg, "Memory failure: ")) {
-    e.kind = EventKind::kMemoryFailure;
-    if (auto pfn = ParseHex(After(msg, "Memory failure: ", kHexDigits)); pfn && *pfn < (1ull << 52)) e.address = *pfn << 12;
-    return e;
-  }
-  // A machine check is reported as one ("[Hardware Error]: ... Machine
-  // Check", "Machine check events logged"); the mce driver's other lines
-  // are boot and thermal information ("mce: CPU0: Thermal monitoring
-  // enabled (TM1)", "mce: CPU supports 32 MCE banks").
-  if (Has(msg, "Machine check") || Has(msg, "Hardware Error") || Has(msg, "machine check") ||
-      Has(msg, "Machine Check")) {
-    e.kind = EventKind::kMce;
-    if (size_t at = msg.find("CPU"); at != std::string_view::npos)
-      e.cpu = Int(Run(msg, at + 3 + (at + 3 < msg.size() && msg[at + 3] == ' '), kDigits));
-    e.bank = Int(After(msg, "Bank ", kDigits));
-    return e;
-  }
-  if (size_t at = msg.find("Xid ("); at != std::string_view::npos) {
-    e.kind = EventKind::kGpuXid;
-    e.gpu = PciAddress(msg, "Xid (PCI:");
-    std::string_view rest = msg.substr(at);
-    size_t colon = rest.find("): ");
-    if (colon != std::string_view::npos) {
-      rest.remove_prefix(colon + 3);
-      e.xid = Int(Run(rest, 0, kDigits));
-      e.pid = Int(After(rest, "pid=", kDigits));
-      if (size_t n = rest.find("name="); n != std::string_view::npos) {
-        std::string_view name = rest.substr(n + 5);
-        name = name.substr(0, std::min(name.find(','), size_t{64}));
-        if (name != "<unknown>") e.comm = std::string(name);
-      }
-      // The text after the fields the driver prints first.
-      std::string_view text = rest;
-      for (std::string_view field : {"pid=", "name="})
-        if (size_t f = text.find(field); f != std::string_view::npos) {
-          size_t comma = text.find(", ", f);
-          text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 2);
-        }
-      if (e.xid && text.size() == rest.size()) text.remove_prefix(std::min(text.size(), Run(text, 0, kDigits).size() + 2));
-      e.detail = std::string(text.substr(0, 120));
-    }
-    return e;
-  }
-  if (size_t at = msg.find("Memory access fault by GPU"); at != std::string_view::npos) {
-    e.kind = EventKind::kGpuMemoryFault;
-    NamePid(msg, at >= 2 ? msg.rfind(']', at) : std::string_view::npos, e);
-    std::string_view rest = msg.substr(std::min(msg.size(), at + 27));
-    e.gpu = std::string(rest.substr(0, std::min(rest.find(' '), size_t{32})));
-    e.address = ParseHex(After(rest, "on address ", kHexDigits));
-    if (size_t r = rest.find("Reason: "); r != std::string_view::npos) e.detail = std::string(rest.substr(r + 8, 120));
-    return e;
-  }
-  if (Has(msg, "amdgpu")) {
-    e.gpu = PciAddress(msg, "amdgpu ");
-    if (Has(msg, "page fault (")) {
-      e.kind = EventKind::kGpuPageFault;
-      e.detail = "page fault";
-      if (size_t p = msg.find("for process "); p != std::string_view::npos) ProcessOfPageFault(msg.substr(p + 12), e);
-      return e;
-    }
-    // A page fault's status lines, met without their fault (a log cut
-    // before it): they describe that fault, not the hardware.
-    if (IsPageFaultDecode(msg)) return std::nullopt;
-    if (Has(msg, "GPU reset")) {
-      e.kind = EventKind::kGpuReset;
-      return e;
-    }
-    // RAS: ECC errors the GPU corrected or could not, pages retired for
-    // them, and the CPER records newer drivers write for each.
-    if (Has(msg, "correctable hardware error") || Has(msg, "bad page") || Has(msg, "Bad page") ||
-        Has(msg, "retired page") || Has(msg, "CPER")) {
-      e.kind = EventKind::kGpuRas;
-      return e;
-    }
-    // Anything else amdgpu says (start-up, "RAS INFO", ring timeouts of a
-    // hung kernel, the words "fault" or "ERROR" in a status) is no
-    // hardware error on its own.
-  }
+  for (auto read : kLineFormats)
+    if (LineMatch m = read(msg); m.matched) return std::move(m.event);
   return std::nullopt;
 }
 
