@@ -493,51 +493,60 @@ static uintptr_t return_address(uintptr_t ra) {
 #endif
 _Static_assert(sizeof kRegNames / sizeof kRegNames[0] == NREGS, "a name for each register");
 
-static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
-  struct out o = {line, line + sizeof line - 1};
-  const struct table* t = modules_at_crash();
+/* The fields a line begins with: who, when, where, and the signal. */
+static void put_header(struct out* o, int sig, const siginfo_t* si) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  puts_(&o, "coroner-crash: v=1" ARCH_FIELD " pid=");
-  put_dec(&o, getpid());
-  puts_(&o, " tid=");
-  put_dec(&o, gettid_());
-  puts_(&o, " time=");
-  put_dec(&o, now.tv_sec);
-  put(&o, ".", 1);
+  puts_(o, "coroner-crash: v=1" ARCH_FIELD " pid=");
+  put_dec(o, getpid());
+  puts_(o, " tid=");
+  put_dec(o, gettid_());
+  puts_(o, " time=");
+  put_dec(o, now.tv_sec);
+  put(o, ".", 1);
   char ns[9];
   long v = now.tv_nsec;
   for (int i = 8; i >= 0; --i, v /= 10) ns[i] = (char)('0' + v % 10);
-  put(&o, ns, 9);
-  puts_(&o, " host=");
-  put_escaped(&o, host);
-  puts_(&o, " comm=");
-  put_escaped(&o, comm);
-  puts_(&o, " sig=");
-  put_dec(&o, sig);
-  puts_(&o, " code=");
-  put_dec(&o, si->si_code);
-  puts_(&o, " addr=");
-  put_hex(&o, (uintptr_t)si->si_addr);
-  puts_(&o, " regs=");
+  put(o, ns, 9);
+  puts_(o, " host=");
+  put_escaped(o, host);
+  puts_(o, " comm=");
+  put_escaped(o, comm);
+  puts_(o, " sig=");
+  put_dec(o, sig);
+  puts_(o, " code=");
+  put_dec(o, si->si_code);
+  puts_(o, " addr=");
+  put_hex(o, (uintptr_t)si->si_addr);
+}
+
+/* regs=NAME:0x...,...: every register, in kRegNames' order. */
+static void put_registers(struct out* o, const struct cpu* c) {
+  puts_(o, " regs=");
   for (int i = 0; i < NREGS; ++i) {
-    if (i) put(&o, ",", 1);
-    puts_(&o, kRegNames[i]);
-    put(&o, ":", 1);
-    put_hex(&o, c->r[i]);
+    if (i) put(o, ",", 1);
+    puts_(o, kRegNames[i]);
+    put(o, ":", 1);
+    put_hex(o, c->r[i]);
   }
-  uintptr_t sp = (uintptr_t)c->r[SP_AT];
-  puts_(&o, " stack=");
-  put_hex(&o, sp - STACK_BELOW);
-  put(&o, ":", 1);
+}
+
+/* stack=ADDRESS:words around sp, "-" for a word that cannot be read. */
+static void put_stack_words(struct out* o, uintptr_t sp) {
+  puts_(o, " stack=");
+  put_hex(o, sp - STACK_BELOW);
+  put(o, ":", 1);
   for (uintptr_t a = sp - STACK_BELOW; a < sp + STACK_ABOVE; a += 8) {
     uint64_t w;
-    if (a != sp - STACK_BELOW) put(&o, ",", 1);
-    if (read_self(a, &w, sizeof w)) put_hex(&o, w);
-    else put(&o, "-", 1);
+    if (a != sp - STACK_BELOW) put(o, ",", 1);
+    if (read_self(a, &w, sizeof w)) put_hex(o, w);
+    else put(o, "-", 1);
   }
-  /* The frame-pointer chain: each frame's pc, and the frame pointers the
-   * walk went through (so a reader can lay the chain out again). */
+}
+
+/* The frame-pointer chain: each frame's pc (bt=), and the frame pointers
+ * the walk went through (fps=, so a reader can lay the chain out again). */
+static void put_frame_chain(struct out* o, const struct table* t, const struct cpu* c) {
   uintptr_t fps[MAX_FRAMES], pcs[MAX_FRAMES];
   int frames = 1, nfps = 0;
   pcs[0] = (uintptr_t)c->r[PC_AT];
@@ -550,16 +559,20 @@ static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
     if (frame[0] <= fp) break; /* frames go up the stack */
     fp = frame[0];
   }
-  puts_(&o, " bt=");
+  puts_(o, " bt=");
   for (int i = 0; i < frames; ++i) {
-    if (i) put(&o, ",", 1);
-    put_pc(&o, t, pcs[i]);
+    if (i) put(o, ",", 1);
+    put_pc(o, t, pcs[i]);
   }
-  puts_(&o, " fps=");
+  puts_(o, " fps=");
   for (int i = 0; i < nfps; ++i) {
-    if (i) put(&o, ",", 1);
-    put_hex(&o, fps[i]);
+    if (i) put(o, ",", 1);
+    put_hex(o, fps[i]);
   }
+}
+
+/* stackmap=LOW-HIGH: the crashing thread's stack mapping, when known. */
+static void put_stack_mapping(struct out* o, uintptr_t sp) {
   uintptr_t stack_lo = 0, stack_hi = 0;
   if (install_stack.tid == gettid_()) {
     stack_lo = install_stack.lo;
@@ -568,36 +581,50 @@ static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
     stack_from_maps(sp, &stack_lo, &stack_hi);
   }
   if (stack_hi > stack_lo) {
-    puts_(&o, " stackmap=");
-    put_hex(&o, stack_lo);
-    put(&o, "-", 1);
-    put_hex(&o, stack_hi);
+    puts_(o, " stackmap=");
+    put_hex(o, stack_lo);
+    put(o, "-", 1);
+    put_hex(o, stack_hi);
   }
-  if (t) {
-    puts_(&o, " mods=");
-    for (int i = 0; i < t->nmodules; ++i) {
-      if (i) put(&o, ";", 1);
-      puts_(&o, t->modules[i].build_id[0] ? t->modules[i].build_id : "-");
-      put(&o, "@", 1);
-      put_hex(&o, t->modules[i].bias);
-      put(&o, "@", 1);
-      put_escaped(&o, t->modules[i].path);
-    }
-    puts_(&o, " segs=");
-    for (int i = 0; i < t->nsegments; ++i) {
-      const struct segment* s = &t->segments[i];
-      if (i) put(&o, ";", 1);
-      put_dec(&o, s->module);
-      put(&o, ":", 1);
-      put_hex(&o, s->start);
-      put(&o, "-", 1);
-      put_hex(&o, s->end);
-      put(&o, ":", 1);
-      put_hex(&o, s->offset);
-      put(&o, ":", 1);
-      puts_(&o, s->perm);
-    }
+}
+
+/* mods=BUILDID@BIAS@PATH;... and segs=MODULE:START-END:OFFSET:PERM;... */
+static void put_modules(struct out* o, const struct table* t) {
+  puts_(o, " mods=");
+  for (int i = 0; i < t->nmodules; ++i) {
+    if (i) put(o, ";", 1);
+    puts_(o, t->modules[i].build_id[0] ? t->modules[i].build_id : "-");
+    put(o, "@", 1);
+    put_hex(o, t->modules[i].bias);
+    put(o, "@", 1);
+    put_escaped(o, t->modules[i].path);
   }
+  puts_(o, " segs=");
+  for (int i = 0; i < t->nsegments; ++i) {
+    const struct segment* s = &t->segments[i];
+    if (i) put(o, ";", 1);
+    put_dec(o, s->module);
+    put(o, ":", 1);
+    put_hex(o, s->start);
+    put(o, "-", 1);
+    put_hex(o, s->end);
+    put(o, ":", 1);
+    put_hex(o, s->offset);
+    put(o, ":", 1);
+    puts_(o, s->perm);
+  }
+}
+
+static size_t format_line(int sig, const siginfo_t* si, const struct cpu* c) {
+  struct out o = {line, line + sizeof line - 1};
+  const struct table* t = modules_at_crash();
+  uintptr_t sp = (uintptr_t)c->r[SP_AT];
+  put_header(&o, sig, si);
+  put_registers(&o, c);
+  put_stack_words(&o, sp);
+  put_frame_chain(&o, t, c);
+  put_stack_mapping(&o, sp);
+  if (t) put_modules(&o, t);
   /* A line cut at the buffer's end still ends in a newline; the reader
    * rejects it for its missing fields. */
   *o.p++ = '\n';
