@@ -198,6 +198,78 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
   return Ok{};
 }
 
+// Each job's key, numbered in core order (the jobs' numbering, and so the
+// incidents' order on a tie, does not depend on a hash).
+void NumberJobs(std::unordered_map<size_t, JobParts> job_parts, Population& pop) {
+  std::unordered_map<std::string, uint32_t> job_ids;
+  std::vector<std::pair<size_t, JobParts>> jobs(std::make_move_iterator(job_parts.begin()),
+                                                std::make_move_iterator(job_parts.end()));
+  std::sort(jobs.begin(), jobs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (const auto& [i, parts] : jobs) {
+    if (parts[kPartId].empty()) continue;
+    auto [it, added] = job_ids.try_emplace(JobIdentityKey(parts), static_cast<uint32_t>(pop.job_keys.size()));
+    if (added) pop.job_keys.push_back(JobKey(parts));
+    pop.crashes[i].job = it->second;
+  }
+}
+
+// Each host's hardware errors: their times, sorted, and the hosts with an
+// error of unknown time (which counts for every crash on the host).
+struct HostErrors {
+  std::unordered_map<std::string, std::vector<int64_t>> times;
+  std::unordered_map<std::string, bool> untimed;
+  int64_t window = 0;
+
+  HostErrors(const std::vector<HardwareEvent>& hardware, int window_days) : window(window_days * kDay) {
+    for (const auto& e : hardware) {
+      if (!IsHardwareError(e)) continue;
+      if (e.time) times[e.host].push_back(*e.time);
+      else untimed[e.host] = true;
+    }
+    for (auto& [h, t] : times) std::sort(t.begin(), t.end());
+  }
+  // Whether `host` logged one within the window before `time`.
+  bool Before(const std::string& host, std::optional<int64_t> time) const {
+    if (untimed.count(host)) return true;
+    auto it = times.find(host);
+    if (it == times.end() || !time) return false;
+    auto lo = std::lower_bound(it->second.begin(), it->second.end(), *time - window);
+    return lo != it->second.end() && *lo <= *time;
+  }
+};
+
+// Each crash's features: the row's own (derived), its attributes (a
+// sidecar's `exe` or `build_id` left out where the core's row gives it),
+// and `hw_errors_Nd`.
+void MergeFeatures(const EpiOptions& options, const FlatLists& derived, const FlatLists& attrs, Population& pop) {
+  Features& features = pop.features;
+  const std::vector<Crash>& crashes = pop.crashes;
+  const HostErrors errors(options.hardware, options.hardware_window_days);
+  uint32_t k_hw = features.Key(HardwareErrorsKey(options.hardware_window_days));
+  FlatLists& out = pop.feature_lists;
+  out.offsets.reserve(crashes.size() + 1);
+  out.values.reserve(derived.values.size() + attrs.values.size() + (options.hardware.empty() ? 0 : crashes.size()));
+  for (size_t i = 0; i < crashes.size(); ++i) {
+    auto [own, own_end] = derived.Of(i);
+    out.values.insert(out.values.end(), own, own_end);
+    // One value per core per attribute: a sidecar or systemd-coredump's
+    // xattrs may name `exe` or `build_id` too, which the core's row gives
+    // already (and the core's own value wins).
+    auto [from, to] = attrs.Of(i);
+    for (const uint32_t* f = from; f != to; ++f) {
+      uint32_t key = features.features[*f].first;
+      bool from_core = (key == pop.k_exe || key == pop.k_build) &&
+                       std::any_of(own, own_end, [&](uint32_t d) { return features.features[d].first == key; });
+      if (!from_core) out.values.push_back(*f);
+    }
+    // Only "yes" is tested: "no" would be the same test, mirrored.
+    if (!options.hardware.empty() && crashes[i].host != UINT32_MAX &&
+        errors.Before(features.features[crashes[i].host].second, crashes[i].time))
+      out.values.push_back(features.Feature(k_hw, "yes"));
+    out.Close();
+  }
+}
+
 // The attributes, merged into the crashes by id (both are in id order),
 // with the row's own features and `hw_errors_Nd` from the kernel logs.
 Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists derived, Population& pop) {
@@ -255,62 +327,10 @@ Status ReadAttributes(Dataset& dataset, const EpiOptions& options, FlatLists der
       });
   if (!a.ok()) return MakeError(a.error().kind, "reading attributes: " + a.error().message);
   while (attrs.offsets.size() < crashes.size() + 1) attrs.Close();
-  std::unordered_map<std::string, uint32_t> job_ids;
-  // In core order: the jobs' numbering, and so the incidents' order on a
-  // tie, does not depend on a hash.
-  std::vector<std::pair<size_t, JobParts>> jobs(std::make_move_iterator(job_parts.begin()),
-                                                std::make_move_iterator(job_parts.end()));
-  std::sort(jobs.begin(), jobs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (const auto& [i, parts] : jobs) {
-    if (parts[kPartId].empty()) continue;
-    auto [it, added] = job_ids.try_emplace(JobIdentityKey(parts), static_cast<uint32_t>(pop.job_keys.size()));
-    if (added) pop.job_keys.push_back(JobKey(parts));
-    crashes[i].job = it->second;
-  }
-  // Hardware events: per host, sorted times (an unknown time counts for
-  // every crash on the host).
-  std::unordered_map<std::string, std::vector<int64_t>> events;
-  std::unordered_map<std::string, bool> untimed;
-  for (const auto& e : options.hardware) {
-    if (!IsHardwareError(e)) continue;
-    if (e.time) events[e.host].push_back(*e.time);
-    else untimed[e.host] = true;
-  }
-  for (auto& [h, t] : events) std::sort(t.begin(), t.end());
-  uint32_t k_hw = features.Key(HardwareErrorsKey(options.hardware_window_days));
-  int64_t window = options.hardware_window_days * kDay;
-  FlatLists& out = pop.feature_lists;
-  out.offsets.reserve(crashes.size() + 1);
-  out.values.reserve(derived.values.size() + attrs.values.size() + (options.hardware.empty() ? 0 : crashes.size()));
-  for (size_t i = 0; i < crashes.size(); ++i) {
-    auto [own, own_end] = derived.Of(i);
-    out.values.insert(out.values.end(), own, own_end);
-    // One value per core per attribute: a sidecar or systemd-coredump's
-    // xattrs may name `exe` or `build_id` too, which the core's row gives
-    // already (and the core's own value wins).
-    auto [from, to] = attrs.Of(i);
-    for (const uint32_t* f = from; f != to; ++f) {
-      uint32_t key = features.features[*f].first;
-      bool from_core = (key == pop.k_exe || key == pop.k_build) &&
-                       std::any_of(own, own_end, [&](uint32_t d) { return features.features[d].first == key; });
-      if (!from_core) out.values.push_back(*f);
-    }
-    if (!options.hardware.empty() && crashes[i].host != UINT32_MAX) {
-      const std::string& host = features.features[crashes[i].host].second;
-      bool hit = untimed.count(host) > 0;
-      auto it = events.find(host);
-      if (!hit && it != events.end() && crashes[i].time) {
-        auto lo = std::lower_bound(it->second.begin(), it->second.end(), *crashes[i].time - window);
-        hit = lo != it->second.end() && *lo <= *crashes[i].time;
-      }
-      // Only "yes" is tested: "no" would be the same test, mirrored.
-      if (hit) out.values.push_back(features.Feature(k_hw, "yes"));
-    }
-    out.Close();
-  }
+  NumberJobs(std::move(job_parts), pop);
+  MergeFeatures(options, derived, attrs, pop);
   return Ok{};
 }
-
 }  // namespace
 
 Expected<Population> LoadPopulation(Dataset& dataset, const EpiOptions& options, EpiResult& result) {
