@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 
+#include "core/machine_notes.h"
 #include "core/signals.h"
 
 namespace coroner {
@@ -697,10 +698,10 @@ std::vector<std::byte> SynthesizeCore(const CrashLine& l) {
   return std::move(out.b);
 }
 
-std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
-  std::vector<Load> kept = LayOut(l);
-  CoreParts parts;
-  parts.arch = l.arch;
+namespace {
+
+// The laid-out loads as the core's segments over one buffer of their bytes.
+std::vector<std::byte> AddSegments(const std::vector<Load>& kept, CoreParts& parts) {
   std::vector<std::byte> bytes;
   size_t total = 0;
   for (const auto& ld : kept) total += ld.data.size();
@@ -718,13 +719,18 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
     bytes.insert(bytes.end(), ld.data.b.begin(), ld.data.b.end());
     parts.segments.push_back(seg);
   }
+  return bytes;
+}
 
+// The crashing thread, its registers and its signal, as NT_PRSTATUS and
+// NT_SIGINFO would hold them.
+void AddThread(const CrashLine& l, CoreParts& parts) {
   Thread t;
   t.tid = l.tid;
   t.cursig = static_cast<int16_t>(l.signal);
   t.registers.arch = l.arch;
   auto values = UserRegs(l);
-  const size_t first = l.arch == Arch::kAarch64 ? static_cast<size_t>(kA64First) : 0;
+  const size_t first = static_cast<size_t>(NoteMachineOf(l.arch).first_reg);
   for (size_t i = 0; i < values.count; ++i) t.registers.value[first + i] = values.value[i];
   SignalInfo si;
   si.source = SignalInfo::Source::kSiginfoNote;
@@ -738,7 +744,10 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   t.siginfo = si;
   parts.signal = si;
   parts.threads.push_back(std::move(t));
+}
 
+// NT_PRPSINFO's fields, the auxiliary vector the line implies, and NT_FILE.
+void AddProcess(const CrashLine& l, CoreParts& parts) {
   ProcessInfo p;
   p.state = 'R';
   p.pid = l.pid;
@@ -764,10 +773,12 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
     parts.files.push_back({s.start, s.end, s.offset / kPage * kPage, path.substr(0, path.find('\0'))});
   }
   if (parts.files.empty()) parts.missing.push_back("no NT_FILE note: mapped files and modules unknown");
+}
 
-  // The modules, as the core reader finds them in the same line's ELF core:
-  // one per mapped path with code or with a header page at its first
-  // offset-0 mapping (whose build-id and bias are the line's).
+// The modules, as the core reader finds them in the same line's ELF core:
+// one per mapped path with code or with a header page at its first
+// offset-0 mapping (whose build-id and bias are the line's).
+void AddModules(const CrashLine& l, const std::vector<Load>& kept, CoreParts& parts) {
   auto at = [&](uint64_t addr) -> const Load* {
     auto it = std::upper_bound(kept.begin(), kept.end(), addr, [](uint64_t a, const Load& ld) { return a < ld.vaddr; });
     if (it == kept.begin()) return nullptr;
@@ -800,6 +811,18 @@ std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
   }
   std::stable_sort(parts.modules.begin(), parts.modules.end(),
                    [](const Module& a, const Module& b) { return a.base < b.base; });
+}
+
+}  // namespace
+
+std::unique_ptr<Core> AssembleCore(const CrashLine& l) {
+  std::vector<Load> kept = LayOut(l);
+  CoreParts parts;
+  parts.arch = l.arch;
+  std::vector<std::byte> bytes = AddSegments(kept, parts);
+  AddThread(l, parts);
+  AddProcess(l, parts);
+  AddModules(l, kept, parts);
   parts.source = MakeMemorySource(std::move(bytes));
   return Core::Assemble(std::move(parts));
 }

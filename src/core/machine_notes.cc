@@ -8,4 +8,12 @@ const NoteMachine* NoteMachineFor(uint16_t e_machine) {
   return nullptr;
 }
 
+const NoteMachine& NoteMachineOf(Arch arch) {
+  switch (arch) {
+    case Arch::kX86_64: return kX86_64Notes;
+    case Arch::kAarch64: return kAarch64Notes;
+  }
+  return kX86_64Notes;
+}
+
 }  // namespace coroner

@@ -32,6 +32,8 @@ extern const NoteMachine kAarch64Notes;
 
 // The machine of an ELF header's e_machine; null when coroner reads none.
 const NoteMachine* NoteMachineFor(uint16_t e_machine);
+// The table of a machine coroner reads.
+const NoteMachine& NoteMachineOf(Arch arch);
 
 // Offsets inside struct elf_prstatus: the same fields on every machine,
 // then each machine's pr_reg.
