@@ -12,10 +12,8 @@
 
 // jemalloc's options, read when it starts (where coroner is built with it):
 // its memory in transparent huge pages. An analysis fills some 10 MB of fresh
-// memory (frames, stack pages, symbol tables), and on a virtual machine each
-// 4 KiB page fault cost about 7 us: huge pages took a 100 GiB core's full
-// analysis from 0.066 to 0.045 s and a zoo core's from 35 to 25 ms, for
-// 9 MiB more resident memory. Ignored by other allocators.
+// memory, and a page fault per 4 KiB of it is a good part of a small
+// analysis's time (bench/measurements.md). Ignored by other allocators.
 extern "C" {
 const char* malloc_conf = "thp:always,metadata_thp:always";
 }

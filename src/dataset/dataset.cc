@@ -53,7 +53,7 @@ std::string SchemaSql() {
 // whose keys arrive in no order and builds them again at its end
 // (Dataset::SuspendIndexes); modules_core stays, as a bulk load appends
 // its rows in the order of their cores and the index only grows at its end
-// (rebuilding it took a sixth of the rebuild, 0.17 s for 100,000 lines).
+// (rebuilding it was a sixth of the rebuild: bench/measurements.md).
 struct Index {
   const char* name;
   const char* create;
@@ -446,9 +446,8 @@ Status Dataset::RestoreIndexes() {
     return r;
   };
   // Each index is a sort of its keys. With temporary files and a small
-  // page cache SQLite sorts them in pieces, on helper threads: 100,000 log
-  // lines' frames_function took about 0.6 s instead of 0.7 to 0.95 on 2
-  // CPUs (a 512 KiB to 2 MiB cache made no difference). Where no
+  // page cache SQLite sorts them in pieces, on helper threads, which is
+  // faster (bench/measurements.md). Where no
   // temporary directory can be written, they are sorted again in memory,
   // as a writer's settings (restored afterwards) say.
   int helpers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)) - 1;
