@@ -6,6 +6,8 @@
 #   make demo     build the crash zoo, analyze its cores, and run `coroner demo`
 #                 (a seeded fleet with planted causes, scanned and reported)
 #   make bench    speed and bytes-read figures against gdb
+#   make compare  a refactoring's check: this tree's outputs against those of
+#                 a commit (REF, default HEAD), byte for byte
 #   make install PREFIX=DIR
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -17,7 +19,7 @@ FUZZ_SECONDS ?= 60
 WERROR ?= $(if $(CI),ON,OFF)
 ZOO := $(abspath $(BUILD))/zoo
 
-.PHONY: all deps build check test test-asan fuzz zoo demo bench install clean
+.PHONY: all deps build check test test-asan fuzz zoo demo bench compare install clean
 
 all: build
 
@@ -40,6 +42,25 @@ test: deps build
 	$(MAKE) check
 	$(MAKE) test-asan
 	$(MAKE) fuzz
+
+# Every output of `analyze` (text, JSON, Markdown) on each zoo core of both
+# machines and of `demo` (text, JSON, Markdown, HTML) for every scenario,
+# from this tree's coroner and from REF's (built once in $(BUILD)/before-REF
+# from a worktree of the commit), compared byte for byte: a change meant to
+# keep behaviour shows nothing. BEFORE=path/to/coroner skips the build.
+REF ?= HEAD
+compare: build zoo
+	@before="$(BEFORE)"; \
+	if [ -z "$$before" ]; then \
+	  rev=$$(git rev-parse --short "$(REF)") && dir=$(abspath $(BUILD))/before-$$rev && \
+	  if [ ! -x "$$dir/build/coroner" ]; then \
+	    rm -rf "$$dir" && git worktree add --detach "$$dir/src" "$$rev" >/dev/null && \
+	    cmake -S "$$dir/src" -B "$$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null && \
+	    cmake --build "$$dir/build" --target coroner -j$(JOBS) >/dev/null && \
+	    git worktree remove --force "$$dir/src"; \
+	  fi; before="$$dir/build/coroner"; \
+	fi; \
+	bench/compare_outputs.sh "$$before" $(BUILD)/coroner $(ZOO)
 
 # The same suite under AddressSanitizer and UndefinedBehaviorSanitizer, on the
 # same zoo, real-program and Python cores (each corpus is made once, and

@@ -8,6 +8,9 @@
 # Exits 1 when an output differs.
 set -euo pipefail
 before=$1 after=$2 zoo=$3
+# Both binaries' demos take their cores from this zoo (a binary built
+# elsewhere has none beside it).
+export CORONER_ZOO=$zoo
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

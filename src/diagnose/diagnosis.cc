@@ -1,5 +1,7 @@
 #include "diagnose/diagnosis.h"
 
+#include "diagnose/syscalls.h"
+
 #include <elf.h>
 
 #include <algorithm>
@@ -104,81 +106,6 @@ bool OneOf(std::string_view s, std::initializer_list<std::string_view> names) {
   for (std::string_view n : names)
     if (s == n) return true;
   return false;
-}
-
-// The x86_64 system calls a thread is found in: what a thread blocked in
-// one waits for, and whether it sends a signal (abort() and raise() block
-// in one of those while their signal arrives).
-struct SyscallEntry {
-  uint64_t nr;
-  const char* name;
-  WaitKind wait;
-  bool sends_signal = false;
-};
-constexpr SyscallEntry kSyscalls[] = {
-    {0, "read", WaitKind::kRead},
-    {1, "write", WaitKind::kOtherSyscall},
-    {7, "poll", WaitKind::kPoll},
-    {17, "pread64", WaitKind::kRead},
-    {19, "readv", WaitKind::kRead},
-    {23, "select", WaitKind::kPoll},
-    {34, "pause", WaitKind::kPause},
-    {35, "nanosleep", WaitKind::kSleep},
-    {43, "accept", WaitKind::kAccept},
-    {45, "recvfrom", WaitKind::kRead},
-    {47, "recvmsg", WaitKind::kRead},
-    {61, "wait4", WaitKind::kWaitChild},
-    {62, "kill", WaitKind::kOtherSyscall, true},
-    {129, "rt_sigqueueinfo", WaitKind::kOtherSyscall, true},
-    {130, "rt_sigsuspend", WaitKind::kPause},
-    {200, "tkill", WaitKind::kOtherSyscall, true},
-    {202, "futex", WaitKind::kFutex},
-    {230, "clock_nanosleep", WaitKind::kSleep},
-    {232, "epoll_wait", WaitKind::kPoll},
-    {234, "tgkill", WaitKind::kOtherSyscall, true},
-    {247, "waitid", WaitKind::kWaitChild},
-    {270, "pselect6", WaitKind::kPoll},
-    {271, "ppoll", WaitKind::kPoll},
-    {281, "epoll_pwait", WaitKind::kPoll},
-    {288, "accept4", WaitKind::kAccept},
-    {297, "rt_tgsigqueueinfo", WaitKind::kOtherSyscall, true},
-    {299, "recvmmsg", WaitKind::kRead},
-    {441, "epoll_pwait2", WaitKind::kPoll},
-};
-// aarch64's (the kernel's generic numbers; it has no poll, select, pause
-// or epoll_wait).
-constexpr SyscallEntry kA64Syscalls[] = {
-    {22, "epoll_pwait", WaitKind::kPoll},
-    {63, "read", WaitKind::kRead},
-    {64, "write", WaitKind::kOtherSyscall},
-    {65, "readv", WaitKind::kRead},
-    {67, "pread64", WaitKind::kRead},
-    {72, "pselect6", WaitKind::kPoll},
-    {73, "ppoll", WaitKind::kPoll},
-    {95, "waitid", WaitKind::kWaitChild},
-    {98, "futex", WaitKind::kFutex},
-    {101, "nanosleep", WaitKind::kSleep},
-    {115, "clock_nanosleep", WaitKind::kSleep},
-    {129, "kill", WaitKind::kOtherSyscall, true},
-    {130, "tkill", WaitKind::kOtherSyscall, true},
-    {131, "tgkill", WaitKind::kOtherSyscall, true},
-    {133, "rt_sigsuspend", WaitKind::kPause},
-    {138, "rt_sigqueueinfo", WaitKind::kOtherSyscall, true},
-    {202, "accept", WaitKind::kAccept},
-    {207, "recvfrom", WaitKind::kRead},
-    {212, "recvmsg", WaitKind::kRead},
-    {240, "rt_tgsigqueueinfo", WaitKind::kOtherSyscall, true},
-    {242, "accept4", WaitKind::kAccept},
-    {243, "recvmmsg", WaitKind::kRead},
-    {260, "wait4", WaitKind::kWaitChild},
-    {441, "epoll_pwait2", WaitKind::kPoll},
-};
-const SyscallEntry* FindSyscall(uint64_t nr, Arch arch) {
-  std::span<const SyscallEntry> table = kSyscalls;
-  if (arch == Arch::kAarch64) table = kA64Syscalls;
-  for (const SyscallEntry& e : table)
-    if (e.nr == nr) return &e;
-  return nullptr;
 }
 
 std::string Where(const ModuleMap& modules, uint64_t addr) {
