@@ -945,6 +945,26 @@ TEST(Epi, AnalyzeSaysImpossibleStatesGpuRuntimesAndGpuDumps) {
   EXPECT_NE(with["gpu_state"][0].get<std::string>().find(dir + "/train.nvcudmp"), std::string::npos);
 }
 
+// The cores of `dir` (with their sidecars) scanned into dir/d.db, and epi's
+// JSON report of them; null on a failure, which fails the test.
+json ScanAndEpi(const std::string& dir) {
+  std::string db = dir + "/d.db";
+  auto scan = Coroner("scan " + dir + " --db " + db);
+  EXPECT_EQ(scan.status, 0) << scan.err;
+  auto r = Coroner("epi --db " + db + " --json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  return r.status == 0 ? json::parse(r.out) : json();
+}
+
+// The report's (last) cluster of `syndrome`, or null.
+const json* ClusterOfSyndrome(const json& report, const std::string& syndrome) {
+  const json* found = nullptr;
+  if (report.is_object() && report.contains("clusters"))
+    for (const auto& c : report["clusters"])
+      if (c["syndrome"] == syndrome) found = &c;
+  return found;
+}
+
 // "Suspect hardware" needs at least 5 cores over at least 2 days: 3 crashes
 // of one afternoon, all on one host, read "only on host ...". The same
 // cluster with 6 cores over 3 days is suspect hardware.
@@ -962,16 +982,10 @@ TEST(Epi, SuspectHardwareNeedsFiveCoresOverTwoDays) {
                                                     : "2026-10-0" + std::to_string(1 + i / 2) + "T10:00:00Z");
     for (int i = 0; i < 40; ++i)
       add("abort_assert-O0", i, "host-" + std::to_string(i % 10), "2026-10-0" + std::to_string(1 + i % 5) + "T11:00:00Z");
-    std::string db = dir + "/d.db";
-    ASSERT_EQ(Coroner("scan " + dir + " --db " + db).status, 0);
-    auto r = Coroner("epi --db " + db + " --json");
-    ASSERT_EQ(r.status, 0) << r.err;
-    auto e = json::parse(r.out);
-    const json* bus = nullptr;
-    for (const auto& c : e["clusters"])
-      if (c["syndrome"] == "bus-error") bus = &c;
-    ASSERT_NE(bus, nullptr);
-    ASSERT_FALSE((*bus)["findings"].empty()) << r.out;
+    json e = ScanAndEpi(dir);
+    const json* bus = ClusterOfSyndrome(e, "bus-error");
+    ASSERT_NE(bus, nullptr) << e.dump();
+    ASSERT_FALSE((*bus)["findings"].empty()) << e.dump();
     const json& top = (*bus)["findings"][0];
     EXPECT_EQ(top["attribute"], "host");
     EXPECT_EQ(top["value"], "bad-host");
@@ -1047,16 +1061,10 @@ TEST(Epi, EveryMachineKeyNamesAMachine) {
     for (int i = 0; i < 30; ++i)
       add("abort_assert-O0", {{"host", "host-" + std::to_string(i % 10)}, {name, "phys-" + std::to_string(2 + i % 10)},
                               {"time", "2026-10-0" + std::to_string(1 + i % 5) + "T11:00:00Z"}});
-    std::string db = add.dir + "/d.db";
-    ASSERT_EQ(Coroner("scan " + add.dir + " --db " + db).status, 0);
-    auto r = Coroner("epi --db " + db + " --json");
-    ASSERT_EQ(r.status, 0) << r.err;
-    auto e = json::parse(r.out);
-    const json* bus = nullptr;
-    for (const auto& c : e["clusters"])
-      if (c["syndrome"] == "bus-error") bus = &c;
-    ASSERT_NE(bus, nullptr);
-    ASSERT_FALSE((*bus)["findings"].empty()) << r.out;
+    json e = ScanAndEpi(add.dir);
+    const json* bus = ClusterOfSyndrome(e, "bus-error");
+    ASSERT_NE(bus, nullptr) << e.dump();
+    ASSERT_FALSE((*bus)["findings"].empty()) << e.dump();
     EXPECT_EQ((*bus)["findings"][0]["attribute"], name);
     EXPECT_EQ((*bus)["findings"][0]["value"], "phys-1");
     EXPECT_EQ((*bus)["findings"][0]["flag"], "100% of this cluster on one " + name + " — suspect hardware");
