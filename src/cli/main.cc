@@ -1,8 +1,13 @@
 // coroner: core-dump analysis and epidemiology. main() only parses flags and
 // hands over to a subcommand.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <vector>
 
 #include "cli/analyze_command.h"
 #include "cli/epi_command.h"
@@ -93,6 +98,11 @@ struct AnalyzeCommand {
   }
   int Run() {
     if (!TakeSysroot(sysroot, options.sysroot)) return 2;
+    if (json && cmd->count("--format") && options.format != coroner::ReportFormat::kJson) {
+      std::fprintf(stderr, "coroner: --json and --format %s disagree: give one of them\n",
+                   options.format == coroner::ReportFormat::kMarkdown ? "md" : "text");
+      return 2;
+    }
     if (json) options.format = coroner::ReportFormat::kJson;
     if (cmd->count("--max-bytes")) options.max_bytes = max_bytes;
     return coroner::RunAnalyze(options);
@@ -226,6 +236,55 @@ struct SourcesCommand {
   }
 };
 
+// The number of one-character edits from `a` to `b` (Levenshtein).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// `coroner help [COMMAND]` prints the help of the program or of a command;
+// a first word that is no command is named as such, with the nearest
+// command when one is close. Nothing to say: parsing goes on.
+std::optional<int> HelpOrUnknownCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  const std::string word = argv[1];
+  if (word == "help") {
+    if (argc == 2) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      if (sub->get_name() == argv[2]) {
+        std::fputs(sub->help().c_str(), stdout);
+        return 0;
+      }
+    std::fprintf(stderr, "coroner: no command %s to help with (coroner help lists them)\n", argv[2]);
+    return 2;
+  }
+  std::string nearest;
+  size_t best = SIZE_MAX;
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return std::nullopt;
+    if (size_t d = EditDistance(word, sub->get_name()); d < best) best = d, nearest = sub->get_name();
+  }
+  if (best <= 2)
+    std::fprintf(stderr, "coroner: unknown command %s; did you mean %s? (coroner help lists the commands)\n",
+                 word.c_str(), nearest.c_str());
+  else
+    std::fprintf(stderr, "coroner: unknown command %s (coroner help lists the commands)\n", word.c_str());
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -246,6 +305,7 @@ int main(int argc, char** argv) {
   epi.Add(app);
   demo.Add(app);
   sources.Add(app);
+  if (std::optional<int> done = HelpOrUnknownCommand(app, argc, argv)) return *done;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <sstream>
+#include <string>
 
 #include "dataset/dataset.h"
 #include "dataset/merge.h"
 #include "epi/rules.h"
+#include "text/text.h"
 
 namespace coroner {
 namespace {
@@ -78,13 +82,43 @@ int RunMergeCommand(const std::string& out, const std::vector<std::string>& shar
   return 0;
 }
 
-int RunQueryCommand(const std::string& db, const std::string& sql, bool json) {
+namespace {
+
+// The statement a query's text stands for: SQL as it is, or one of
+// sqlite3's dot commands users type first (`.tables`, `.schema [TABLE]`)
+// as the SELECT that answers it; nullopt for another dot command.
+std::optional<std::string> QueryStatement(const std::string& text) {
+  std::istringstream words(text);
+  std::string first, table, extra;
+  words >> first >> table >> extra;
+  if (first.empty() || first[0] != '.') return text;
+  const std::string own = " AND name NOT LIKE 'sqlite_%'";
+  if (first == ".tables" && table.empty())
+    return "SELECT name FROM sqlite_master WHERE type = 'table'" + own + " ORDER BY name";
+  if (first == ".schema" && extra.empty()) {
+    std::string quoted;
+    for (char c : table) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    return "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL" + own +
+           (table.empty() ? std::string() : " AND tbl_name = '" + quoted + "'") + " ORDER BY tbl_name, type DESC, name";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int RunQueryCommand(const std::string& db, const std::string& text, bool json) {
+  std::optional<std::string> sql = QueryStatement(text);
+  if (!sql) {
+    std::fprintf(stderr, "coroner: query takes one SQL statement, .tables or .schema [TABLE], not %s\n",
+                 EscapedLine(text.substr(0, 64)).c_str());
+    return 2;
+  }
   auto ds = Dataset::OpenReadOnly(db);
   if (!ds.ok()) {
     std::fprintf(stderr, "coroner: %s\n", ds.error().message.c_str());
     return 1;
   }
-  auto result = ds->QueryUserStatement(sql);
+  auto result = ds->QueryUserStatement(*sql);
   if (!result.ok()) {
     std::fprintf(stderr, "coroner: %s\n", result.error().message.c_str());
     return 1;

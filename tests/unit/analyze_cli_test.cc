@@ -1,8 +1,10 @@
 // `coroner analyze` as a user runs it: exit status, the JSON contract of
 // shared/DESIGN.md (values checked against gdb's view of the same core), NDJSON
-// for several cores, prefixes, and the text summary.
+// for several cores, prefixes, and the text summary; and the command line's
+// answers to a user's mistakes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -128,6 +130,65 @@ TEST(AnalyzeCli, UsageErrorsExitTwo) {
   EXPECT_EQ(Coroner("analyze --no-such-flag " + Core("null_deref-O0")).status, 2);
   EXPECT_EQ(Coroner("analyze --format xml " + Core("null_deref-O0")).status, 2);
   EXPECT_EQ(Coroner("frobnicate").status, 2);
+}
+
+// A command that is none is named as such, with the nearest command when
+// one is close; `help [COMMAND]` prints the help a user asks for.
+TEST(Cli, UnknownCommandsAndHelp) {
+  CommandResult typo = Coroner("analyse " + Core("null_deref-O0"));
+  EXPECT_EQ(typo.status, 2);
+  EXPECT_EQ(typo.err, "coroner: unknown command analyse; did you mean analyze? (coroner help lists the commands)\n");
+  CommandResult far = Coroner("frobnicate");
+  EXPECT_EQ(far.status, 2);
+  EXPECT_EQ(far.err, "coroner: unknown command frobnicate (coroner help lists the commands)\n");
+  CommandResult help = Coroner("help");
+  EXPECT_EQ(help.status, 0);
+  for (const char* command : {"analyze", "scan", "merge", "query", "epi", "demo", "sources"})
+    EXPECT_NE(help.out.find(std::string("  ") + command), std::string::npos) << command << "\n" << help.out;
+  CommandResult analyze = Coroner("help analyze");
+  EXPECT_EQ(analyze.status, 0) << analyze.err;
+  EXPECT_NE(analyze.out.find("--max-bytes"), std::string::npos) << analyze.out;
+  EXPECT_EQ(analyze.out.find("--kernel-log"), std::string::npos) << analyze.out;  // epi's, not analyze's
+  EXPECT_EQ(Coroner("help nothing").status, 2);
+}
+
+// --json is --format json: given with another format, the two disagree.
+TEST(Cli, JsonAndAnotherFormatAreRefused) {
+  CommandResult both = Coroner("analyze --json --format md " + Core("null_deref-O0"));
+  EXPECT_EQ(both.status, 2);
+  EXPECT_EQ(both.out, "");
+  EXPECT_EQ(both.err, "coroner: --json and --format md disagree: give one of them\n");
+  CommandResult same = Coroner("analyze --json --format json " + Core("null_deref-O0"));
+  EXPECT_EQ(same.status, 0) << same.err;
+  EXPECT_TRUE(Json::accept(same.out.substr(0, same.out.find('\n')))) << same.out.substr(0, 200);
+}
+
+// sqlite3's .tables and .schema, which users type first, answer as sqlite3
+// would; the tables are those SQLite itself lists for the same file.
+TEST(Cli, QueryTakesTablesAndSchema) {
+  std::string dir = ::testing::TempDir() + "/cli-query-" + std::to_string(getpid());
+  std::string db = dir + "/d.db";
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  ASSERT_EQ(Coroner("scan --db " + db + " " + Core("null_deref-O0")).status, 0);
+  CommandResult oracle = testing::Run(
+      "python3 -c \"import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+      "print('\\n'.join(r[0] for r in c.execute(\\\"SELECT name FROM sqlite_master WHERE type='table' AND name NOT "
+      "LIKE 'sqlite_%' ORDER BY name\\\")))\" '" + db + "'");
+  ASSERT_EQ(oracle.status, 0);
+  CommandResult tables = Coroner("query --db " + db + " .tables --json");
+  ASSERT_EQ(tables.status, 0) << tables.err;
+  std::string listed;
+  for (const auto& row : Json::parse(tables.out)) listed += row["name"].get<std::string>() + "\n";
+  EXPECT_EQ(listed, oracle.out);
+  EXPECT_NE(oracle.out.find("cores\n"), std::string::npos);
+  CommandResult schema = Coroner("query --db " + db + " '.schema cores' --json");
+  ASSERT_EQ(schema.status, 0) << schema.err;
+  Json rows = Json::parse(schema.out);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0]["sql"].get<std::string>().rfind("CREATE TABLE cores", 0), 0u) << schema.out;
+  CommandResult other = Coroner("query --db " + db + " .dump");
+  EXPECT_EQ(other.status, 2);
+  EXPECT_EQ(other.err, "coroner: query takes one SQL statement, .tables or .schema [TABLE], not .dump\n");
 }
 
 TEST(AnalyzeCli, MaxBytesReadsOnlyThePrefix) {
