@@ -9,13 +9,14 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kUnsupported: return "unsupported";
     case ErrorKind::kMalformed: return "malformed";
     case ErrorKind::kTruncated: return "truncated";
+    case ErrorKind::kDenied: return "denied";
   }
   return "unknown";
 }
 
 std::optional<ErrorKind> ErrorKindFromName(std::string_view name) {
   for (ErrorKind k : {ErrorKind::kIo, ErrorKind::kNotElf, ErrorKind::kUnsupported, ErrorKind::kMalformed,
-                      ErrorKind::kTruncated})
+                      ErrorKind::kTruncated, ErrorKind::kDenied})
     if (name == ErrorKindName(k)) return k;
   return std::nullopt;
 }

@@ -21,6 +21,7 @@ enum class ErrorKind {
   kUnsupported,  // a valid ELF file coroner does not read (32-bit, another machine, not a core)
   kMalformed,    // structure that contradicts itself or the format
   kTruncated,    // the structure needed is beyond the bytes that are present
+  kDenied,       // the input may not be read by this user (a live process: ptrace's rules)
 };
 
 // The kind as the dataset's `error` column and the JSON spell it: "io", "not-elf", ...

@@ -9,6 +9,8 @@
 #include "core/core.h"
 #include "core/crash_line.h"
 #include "epi/rules.h"
+#include "live/snapshot.h"
+#include "live/snapshot_core.h"
 #include "processor/processor.h"
 #include "report/core_report.h"
 #include "report/markdown_report.h"
@@ -133,6 +135,29 @@ int RunAnalyze(const AnalyzeOptions& options) {
     else if (options.format == ReportFormat::kMarkdown) emit(CoreToMarkdown(analysis, components, source_report ? &*source_report : nullptr));
     else emit(CoreToText(analysis));
   };
+  for (int pid : options.pids) {
+    std::string name = "pid " + std::to_string(pid);
+    auto snapshot = TakeSnapshot(pid);
+    if (!snapshot.ok()) {
+      fail(name, snapshot.error());
+      continue;
+    }
+    LiveCapture capture = CaptureFacts(*snapshot);
+    auto owned = MakeSnapshotSource(std::move(*snapshot));
+    SnapshotSource* source = owned.get();
+    auto core = Core::Open(std::move(owned), core_options);
+    if (!core.ok()) {
+      fail(name, core.error());
+      continue;
+    }
+    (*core)->SetLive(std::move(capture));
+    report(**core, name);
+    if (!options.write_core.empty()) {
+      ReadForDebuggers(**core);
+      std::string file = options.pids.size() > 1 ? options.write_core + "." + std::to_string(pid) : options.write_core;
+      if (auto written = source->WriteCore(file, options.whole_memory); !written.ok()) fail(name, written.error());
+    }
+  }
   for (const auto& path : options.cores) {
     auto source = OpenCoreSource(path, options.max_bytes);
     Expected<std::unique_ptr<Core>> core =

@@ -15,6 +15,9 @@ enum class ReportFormat { kText, kMarkdown, kJson };
 
 struct AnalyzeOptions {
   std::vector<std::string> cores;
+  std::vector<int> pids;       // --pid: live processes, snapshotted (live/snapshot.h)
+  std::string write_core;      // --write-core: each snapshot as a core file (FILE, or FILE.PID for several)
+  bool whole_memory = false;   // --whole-memory: that core holds every readable page
   std::optional<uint64_t> max_bytes;
   ReportFormat format = ReportFormat::kText;
   std::string components_file;  // --components: extra library-to-component rules
@@ -32,7 +35,8 @@ struct AnalyzeOptions {
 };
 
 // Prints the reports to stdout, a one-line reason per failed core to stderr.
-// Returns the exit status: 0 when every core was analyzed, 1 otherwise.
+// Returns the exit status: 0 when every core and process was analyzed, 1
+// otherwise (a process coroner may not read, or one that is gone).
 int RunAnalyze(const AnalyzeOptions& options);
 
 }  // namespace coroner

@@ -79,7 +79,10 @@ struct AnalyzeCommand {
 
   void Add(CLI::App& app) {
     cmd = app.add_subcommand("analyze", "report on each core: process, signal, threads, registers, modules");
-    cmd->add_option("CORE", options.cores, "core files (plain, .zst, .lz4 or .xz)")->required();
+    cmd->add_option("CORE", options.cores, "core files (plain, .zst, .lz4 or .xz)");
+    cmd->add_option("--pid", options.pids, "a running process: analyze a snapshot of it, which it runs on from (repeatable)");
+    cmd->add_option("--write-core", options.write_core, "with --pid: write the snapshot as a core file (FILE.PID for several)");
+    cmd->add_flag("--whole-memory", options.whole_memory, "with --write-core: every readable page, not only those read");
     cmd->add_option("--max-bytes", max_bytes, "read only the first N bytes of each core, as if only they had been downloaded");
     cmd->add_flag("--json", json, "one JSON object per core, one per line");
     const std::map<std::string, coroner::ReportFormat> formats = {{"text", coroner::ReportFormat::kText},
@@ -101,6 +104,14 @@ struct AnalyzeCommand {
     if (json && cmd->count("--format") && options.format != coroner::ReportFormat::kJson) {
       std::fprintf(stderr, "coroner: --json and --format %s disagree: give one of them\n",
                    options.format == coroner::ReportFormat::kMarkdown ? "md" : "text");
+      return 2;
+    }
+    if (options.cores.empty() && options.pids.empty()) {
+      std::fprintf(stderr, "coroner analyze: give a core file or --pid PID\n");
+      return 2;
+    }
+    if (!options.write_core.empty() && options.pids.empty()) {
+      std::fprintf(stderr, "coroner analyze: --write-core writes a snapshot: give --pid\n");
       return 2;
     }
     if (json) options.format = coroner::ReportFormat::kJson;

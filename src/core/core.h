@@ -77,6 +77,28 @@ struct Thread {
   std::optional<uint64_t> xstate_size;     // NT_X86_XSTATE present, its size
   std::optional<uint64_t> xstate_features;  // XSAVE header's xstate_bv
   std::optional<SignalInfo> siginfo;        // per-thread NT_SIGINFO (gdb writes one per thread)
+  // A live snapshot's thread (Core::SetLive): its name (comm) and its
+  // state as it ran ('R', 'S', 'D', ...). A core file holds neither.
+  std::string name;
+  char run_state = 0;
+};
+
+// What a live snapshot (analyze --pid) adds to its core: how long the
+// process was held, the threads that could not be, and each thread's name
+// and state as the process ran. Absent for a core file.
+struct LiveCapture {
+  struct ThreadFacts {
+    int tid = 0;
+    char state = 0;
+    std::string name;
+  };
+  int pid = 0;
+  double stopped_ms = 0;
+  std::vector<ThreadFacts> threads;  // those held and read
+  // Threads that never stopped (an uninterruptible wait in the kernel),
+  // whose registers the snapshot lacks, and those that exited meanwhile.
+  std::vector<ThreadFacts> not_stopped;
+  std::vector<int> exited;
 };
 
 struct ProcessInfo {  // NT_PRPSINFO
@@ -233,6 +255,11 @@ class Core {
   // which ROCgdb reads. 0 when there are none.
   uint64_t amdgpu_state_bytes() const { return amdgpu_state_bytes_; }
 
+  // A live snapshot's own facts; nullopt for a core file.
+  const std::optional<LiveCapture>& live() const { return live_; }
+  // Marks this core as a live snapshot's, naming its threads.
+  void SetLive(LiveCapture capture);
+
   ByteSource& source() { return *source_; }
   uint64_t bytes_read() const { return source_->BytesRead(); }
   std::optional<uint64_t> size() const { return source_->Size(); }
@@ -253,6 +280,7 @@ class Core {
   bool truncated_ = false;
   bool file_note_ = false;
   uint64_t amdgpu_state_bytes_ = 0;
+  std::optional<LiveCapture> live_;
   std::vector<std::string> missing_;
   std::vector<std::string> soft_errors_;
 };

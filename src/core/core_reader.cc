@@ -452,7 +452,9 @@ class CoreReader {
     if (!c_.process_) c_.missing_.push_back("no NT_PRPSINFO note: process name and arguments unknown");
     if (!c_.threads_.empty() && c_.threads_[0].siginfo) c_.signal_ = c_.threads_[0].siginfo;
     else if (first_siginfo_) c_.signal_ = first_siginfo_;
-    else if (prstatus_signal_) {
+    else if (prstatus_signal_ && prstatus_signal_->signo != 0) {
+      // (No signal at all: a snapshot of a running process, which gdb's
+      // gcore and `analyze --pid --write-core` write.)
       c_.signal_ = prstatus_signal_;
       c_.missing_.push_back("no NT_SIGINFO note: signal code from NT_PRSTATUS, fault address unknown");
     }
@@ -982,6 +984,15 @@ bool Core::read_failed() const {
                      [](const SourceProblem& p) {
                        return p.kind == SourceProblem::Kind::kFailed || p.kind == SourceProblem::Kind::kCorrupt;
                      });
+}
+
+void Core::SetLive(LiveCapture capture) {
+  for (const auto& f : capture.threads) {
+    for (auto& t : threads_) {
+      if (t.tid == f.tid) t.name = f.name, t.run_state = f.state;
+    }
+  }
+  live_ = std::move(capture);
 }
 
 std::unique_ptr<Core> Core::Assemble(CoreParts parts) {

@@ -36,5 +36,8 @@ constexpr SyscallEntry kTable[] = {
 }  // namespace
 
 const std::span<const SyscallEntry> kAarch64Syscalls = kTable;
+// x0 to x5. A blocked call's x0 is its first argument again by the time
+// the thread stops: the kernel puts orig_x0 back to restart the call.
+const Reg kAarch64SyscallArguments[6] = {Reg::x0, Reg::x1, Reg::x2, Reg::x3, Reg::x4, Reg::x5};
 
 }  // namespace coroner

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include "core/byte_view.h"
 #include "core/elf_image.h"
@@ -55,6 +56,8 @@ std::string_view SyndromeName(Syndrome syndrome) {
     case Syndrome::kBusError: return "bus-error";
     case Syndrome::kGpuFault: return "gpu-fault";
     case Syndrome::kExternalSignal: return "external-signal";
+    case Syndrome::kDeadlock: return "deadlock";
+    case Syndrome::kSnapshot: return "snapshot";
     case Syndrome::kOther: return "other";
   }
   return "other";
@@ -126,6 +129,7 @@ class Diagnoser {
       : core_(core), modules_(modules), bts_(bts), fc_(fc), mem_(mem), report_(depth == DiagnosisDepth::kReport) {}
 
   Diagnosis Run() {
+    if (!core_.threads().empty() && !core_.signal()) return Snapshot();
     if (core_.threads().empty() || !core_.signal()) {
       d_.syndrome = Syndrome::kOther;
       d_.context = CrashContext::kRuntime;
@@ -149,6 +153,19 @@ class Diagnoser {
     if (report_) {
       Threads();
       Site();
+      LockWaits();
+    }
+    return std::move(d_);
+  }
+
+  // A process no signal stopped: what its threads wait on is the story.
+  Diagnosis Snapshot() {
+    d_.classified = true;
+    d_.syndrome = Syndrome::kSnapshot;
+    regs_ = core_.threads()[0].registers;
+    if (report_) {
+      Threads();
+      LockWaits();
     }
     return std::move(d_);
   }
@@ -716,13 +733,7 @@ class Diagnoser {
       d_.thread_states.push_back(state);
       // The first frame of the thread's own code: where it waits or runs,
       // as the program sees it.
-      std::string function;
-      for (const auto& f : bt.frames) {
-        if (!f.function.empty() && !(f.module && IsRuntimeLibrary(f.module->module->path))) {
-          function = f.function;
-          break;
-        }
-      }
+      std::string function = OwnFunction(bt);
       if (function.empty()) continue;
       auto& g = groups[{ThreadStateName(state), function}];
       g.function = function;
@@ -740,6 +751,80 @@ class Diagnoser {
     for (const auto& g : d_.thread_groups) {
       if (g.with_crashing_thread) d_.evidence.push_back(evidence::PossibleRace{g.tids.size() - 1, g.state, g.function});
     }
+  }
+
+  // --- locks -----------------------------------------------------------------
+  // Each thread blocked in pthread_mutex_lock: glibc's __lll_lock_wait
+  // waits with futex(&mutex->__lock, FUTEX_WAIT, 2), and the mutex's
+  // __owner (8 bytes in) is the TID that holds it. A cycle of owners is a
+  // deadlock; it decides the syndrome of a snapshot or of a process killed
+  // from outside (a watchdog's signal), and is evidence beside a crash.
+  void LockWaits() {
+    std::map<int, size_t> by_tid;
+    for (size_t i = 0; i < bts_.size(); ++i) by_tid[bts_[i].thread->tid] = i;
+    for (size_t i = 0; i < bts_.size(); ++i) {
+      const Backtrace& bt = bts_[i];
+      if (i >= d_.thread_states.size() || d_.thread_states[i].kind != WaitKind::kFutex) continue;
+      if (!InMutexLock(bt)) continue;
+      const Registers& r = bt.thread->registers;
+      LockWait w;
+      w.tid = bt.thread->tid;
+      w.thread_name = bt.thread->name;
+      w.where = OwnFunction(bt);
+      w.mutex = r[SyscallArgument(r.arch, 0)];
+      if (w.mutex % 4 != 0) continue;  // a futex word is aligned: this is no lock wait
+      PcSymbol s = modules_.Symbolize(w.mutex);
+      if (s.module && !s.symbol.empty() && s.symbol_offset == 0) w.mutex_name = s.symbol;
+      auto owner = core_.memory().Read<int32_t>(w.mutex + 8);
+      w.owner = owner && *owner > 0 ? *owner : 0;
+      w.owner_in_process = w.owner && by_tid.count(w.owner);
+      d_.lock_waits.push_back(std::move(w));
+    }
+    // Follow owners from each waiting thread; a thread met twice on one
+    // walk closes a cycle. The cycle is reported from its lowest TID.
+    std::map<int, const LockWait*> waiting;
+    for (const auto& w : d_.lock_waits) waiting[w.tid] = &w;
+    for (const auto& [tid, first] : waiting) {
+      std::vector<const LockWait*> path;
+      std::set<int> seen;
+      const LockWait* w = first;
+      while (w && !seen.count(w->tid)) {
+        seen.insert(w->tid);
+        path.push_back(w);
+        auto next = waiting.find(w->owner);
+        w = next == waiting.end() ? nullptr : next->second;
+      }
+      if (!w) continue;
+      auto start = std::find(path.begin(), path.end(), w);
+      std::vector<const LockWait*> cycle(start, path.end());
+      if (cycle.empty() || cycle.front()->tid != tid) continue;  // found again from its lowest TID
+      if (std::any_of(cycle.begin(), cycle.end(), [&](const LockWait* c) { return c->tid < tid; })) continue;
+      evidence::Deadlock e;
+      for (const LockWait* c : cycle) e.cycle.push_back(*c);
+      bool decides = d_.syndrome == Syndrome::kSnapshot || d_.syndrome == Syndrome::kExternalSignal;
+      if (decides) d_.syndrome = Syndrome::kDeadlock;
+      d_.evidence.push_back(std::move(e));
+      break;
+    }
+  }
+
+  // Blocked in glibc's mutex lock: one of the top frames is its wait.
+  static bool InMutexLock(const Backtrace& bt) {
+    for (size_t i = 0; i < bt.frames.size() && i < 6; ++i) {
+      std::string_view f = bt.frames[i].function;
+      if (OneOf(f, {"__lll_lock_wait", "__GI___lll_lock_wait", "___pthread_mutex_lock", "__pthread_mutex_lock",
+                    "pthread_mutex_lock", "lll_mutex_lock_optimized"}))
+        return true;
+    }
+    return false;
+  }
+
+  // The first frame of the thread's own code (past libc, libstdc++, ...).
+  static std::string OwnFunction(const Backtrace& bt) {
+    for (const auto& f : bt.frames) {
+      if (!f.function.empty() && !(f.module && IsRuntimeLibrary(f.module->module->path))) return f.function;
+    }
+    return {};
   }
 
   // Where the fault happened, for the summary and the advice.

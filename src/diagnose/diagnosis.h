@@ -54,6 +54,8 @@ enum class Syndrome {
   kBusError,
   kGpuFault,        // the GPU runtime (ROCr, the CUDA driver) aborted the process after a GPU fault
   kExternalSignal,  // sent by another process: no instruction of this one faulted
+  kDeadlock,        // threads wait, in a cycle, for glibc mutexes the others hold
+  kSnapshot,        // no signal: a running process's snapshot (analyze --pid, gcore)
   kOther,
 };
 enum class CrashContext {
@@ -113,6 +115,9 @@ struct Diagnosis {
   std::vector<RegisterClass> registers;
   std::vector<ThreadGroup> thread_groups;   // of 2 or more threads
   std::vector<ThreadWait> thread_states;    // of each thread, in thread order
+  // The threads blocked taking a glibc mutex, in thread order (at a
+  // report's depth: every thread's frames are needed).
+  std::vector<LockWait> lock_waits;
   std::vector<BitFlip> possible_bit_flips;  // of a bad pointer (bad-pointer)
   // A register state compiled code cannot produce (rsp off the ABI's
   // alignment where an instruction needs it, the return address one slot

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "core/core.h"
 #include "core/registers.h"
@@ -67,6 +68,21 @@ std::string ThreadStateName(const ThreadWait& wait);
 // "230 (clock_nanosleep)": the number, and the name of the calls threads
 // wait in.
 std::string SyscallName(uint64_t nr, Arch arch = Arch::kX86_64);
+
+// A thread blocked taking a glibc mutex (pthread_mutex_lock, in
+// __lll_lock_wait's futex wait), and the thread the mutex names as its
+// owner (the mutex's __owner, a TID). Normal, recursive and error-checking
+// mutexes; a priority-inheritance mutex, a read-write lock or a condition
+// variable is not read.
+struct LockWait {
+  int tid = 0;
+  std::string thread_name;  // a live snapshot's; empty for a core
+  std::string where;        // the first function of the thread's own code
+  uint64_t mutex = 0;
+  std::string mutex_name;  // the variable's symbol, when the mutex is one
+  int owner = 0;           // 0: no owner recorded
+  bool owner_in_process = false;
+};
 
 namespace evidence {
 
@@ -250,6 +266,12 @@ struct Exiting {
 struct UnwinderBinding {
   std::string unwinder;
 };
+// A cycle of threads each waiting for a mutex the next one holds: the
+// first waits for the mutex the second holds, ..., the last for the one
+// the first holds.
+struct Deadlock {
+  std::vector<LockWait> cycle;
+};
 // Other threads in the crashing thread's function and state.
 struct PossibleRace {
   size_t others = 0;
@@ -268,6 +290,6 @@ using Evidence =
                  evidence::WroteReadonly, evidence::AssertionFailed, evidence::MallocAborted, evidence::Terminated,
                  evidence::GpuRuntimeAborted, evidence::AbortMessage, evidence::AbortCalled,
                  evidence::UnwinderRunning, evidence::InSignalHandler, evidence::LoadingModule, evidence::Exiting,
-                 evidence::UnwinderBinding, evidence::PossibleRace>;
+                 evidence::UnwinderBinding, evidence::PossibleRace, evidence::Deadlock>;
 
 }  // namespace coroner

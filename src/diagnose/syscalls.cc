@@ -9,4 +9,8 @@ const SyscallEntry* FindSyscall(uint64_t nr, Arch arch) {
   return nullptr;
 }
 
+Reg SyscallArgument(Arch arch, size_t n) {
+  return (arch == Arch::kAarch64 ? kAarch64SyscallArguments : kX86_64SyscallArguments)[n < 6 ? n : 5];
+}
+
 }  // namespace coroner

@@ -23,6 +23,12 @@ struct SyscallEntry {
 extern const std::span<const SyscallEntry> kX86_64Syscalls;
 extern const std::span<const SyscallEntry> kAarch64Syscalls;
 
+// The register holding a system call's argument n (0 to 5) as the thread
+// entered it: a blocked thread's registers still hold them.
+Reg SyscallArgument(Arch arch, size_t n);
+extern const Reg kX86_64SyscallArguments[6];
+extern const Reg kAarch64SyscallArguments[6];
+
 // The entry of system call `nr` of `arch`, or null for one not listed.
 const SyscallEntry* FindSyscall(uint64_t nr, Arch arch);
 

@@ -38,5 +38,7 @@ constexpr SyscallEntry kTable[] = {
 }  // namespace
 
 const std::span<const SyscallEntry> kX86_64Syscalls = kTable;
+// The kernel's calling convention: rdi, rsi, rdx, r10, r8, r9.
+const Reg kX86_64SyscallArguments[6] = {Reg::rdi, Reg::rsi, Reg::rdx, Reg::r10, Reg::r8, Reg::r9};
 
 }  // namespace coroner

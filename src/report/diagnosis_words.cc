@@ -46,6 +46,19 @@ std::string BadAddressText(evidence::BadAddress why) {
   return "not mapped";
 }
 
+// "thread 1552 (checkpoint_writ) in write_checkpoint".
+std::string ThreadText(int tid, const std::string& name, const std::string& where) {
+  std::string s = "thread " + std::to_string(tid);
+  if (!name.empty()) s += " (" + name + ")";
+  if (!where.empty()) s += " in " + where;
+  return s;
+}
+
+// "ckpt_lock (0x55...)" or the address alone.
+std::string MutexText(const LockWait& w) {
+  return w.mutex_name.empty() ? "mutex " + ShownWord(w.mutex) : w.mutex_name + " (" + ShownWord(w.mutex) + ")";
+}
+
 // One overload per fact: the sentence a report prints for it.
 struct Sentence {
   std::string operator()(const evidence::HandlerCaughtFault& e) const {
@@ -230,6 +243,18 @@ struct Sentence {
   std::string operator()(const evidence::UnwinderBinding& e) const {
     return "_Unwind_RaiseException binds to " + e.unwinder + ", the first module in load order that defines it.";
   }
+  std::string operator()(const evidence::Deadlock& e) const {
+    // Thread i waits for the mutex thread i+1 holds; thread 0 holds the
+    // last one's.
+    const auto& c = e.cycle;
+    if (c.empty()) return "";
+    std::string s = "Deadlock: " + ThreadText(c[0].tid, c[0].thread_name, c[0].where) + " holds " +
+                    MutexText(c.back()) + " and waits for " + MutexText(c[0]);
+    for (size_t i = 1; i < c.size(); ++i) {
+      s += ", held by " + ThreadText(c[i].tid, c[i].thread_name, c[i].where) + ", which waits for " + MutexText(c[i]);
+    }
+    return s + ", held by thread " + std::to_string(c[0].tid) + ".";
+  }
   std::string operator()(const evidence::PossibleRace& e) const {
     return std::to_string(e.others) + " other thread(s) were " + ThreadStateName(e.state) + " in " + e.function +
            ", the crashing thread's function: a possible data race.";
@@ -260,6 +285,17 @@ std::string HandlerEnding(const SignalInfo& delivered, const SignalInfo& fault) 
 
 std::string Summary(const Diagnosis& d) {
   if (!d.classified) return "The core holds no thread registers or signal, so the crash cannot be classified.";
+  if (d.syndrome == Syndrome::kDeadlock) {
+    for (const auto& e : d.evidence) {
+      if (const auto* dl = std::get_if<evidence::Deadlock>(&e)) {
+        return std::to_string(dl->cycle.size()) +
+               " threads are deadlocked: each waits for a mutex that another of them holds, and none can go on.";
+      }
+    }
+  }
+  if (d.syndrome == Syndrome::kSnapshot) {
+    return "A snapshot of a running process: no signal stopped it. Each thread's state and stack say where it was.";
+  }
   if (!d.site) return "";
   const FaultSite& site = *d.site;
   const std::string& where = site.where;
@@ -296,12 +332,21 @@ std::string Summary(const Diagnosis& d) {
                  : "Another process (pid " + std::to_string(si.sender_pid.value_or(0)) + ") killed this one with " +
                        SignalName(si.signo) + ": it did not crash.";
     }
+    case Syndrome::kDeadlock:
+    case Syndrome::kSnapshot: return "";  // above: no fault site
     case Syndrome::kOther: return "The process died of " + SignalName(site.signal.signo) + ".";
   }
   return "";
 }
 
 std::vector<std::string> NextSteps(const Diagnosis& d) {
+  if (d.syndrome == Syndrome::kDeadlock) {
+    return {"Make every thread take these mutexes in one order (or take them together with std::scoped_lock); the functions named are where each was taken out of order.",
+            "ThreadSanitizer reports lock-order inversions before they deadlock: run the workload built with -fsanitize=thread."};
+  }
+  if (d.syndrome == Syndrome::kSnapshot) {
+    return {"Take another snapshot a few seconds later: a thread found in the same place, in the same wait, is stuck there; follow what it waits for (a peer, a lock's owner, a file)."};
+  }
   if (!d.site) return {};
   std::vector<std::string> n;
   switch (d.syndrome) {
@@ -362,6 +407,8 @@ std::vector<std::string> NextSteps(const Diagnosis& d) {
       n = {"Find the sender: a watchdog, a supervisor, an out-of-memory handler or an operator's kill; its logs say why.",
            "Keep these cores out of the crash populations: `coroner epi --rules` with [[exclude]] where = \"syndrome = 'external-signal'\"."};
       break;
+    case Syndrome::kDeadlock:
+    case Syndrome::kSnapshot: break;  // above
     case Syndrome::kOther: {
       const auto& sender = d.site->signal.sender_pid;
       n = {"Check what sent the signal and why (sender pid: " + (sender ? std::to_string(*sender) : std::string("unknown")) + ")."};
