@@ -153,8 +153,8 @@ class Diagnoser {
     if (report_) {
       Threads();
       Site();
-      LockWaits();
     }
+    LockWaits();
     return std::move(d_);
   }
 
@@ -163,10 +163,8 @@ class Diagnoser {
     d_.classified = true;
     d_.syndrome = Syndrome::kSnapshot;
     regs_ = core_.threads()[0].registers;
-    if (report_) {
-      Threads();
-      LockWaits();
-    }
+    if (report_) Threads();
+    LockWaits();
     return std::move(d_);
   }
 
@@ -759,25 +757,35 @@ class Diagnoser {
   // __owner (8 bytes in) is the TID that holds it. A cycle of owners is a
   // deadlock; it decides the syndrome of a snapshot or of a process killed
   // from outside (a watchdog's signal), and is evidence beside a crash.
+  // The wait is known from the registers and the lock word alone, so a
+  // dataset row (no thread but the crashing one unwound) finds the same
+  // deadlock as the report; where the frames are there, they must agree.
   void LockWaits() {
-    std::map<int, size_t> by_tid;
-    for (size_t i = 0; i < bts_.size(); ++i) by_tid[bts_[i].thread->tid] = i;
-    for (size_t i = 0; i < bts_.size(); ++i) {
-      const Backtrace& bt = bts_[i];
-      if (i >= d_.thread_states.size() || d_.thread_states[i].kind != WaitKind::kFutex) continue;
-      if (!InMutexLock(bt)) continue;
+    std::set<int> tids;
+    for (const Backtrace& bt : bts_) tids.insert(bt.thread->tid);
+    for (const Backtrace& bt : bts_) {
       const Registers& r = bt.thread->registers;
+      ThreadWait wait = ThreadWaitOf(r, modules_);
+      if (wait.kind != WaitKind::kFutex) continue;
+      constexpr uint64_t kFutexCommand = 0x7f;  // without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME
+      constexpr uint64_t kFutexWait = 0, kLockedWithWaiters = 2;
+      if ((r[SyscallArgument(r.arch, 1)] & kFutexCommand) != kFutexWait) continue;
+      if (r[SyscallArgument(r.arch, 2)] != kLockedWithWaiters) continue;
+      if (!bt.frames.empty() && !InMutexLock(bt)) continue;
       LockWait w;
       w.tid = bt.thread->tid;
       w.thread_name = bt.thread->name;
       w.where = OwnFunction(bt);
-      w.mutex = r[SyscallArgument(r.arch, 0)];
+      w.mutex = Untagged(r[SyscallArgument(r.arch, 0)]);
       if (w.mutex % 4 != 0) continue;  // a futex word is aligned: this is no lock wait
-      PcSymbol s = modules_.Symbolize(w.mutex);
-      if (s.module && !s.symbol.empty() && s.symbol_offset == 0) w.mutex_name = s.symbol;
       auto owner = core_.memory().Read<int32_t>(w.mutex + 8);
-      w.owner = owner && *owner > 0 ? *owner : 0;
-      w.owner_in_process = w.owner && by_tid.count(w.owner);
+      if (!owner) continue;
+      w.owner = *owner > 0 ? *owner : 0;
+      w.owner_in_process = w.owner && tids.count(w.owner);
+      if (report_) {
+        PcSymbol s = modules_.Symbolize(w.mutex);
+        if (s.module && !s.symbol.empty() && s.symbol_offset == 0) w.mutex_name = s.symbol;
+      }
       d_.lock_waits.push_back(std::move(w));
     }
     // Follow owners from each waiting thread; a thread met twice on one
@@ -794,15 +802,11 @@ class Diagnoser {
         auto next = waiting.find(w->owner);
         w = next == waiting.end() ? nullptr : next->second;
       }
-      if (!w) continue;
-      auto start = std::find(path.begin(), path.end(), w);
-      std::vector<const LockWait*> cycle(start, path.end());
-      if (cycle.empty() || cycle.front()->tid != tid) continue;  // found again from its lowest TID
-      if (std::any_of(cycle.begin(), cycle.end(), [&](const LockWait* c) { return c->tid < tid; })) continue;
+      if (!w || w != first) continue;  // no cycle, or one this thread only leads into
+      if (std::any_of(path.begin(), path.end(), [&](const LockWait* c) { return c->tid < tid; })) continue;
       evidence::Deadlock e;
-      for (const LockWait* c : cycle) e.cycle.push_back(*c);
-      bool decides = d_.syndrome == Syndrome::kSnapshot || d_.syndrome == Syndrome::kExternalSignal;
-      if (decides) d_.syndrome = Syndrome::kDeadlock;
+      for (const LockWait* c : path) e.cycle.push_back(*c);
+      if (d_.syndrome == Syndrome::kSnapshot || d_.syndrome == Syndrome::kExternalSignal) d_.syndrome = Syndrome::kDeadlock;
       d_.evidence.push_back(std::move(e));
       break;
     }
@@ -860,6 +864,12 @@ bool IsRuntimeLibrary(std::string_view path) {
                                "libm.so", "libdl.so", "librt.so"})
     if (base.starts_with(lib)) return true;
   return false;
+}
+
+const LockWait* LockWaitOf(const Diagnosis& d, int tid) {
+  for (const auto& w : d.lock_waits)
+    if (w.tid == tid) return &w;
+  return nullptr;
 }
 
 std::string SyscallName(uint64_t nr, Arch arch) {

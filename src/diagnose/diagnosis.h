@@ -131,6 +131,9 @@ struct Diagnosis {
 
 ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 
+// The mutex thread `tid` waits for, if it waits for one.
+const LockWait* LockWaitOf(const Diagnosis& d, int tid);
+
 // The libraries every program runs on (glibc, the dynamic loader, the C++
 // runtime and its unwinders), by the module's path: a thread's own code is
 // its first frame outside them, and an unnamed frame in one is machinery.

@@ -19,6 +19,9 @@ namespace coroner {
 
 namespace {
 
+// ", checkpoint_writ": a live snapshot's thread name, for the thread lines.
+std::string ThreadNameText(const Thread& t) { return t.name.empty() ? "" : ", " + EscapedLine(t.name); }
+
 std::string Text(const std::string& s) { return ValidUtf8(s); }
 
 void HexOrNull(JsonWriter& w, const std::optional<uint64_t>& v) { v ? w.String(ShownWord(*v)) : w.Null(); }
@@ -374,6 +377,32 @@ void WriteCoreJson(JsonWriter& w, const CrashAnalysis& analysis) {
   w.EndObject();
 }
 
+// A live snapshot's own facts: null for a core file.
+void WriteSnapshotJson(JsonWriter& w, const Core& core) {
+  const auto& live = core.live();
+  if (!live) {
+    w.Null();
+    return;
+  }
+  w.BeginObject();
+  w.Key("pid").Int(live->pid);
+  w.Key("stopped_ms").Double(live->stopped_ms);
+  w.Key("threads").UInt(live->threads.size());
+  w.Key("not_stopped").BeginArray();
+  for (const auto& t : live->not_stopped) {
+    w.BeginObject();
+    w.Key("tid").Int(t.tid);
+    w.Key("state").String(std::string(1, t.state ? t.state : '?'));
+    w.Key("name").String(Text(t.name));
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("exited").BeginArray();
+  for (int tid : live->exited) w.Int(tid);
+  w.EndArray();
+  w.EndObject();
+}
+
 void WriteProcessJson(JsonWriter& w, const CrashAnalysis& analysis) {
   const Core& core = *analysis.core;
   const auto& identity = analysis.identity;
@@ -417,6 +446,11 @@ void WriteThreadJson(JsonWriter& w, const CrashAnalysis& analysis, size_t k) {
   const Thread& t = *bt.thread;
   w.BeginObject();
   w.Key("tid").Int(t.tid);
+  // A live snapshot's: the thread's name and its state as it ran.
+  w.Key("name");
+  analysis.core->live() ? w.String(Text(t.name)) : w.Null();
+  w.Key("run_state");
+  analysis.core->live() && t.run_state ? w.String(std::string(1, t.run_state)) : w.Null();
   w.Key("registers");
   WriteRegistersJson(w, t.registers);
   w.Key("utime_us").UInt(t.utime_us);
@@ -427,6 +461,18 @@ void WriteThreadJson(JsonWriter& w, const CrashAnalysis& analysis, size_t k) {
   t.xstate_size ? w.UInt(*t.xstate_size) : w.Null();
   w.Key("state");
   d && k < d->thread_states.size() ? w.String(ThreadStateName(d->thread_states[k])) : w.Null();
+  w.Key("lock_wait");
+  if (const LockWait* lw = d ? LockWaitOf(*d, t.tid) : nullptr) {
+    w.BeginObject();
+    w.Key("mutex").String(ShownWord(lw->mutex));
+    w.Key("mutex_name");
+    TextOrNull(w, lw->mutex_name);
+    w.Key("owner");
+    lw->owner ? w.Int(lw->owner) : w.Null();
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   w.Key("frames").BeginArray();
   if (analysis.modules) {  // unwound (not --registers-only)
     for (const auto& f : bt.frames) WriteFrame(w, f);
@@ -543,8 +589,11 @@ std::string CoreToJson(const CrashAnalysis& analysis) {
   WriteJob(w, analysis.identity ? analysis.identity->job : std::nullopt);
   w.Key("signal");
   WriteSignal(w, core.signal());
+  w.Key("snapshot");
+  WriteSnapshotJson(w, core);
+  // No signal, no crashing thread: a snapshot's first thread is its main one.
   w.Key("crashing_thread");
-  core.threads().empty() ? w.Null() : w.UInt(core.crashing_thread());
+  core.threads().empty() || !core.signal() ? w.Null() : w.UInt(core.crashing_thread());
   w.Key("threads").BeginArray();
   for (size_t k = 0; k < analysis.threads.size(); ++k) WriteThreadJson(w, analysis, k);
   w.EndArray();
@@ -597,6 +646,15 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   for (const auto& m : core.missing()) add("  missing: " + Text(m));
   if (std::string m = IdentityMissing(analysis); !m.empty()) add("  missing: " + Text(m));
   for (const auto& m : core.soft_errors()) add("  warning: " + Text(m));
+  if (const auto& live = core.live()) {
+    add(fmt::format("snapshot: pid {}, {} threads held for {:.2f} ms, then let go", live->pid, live->threads.size(),
+                    live->stopped_ms));
+    for (const auto& t : live->not_stopped) {
+      add(fmt::format("  not stopped: thread {} ({}, state {}): it waits in the kernel and could not be held; its registers are not here",
+                      t.tid, EscapedLine(t.name), t.state ? t.state : '?'));
+    }
+    for (int tid : live->exited) add(fmt::format("  exited: thread {} ended while the snapshot was taken", tid));
+  }
   if (const auto& p = core.process()) {
     const auto& id = analysis.identity;
     std::string args = id && !id->argv.empty() ? CommandLine(id->argv) : ScrubbedPsargs(p->args);
@@ -640,18 +698,23 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   add(fmt::format("threads: {}", core.threads().size()));
   for (size_t i = 0; i < core.threads().size(); ++i) {
     const Thread& t = core.threads()[i];
-    add(fmt::format("thread {} (LWP {}){}: {} {} {} {}", i, t.tid, i == core.crashing_thread() ? " [crashed]" : "",
+    add(fmt::format("thread {} (LWP {}{}){}: {} {} {} {}", i, t.tid, ThreadNameText(t),
+                    i == core.crashing_thread() && core.signal() ? " [crashed]" : "",
                     RegName(t.registers.pc_reg()), ShownWord(t.registers.pc()), RegName(t.registers.sp_reg()),
                     ShownWord(t.registers.sp())));
   }
   if (!core.threads().empty()) {
     const Thread& t = core.threads()[core.crashing_thread()];
-    add(fmt::format("registers of the crashing thread (LWP {}):", t.tid));
+    add(fmt::format("registers of the {} thread (LWP {}):", core.signal() ? "crashing" : "main", t.tid));
     for (const auto& row : RegisterGrid(t.registers)) add(row);
   }
   for (size_t i = 0; analysis.modules && i < analysis.threads.size(); ++i) {
     const Backtrace& bt = analysis.threads[i];
-    add(fmt::format("\nthread {} (LWP {}){}:", i, bt.thread->tid, &bt == analysis.crashing_backtrace() ? " crashed" : ""));
+    add(fmt::format("\nthread {} (LWP {}{}){}:", i, bt.thread->tid, ThreadNameText(*bt.thread),
+                    &bt == analysis.crashing_backtrace() && core.signal() ? " crashed" : ""));
+    if (const LockWait* lw = analysis.diagnosis ? LockWaitOf(*analysis.diagnosis, bt.thread->tid) : nullptr) {
+      add("   waits for " + Text(LockWaitText(*lw)));
+    }
     for (const auto& f : bt.frames) {
       add(FrameLine(f));
       for (const auto& line : VariableLines(f)) add("        " + line);

@@ -283,6 +283,13 @@ std::string HandlerEnding(const SignalInfo& delivered, const SignalInfo& fault) 
   return ending + " (" + SignalName(delivered.signo) + ", " + CodeName(delivered, "?") + ")";
 }
 
+std::string LockWaitText(const LockWait& w) {
+  std::string held = !w.owner              ? "held by no thread the mutex names"
+                     : w.owner_in_process ? "held by thread " + std::to_string(w.owner)
+                                           : "which names thread " + std::to_string(w.owner) + " as its owner, not a thread of this process";
+  return MutexText(w) + ", " + held;
+}
+
 std::string Summary(const Diagnosis& d) {
   if (!d.classified) return "The core holds no thread registers or signal, so the crash cannot be classified.";
   if (d.syndrome == Syndrome::kDeadlock) {

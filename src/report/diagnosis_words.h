@@ -17,6 +17,9 @@ std::string EvidenceSentence(const Evidence& e);
 std::vector<std::string> EvidenceSentences(const Diagnosis& d);
 
 // One plain sentence on the crash, and the steps an engineer would take.
+// "ckpt_lock (0x...), held by thread 1553": a thread's lock wait.
+std::string LockWaitText(const LockWait& w);
+
 std::string Summary(const Diagnosis& d);
 std::vector<std::string> NextSteps(const Diagnosis& d);
 

@@ -1,6 +1,7 @@
 #include "text/json_writer.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "text/text.h"
 
@@ -85,6 +86,14 @@ void JsonWriter::Int(int64_t v) {
   Comma();
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, r.ptr);
+}
+
+void JsonWriter::Double(double v) {
+  if (!std::isfinite(v)) return Null();
+  Comma();
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 3);
   out_.append(buf, r.ptr);
 }
 

@@ -29,6 +29,8 @@ class JsonWriter {
   void String(std::string_view s);
   void Int(int64_t v);
   void UInt(uint64_t v);
+  // A measurement, with three decimals; null when it is not finite.
+  void Double(double v);
   void Bool(bool v);
   void Null();
   // A value or null.

@@ -1,0 +1,425 @@
+// `analyze --pid` on real running processes: a program whose two threads
+// deadlock on two mutexes while its main thread beats on (deadlock.c).
+// Oracles: gdb attached to the same process after coroner let it go, gdb
+// on the core coroner wrote, the program's own source (which thread holds
+// which mutex) and its heartbeat (it runs on). Every bound here is for a
+// hang only; none decides a result.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "unit/run_coroner.h"
+#include "zoo/zoo.h"
+
+namespace coroner::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Work() {
+  static const std::string dir = ::testing::TempDir() + "/live-" + std::to_string(getpid());
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string Program() {
+  const char* p = std::getenv("CORONER_LIVE_DEADLOCK");
+  return p ? p : "";
+}
+
+void Nap(long us) {
+  timespec ts{us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+// /proc/PID/status's field.
+std::string StatusField(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      size_t v = line.find_first_not_of(" \t", key.size() + 1);
+      return v == std::string::npos ? "" : line.substr(v);
+    }
+  }
+  return "";
+}
+
+// The deadlock program, its stdout on a pipe: "ready", then a beat a line.
+class Target {
+ public:
+  explicit Target(const std::string& dir = Work()) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+      setrlimit(RLIMIT_CORE, &unlimited);
+      if (chdir(dir.c_str()) != 0) _exit(127);
+      dup2(fds[1], 1);
+      close(fds[0]);
+      close(fds[1]);
+      execl(Program().c_str(), "deadlock", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    out_ = fds[0];
+    ready_ = NextLine() == "ready";
+  }
+  ~Target() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) close(out_);
+  }
+  pid_t pid() const { return pid_; }
+  bool ready() const { return ready_; }
+
+  // The next line it writes; empty when it writes none for 60 s (a hang).
+  std::string NextLine() {
+    for (;;) {
+      size_t nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, 60000) <= 0) return "";
+      char buf[4096];
+      ssize_t n = read(out_, buf, sizeof buf);
+      if (n <= 0) return "";
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  // The number of the next beat written after this call, skipping those
+  // already in the pipe; -1 when none comes.
+  long FreshBeat() {
+    std::string line;
+    // Drain what is there, then wait for one more.
+    pollfd p{out_, POLLIN, 0};
+    while (poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+      char buf[65536];
+      ssize_t n = read(out_, buf, sizeof buf);
+      if (n <= 0) break;
+    }
+    buffer_.clear();
+    NextLine();  // possibly cut by the drain
+    line = NextLine();
+    long beat = -1, gap = 0;
+    return std::sscanf(line.c_str(), "beat %ld %ld", &beat, &gap) == 2 ? beat : -1;
+  }
+  // Kills it with `signo` and waits: the status.
+  int KillWith(int signo) {
+    kill(pid_, signo);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  bool ready_ = false;
+  std::string buffer_;
+};
+
+// What the program's source says: checkpoint_writer holds ckpt_lock and
+// waits for metrics_lock; metrics_flush the other way round.
+struct Expected {
+  int writer = 0, flusher = 0;  // their TIDs, by name
+};
+
+Expected ThreadsByName(const json& j) {
+  Expected e;
+  for (const auto& t : j["threads"]) {
+    if (t["name"] == "checkpoint_writ") e.writer = t["tid"];
+    if (t["name"] == "metrics_flush") e.flusher = t["tid"];
+  }
+  return e;
+}
+
+// gdb's values of an expression, one per line, of a process or a core.
+std::vector<std::string> GdbPrint(const std::string& target, const std::vector<std::string>& exprs) {
+  std::string cmd = "timeout 300 gdb -nx -batch -q";
+  for (const auto& e : exprs) cmd += " -ex 'printf \"@@%ld\\n\", (long)(" + e + ")'";
+  cmd += " " + Program() + " " + target + " 2>/dev/null";
+  auto r = Run(cmd);
+  std::vector<std::string> out;
+  std::istringstream in(r.out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("@@", 0) == 0) out.push_back(line.substr(2));
+  }
+  return out;
+}
+
+// gdb's frames of every thread (tests/fixtures/gdb_frames.py), by TID.
+std::map<int, std::vector<GdbFrame>> GdbFrames(const std::string& target, const std::string& name) {
+  std::string out = Work() + "/" + name + ".gdb";
+  std::string cmd = std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/fixtures/gdb_oracle.sh " + Program() +
+                    " " + target + " " + out;
+  if (Run(cmd + " 2>/dev/null").status != 0) return {};
+  return ParseGdbOracle(out).frames;
+}
+
+// The pcs of a thread's frames as gdb gives them (its synthesized
+// tail-call frames left out) and as coroner's JSON does, up to `limit`.
+std::vector<uint64_t> GdbPcs(const std::vector<GdbFrame>& frames, size_t limit) {
+  std::vector<uint64_t> out;
+  for (const auto& f : frames) {
+    if (f.type == "tailcall") continue;
+    if (out.size() == limit) break;
+    out.push_back(f.pc);
+  }
+  return out;
+}
+std::vector<uint64_t> OurPcs(const json& thread, size_t limit) {
+  std::vector<uint64_t> out;
+  for (const auto& f : thread["frames"]) {
+    if (out.size() == limit) break;
+    if (f["trust"] == "python") continue;
+    out.push_back(std::stoull(f["pc"].get<std::string>(), nullptr, 16));
+  }
+  return out;
+}
+const json* ThreadOf(const json& j, int tid) {
+  for (const auto& t : j["threads"])
+    if (t["tid"] == tid) return &t;
+  return nullptr;
+}
+
+void ExpectDeadlockOf(const json& j, const Expected& e, const std::string& ckpt, const std::string& metrics) {
+  const auto& d = j["diagnosis"];
+  EXPECT_EQ(d["syndrome"], "deadlock") << d.dump();
+  const json* w = ThreadOf(j, e.writer);
+  const json* f = ThreadOf(j, e.flusher);
+  ASSERT_TRUE(w && f);
+  ASSERT_FALSE((*w)["lock_wait"].is_null()) << w->dump();
+  ASSERT_FALSE((*f)["lock_wait"].is_null()) << f->dump();
+  EXPECT_EQ((*w)["lock_wait"]["mutex"], metrics);
+  EXPECT_EQ((*w)["lock_wait"]["owner"], e.flusher);
+  EXPECT_EQ((*f)["lock_wait"]["mutex"], ckpt);
+  EXPECT_EQ((*f)["lock_wait"]["owner"], e.writer);
+  EXPECT_EQ((*w)["lock_wait"]["mutex_name"], "metrics_lock");
+  EXPECT_EQ((*f)["lock_wait"]["mutex_name"], "ckpt_lock");
+  bool named = false;
+  for (const auto& ev : d["evidence"]) {
+    std::string s = ev;
+    named |= s.find("thread " + std::to_string(e.writer)) != std::string::npos &&
+             s.find("thread " + std::to_string(e.flusher)) != std::string::npos &&
+             s.find("write_checkpoint") != std::string::npos && s.find("flush_metrics") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << d["evidence"].dump();
+}
+
+std::string HexOf(const std::string& decimal) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", std::stoull(decimal));
+  return buf;
+}
+
+TEST(LiveSnapshot, NamesTheDeadlockAsGdbSeesItAndTheProcessRunsOn) {
+  Target t;
+  ASSERT_TRUE(t.ready()) << "the deadlock program did not start";
+  std::string core = Work() + "/snapshot.core";
+  auto r = Coroner("analyze --json --pid " + std::to_string(t.pid()) + " --write-core " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+
+  // Let go: traced by no one, not stopped, and beating.
+  EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+  std::string state = StatusField(t.pid(), "State");
+  EXPECT_TRUE(state[0] == 'S' || state[0] == 'R') << state;
+  EXPECT_GE(t.FreshBeat(), 0) << "the process did not run on after the snapshot";
+
+  EXPECT_EQ(j["snapshot"]["pid"], t.pid());
+  EXPECT_EQ(j["snapshot"]["threads"], 3);
+  EXPECT_TRUE(j["snapshot"]["stopped_ms"].is_number());
+  EXPECT_TRUE(j["signal"].is_null());
+  EXPECT_TRUE(j["crashing_thread"].is_null());
+  EXPECT_EQ(j["threads"][0]["tid"], t.pid());
+  Expected e = ThreadsByName(j);
+  ASSERT_TRUE(e.writer && e.flusher) << "thread names missing";
+
+  // gdb, attached to the same process now: the mutexes' addresses and
+  // owners, and the deadlocked threads' frames (which cannot have moved).
+  auto live = GdbPrint(std::to_string(t.pid()), {"(long)&ckpt_lock", "(long)&metrics_lock",
+                                                  "ckpt_lock.__data.__owner", "metrics_lock.__data.__owner"});
+  ASSERT_EQ(live.size(), 4u);
+  EXPECT_EQ(std::stoi(live[2]), e.writer);
+  EXPECT_EQ(std::stoi(live[3]), e.flusher);
+  ExpectDeadlockOf(j, e, HexOf(live[0]), HexOf(live[1]));
+  auto gdb_live = GdbFrames(std::to_string(t.pid()), "live");
+  for (int tid : {e.writer, e.flusher}) {
+    ASSERT_TRUE(gdb_live.count(tid)) << tid;
+    auto ours = OurPcs(*ThreadOf(j, tid), 8);
+    EXPECT_GE(ours.size(), 6u);
+    EXPECT_EQ(ours, GdbPcs(gdb_live[tid], ours.size())) << "thread " << tid;
+  }
+  EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+
+  // The core written: gdb reads it as coroner read the process, every
+  // thread (the main one too: the core holds it where it was held).
+  ASSERT_TRUE(fs::exists(core));
+  auto gdb_core = GdbFrames(core, "core");
+  ASSERT_EQ(gdb_core.size(), 3u);
+  for (const auto& [tid, frames] : gdb_core) {
+    const json* ours = ThreadOf(j, tid);
+    ASSERT_TRUE(ours) << tid;
+    // gdb stops at main; coroner goes on to _start.
+    auto theirs = GdbPcs(frames, 8);
+    EXPECT_GE(theirs.size(), 5u) << tid;
+    EXPECT_EQ(OurPcs(*ours, theirs.size()), theirs) << "thread " << tid;
+  }
+  auto from_core = GdbPrint(core, {"ckpt_lock.__data.__owner", "metrics_lock.__data.__owner"});
+  ASSERT_EQ(from_core.size(), 2u);
+  EXPECT_EQ(std::stoi(from_core[0]), e.writer);
+  // And coroner reads its own core as it read the process.
+  auto again = Coroner("analyze --json " + core);
+  ASSERT_EQ(again.status, 0) << again.err;
+  json k = json::parse(again.out);
+  EXPECT_TRUE(k["snapshot"].is_null());
+  EXPECT_TRUE(k["signal"].is_null());
+  ExpectDeadlockOf(k, e, HexOf(live[0]), HexOf(live[1]));
+  for (const auto& th : j["threads"]) {
+    EXPECT_EQ(OurPcs(th, 64), OurPcs(*ThreadOf(k, th["tid"]), 64)) << th["tid"];
+  }
+}
+
+// coroner killed at any moment of a snapshot leaves the process neither
+// stopped nor traced: the kernel lets a dead tracer's tracees go.
+TEST(LiveSnapshot, KilledMidwayLeavesTheProcessRunning) {
+  Target t;
+  ASSERT_TRUE(t.ready());
+  const char* bin = std::getenv("CORONER_BIN");
+  std::string pid = std::to_string(t.pid());
+  for (int i = 0; i < 48; ++i) {
+    pid_t c = fork();
+    if (c == 0) {
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1), dup2(null, 2);
+      execl(bin, "coroner", "analyze", "--pid", pid.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    Nap(i * 250);  // from before the attach to well into the analysis
+    kill(c, SIGKILL);
+    waitpid(c, nullptr, 0);
+    EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0") << "after a kill at round " << i;
+    std::string state = StatusField(t.pid(), "State");
+    EXPECT_TRUE(state[0] == 'S' || state[0] == 'R') << state << " at round " << i;
+    EXPECT_GE(t.FreshBeat(), 0) << "no beat after round " << i;
+  }
+}
+
+// A process coroner may not read is refused in one line, exit status 1.
+TEST(LiveSnapshot, RefusesWhatItMayNotRead) {
+  // A pid that names no process: a child's, reaped.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  auto r = Coroner("analyze --pid " + std::to_string(gone));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("no process " + std::to_string(gone)), std::string::npos) << r.err;
+
+  // A zombie: a child that exited, not yet reaped.
+  pid_t zombie = fork();
+  if (zombie == 0) _exit(0);
+  for (int i = 0; i < 6000 && StatusField(zombie, "State")[0] != 'Z'; ++i) Nap(10000);
+  r = Coroner("analyze --json --pid " + std::to_string(zombie));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("zombie"), std::string::npos) << r.err;
+  EXPECT_EQ(json::parse(r.out)["error"]["kind"], "io") << r.out;
+  waitpid(zombie, nullptr, 0);
+
+  // A process this test traces already.
+  Target t;
+  ASSERT_TRUE(t.ready());
+  ASSERT_EQ(ptrace(PTRACE_SEIZE, t.pid(), nullptr, nullptr), 0);
+  r = Coroner("analyze --json --pid " + std::to_string(t.pid()));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("already traced by process " + std::to_string(getpid())), std::string::npos) << r.err;
+  EXPECT_EQ(json::parse(r.out)["error"]["kind"], "denied") << r.out;
+  // A seized process is let go from a stop.
+  ptrace(PTRACE_INTERRUPT, t.pid(), nullptr, nullptr);
+  waitpid(t.pid(), nullptr, __WALL);
+  ptrace(PTRACE_DETACH, t.pid(), nullptr, nullptr);
+  EXPECT_GE(t.FreshBeat(), 0);
+
+  // Another user's process: coroner run as nobody against this test's.
+  if (getuid() == 0 && coroner::testing::Run("command -v setpriv >/dev/null").status == 0) {
+    std::string copy = Work() + "/nobody";
+    fs::create_directories(copy);
+    fs::copy_file(std::getenv("CORONER_BIN"), copy + "/coroner", fs::copy_options::overwrite_existing);
+    fs::permissions(Work(), fs::perms::all);
+    fs::permissions(copy, fs::perms::all);
+    auto n = coroner::testing::Run("setpriv --reuid=65534 --regid=65534 --clear-groups " + copy + "/coroner analyze --pid " +
+                 std::to_string(t.pid()) + " 2>&1");
+    EXPECT_EQ(n.status, 1) << n.out;
+    EXPECT_NE(n.out.find("belongs to uid 0"), std::string::npos) << "[" << n.out << "]";
+    EXPECT_EQ(n.out.find('\n'), n.out.size() - 1) << "one line: " << n.out;
+  }
+  EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+}
+
+// A watchdog's SIGABRT on the deadlocked process: its kernel core is a
+// deadlock, in the report and in the dataset's row alike.
+TEST(LiveSnapshot, WatchdogCoreOfADeadlockIsADeadlock) {
+  std::string dir = Work() + "/watchdog";
+  fs::create_directories(dir);
+  Target t(dir);
+  ASSERT_TRUE(t.ready());
+  pid_t pid = t.pid();
+  // Its TIDs and mutexes as gdb sees them first (gdb lets it go after).
+  auto live = GdbPrint(std::to_string(pid), {"(long)&ckpt_lock", "(long)&metrics_lock",
+                                             "ckpt_lock.__data.__owner", "metrics_lock.__data.__owner"});
+  ASSERT_EQ(live.size(), 4u);
+  int status = t.KillWith(SIGABRT);
+  std::string core;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename().string().rfind("core", 0) == 0) core = f.path().string();
+  if (core.empty() || !WIFSIGNALED(status) || !WCOREDUMP(status)) {
+    GTEST_SKIP() << "the kernel wrote no core here (core_pattern): the live test covers the rest";
+  }
+  auto r = Coroner("analyze --json " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  Expected e{std::stoi(live[2]), std::stoi(live[3])};
+  ExpectDeadlockOf(j, e, HexOf(live[0]), HexOf(live[1]));
+  bool sent = false;
+  for (const auto& ev : j["diagnosis"]["evidence"]) sent |= ev.get<std::string>().find("SIGABRT was sent by pid") == 0;
+  EXPECT_TRUE(sent) << j["diagnosis"]["evidence"].dump();
+  std::string db = dir + "/rows.db";
+  ASSERT_EQ(Coroner("scan " + core + " --db " + db).status, 0);
+  auto q = Coroner("query --db " + db + " \"SELECT syndrome FROM cores\" --json");
+  ASSERT_EQ(q.status, 0) << q.err;
+  auto rows = json::parse(q.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["syndrome"], "deadlock");
+}
+
+class Cleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { fs::remove_all(Work()); }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
+
+}  // namespace
+}  // namespace coroner::testing
