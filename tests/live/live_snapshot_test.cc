@@ -41,6 +41,10 @@ std::string Program() {
   const char* p = std::getenv("CORONER_LIVE_DEADLOCK");
   return p ? p : "";
 }
+std::string Busy() {
+  const char* p = std::getenv("CORONER_LIVE_BUSY");
+  return p ? p : "";
+}
 
 void Nap(long us) {
   timespec ts{us / 1000000, (us % 1000000) * 1000};
@@ -60,10 +64,11 @@ std::string StatusField(pid_t pid, const std::string& key) {
   return "";
 }
 
-// The deadlock program, its stdout on a pipe: "ready", then a beat a line.
+// A target program, its stdout on a pipe: "ready", then a line now and
+// then (the deadlock program's beats). By default the deadlock program.
 class Target {
  public:
-  explicit Target(const std::string& dir = Work()) {
+  explicit Target(const std::string& dir = Work(), std::vector<std::string> args = {Program(), "deadlock"}) {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
@@ -74,7 +79,11 @@ class Target {
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
-      execl(Program().c_str(), "deadlock", static_cast<char*>(nullptr));
+      // args: the program's path, then its argv from argv[0].
+      std::vector<char*> argv;
+      for (size_t i = 1; i < args.size(); ++i) argv.push_back(args[i].data());
+      argv.push_back(nullptr);
+      execv(args[0].c_str(), argv.data());
       _exit(127);
     }
     close(fds[1]);
@@ -413,6 +422,75 @@ TEST(LiveSnapshot, WatchdogCoreOfADeadlockIsADeadlock) {
   auto rows = json::parse(q.out);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["syndrome"], "deadlock");
+}
+
+// 2,000 threads, each held and read: the snapshot lists every thread
+// /proc lists, each where the program's source leaves it.
+TEST(LiveSnapshot, HoldsTwoThousandThreads) {
+  Target t(Work(), {Busy(), "busy", "many", "2000"});
+  ASSERT_TRUE(t.ready());
+  auto r = Coroner("analyze --json --pid " + std::to_string(t.pid()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  std::set<int> tasks;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(t.pid()) + "/task")) {
+    tasks.insert(std::stoi(e.path().filename().string()));
+  }
+  ASSERT_EQ(tasks.size(), 2001u);
+  EXPECT_EQ(j["snapshot"]["threads"], 2001);
+  EXPECT_TRUE(j["snapshot"]["not_stopped"].empty());
+  std::set<int> ours;
+  size_t waiting = 0;
+  for (const auto& th : j["threads"]) {
+    ours.insert(th["tid"].get<int>());
+    bool in_wait = false;
+    for (const auto& f : th["frames"]) in_wait |= f["function"] == "wait_forever";
+    waiting += in_wait && th["state"] == "futex wait";
+  }
+  EXPECT_EQ(ours, tasks);
+  EXPECT_EQ(waiting, 2000u);
+  EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+  EXPECT_EQ(StatusField(t.pid(), "State")[0], 'S');
+}
+
+// Threads made and ended, and children forked, while the snapshot is
+// taken: each snapshot is whole or says what it lacks, and the process
+// runs on, traced by no one.
+TEST(LiveSnapshot, LetsAChurningProcessGo) {
+  Target t(Work(), {Busy(), "busy", "churn"});
+  ASSERT_TRUE(t.ready());
+  for (int i = 0; i < 12; ++i) {
+    auto r = Coroner("analyze --json --pid " + std::to_string(t.pid()));
+    ASSERT_EQ(r.status, 0) << r.err;
+    json j = json::parse(r.out);
+    EXPECT_GE(j["snapshot"]["threads"].get<int>(), 1);
+    EXPECT_EQ(j["threads"][0]["tid"], t.pid());
+    EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+    EXPECT_NE(t.NextLine(), "") << "the process stopped making threads after snapshot " << i;
+  }
+}
+
+// A process that dies while coroner reads it: a snapshot or a one-line
+// reason, never a crash or a hang.
+TEST(LiveSnapshot, AProcessDyingMidwayIsAnAnswer) {
+  for (int i = 0; i < 12; ++i) {
+    Target t(Work(), {Busy(), "busy", "churn"});
+    ASSERT_TRUE(t.ready());
+    std::string pid = std::to_string(t.pid());
+    std::string out = Work() + "/dying";
+    auto r = coroner::testing::Run("(sleep 0.00" + std::to_string(i % 10) + "; kill -9 " + pid + ") & " +
+                                   std::getenv("CORONER_BIN") + " analyze --json --pid " + pid + " > " + out +
+                                   ".json 2> " + out + ".err; echo $?; wait");
+    int status = std::stoi(r.out);
+    EXPECT_TRUE(status == 0 || status == 1) << status;
+    std::string err = ReadAll(out + ".err");
+    if (status == 1) {
+      EXPECT_EQ(err.find('\n'), err.size() - 1) << err;
+    } else {
+      json parsed;
+      EXPECT_NO_THROW(parsed = json::parse(ReadAll(out + ".json")));
+    }
+  }
 }
 
 class Cleanup : public ::testing::Environment {
