@@ -132,6 +132,7 @@ struct ScanCommand {
     cmd->add_option("INPUT", options.inputs, "core files, directories, globs, @listfiles, http(s):// URLs");
     cmd->add_option("--log", options.logs, "log files with coroner-crash lines (from libcoroner_crashlog)")
         ->allow_extra_args(false);
+    cmd->add_option("--pid", options.pids, "running processes: a snapshot of each becomes a row (--pid $(pgrep -f train.py))");
     cmd->add_option("--db", options.db, "the dataset (created when absent)")->required();
     cmd->add_option("--jobs", options.jobs, "worker processes (default: the machine's CPUs)")->check(CLI::Range(1, 1024));
     cmd->add_option("--inventory", options.inventory, "a CSV with a host column (and valid_from/valid_to) joined on host");
@@ -146,8 +147,8 @@ struct ScanCommand {
   int Run() {
     if (!TakeSysroot(sysroot, options.sysroot)) return 2;
     if (cmd->count("--max-bytes")) options.max_bytes = max_bytes;
-    if (options.inputs.empty() && options.logs.empty()) {
-      std::fprintf(stderr, "coroner: scan needs INPUT... or --log FILE\n");
+    if (options.inputs.empty() && options.logs.empty() && options.pids.empty()) {
+      std::fprintf(stderr, "coroner: scan needs INPUT..., --log FILE or --pid PID\n");
       return 2;
     }
     if (!shard.empty()) {

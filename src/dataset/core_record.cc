@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,6 +19,9 @@
 #include "core/core.h"
 #include "diagnose/peer_failure.h"
 #include "dataset/record_columns.h"
+#include "dataset/timestamps.h"
+#include "live/snapshot.h"
+#include "live/snapshot_core.h"
 #include "processor/processor.h"
 #include "text/text.h"
 
@@ -344,6 +348,53 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
   if (!line->host.empty()) md.Add("host", line->host);
   md.time = line->time;
   md.time_source = "log";
+  if (options.inventory) options.inventory->Join(md);
+  ApplyMetadata(r, md);
+  r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+CoreRecord AnalyzeProcess(int pid, const RecordOptions& options, SymbolProvider& symbols) {
+  auto start = std::chrono::steady_clock::now();
+  auto wall = std::chrono::system_clock::now();
+  int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  std::string iso = FormatIso8601(ms / 1000);  // "2026-12-07T16:20:31Z"
+  if (!iso.empty() && iso.back() == 'Z') {
+    char millis[8];
+    std::snprintf(millis, sizeof millis, ".%03d", static_cast<int>(ms % 1000));
+    iso = iso.substr(0, iso.size() - 1) + millis + "Z";
+  }
+  CoreRecord r;
+  r.path = ValidUtf8("snapshot:" + std::string(host) + ":" + std::to_string(pid) + ":" + iso);
+  r.source = "snapshot";
+  r.pid = pid;
+  auto snapshot = TakeSnapshot(pid);
+  if (!snapshot.ok()) {
+    SetError(r, snapshot.error().kind, snapshot.error().message);
+  } else {
+    LiveCapture capture = CaptureFacts(*snapshot);
+    std::unique_ptr<ByteSource> owned = MakeSnapshotSource(std::move(*snapshot));
+    ProcessOptions depth;
+    depth.depth = options.notes_only ? AnalysisDepth::kRegisters : AnalysisDepth::kLabels;
+    CoreOptions core_options = CoreOptionsFor(depth);
+    core_options.sysroot = options.sysroot;
+    core_options.executable_files = options.exe_files;
+    core_options.sole_file_is_the_program = false;
+    auto core = Core::Open(std::make_unique<BorrowedSource>(*owned), core_options);
+    if (!core.ok()) {
+      SetError(r, core.error().kind, core.error().message);
+    } else {
+      (*core)->SetLive(std::move(capture));
+      FillFromCore(r, **core, options, symbols);
+    }
+    r.bytes_read = owned->BytesRead();
+  }
+  Metadata md;
+  md.time = ms / 1000;
+  md.time_source = "snapshot";
+  if (host[0]) md.Add("host", host);
   if (options.inventory) options.inventory->Join(md);
   ApplyMetadata(r, md);
   r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

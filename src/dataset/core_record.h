@@ -137,6 +137,13 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
 CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const RecordOptions& options,
                           SymbolProvider& symbols);
 
+// A running process's snapshot (live/snapshot.h), analyzed as a core: a
+// record with source "snapshot", its path "snapshot:HOST:PID:TIME" (TIME
+// in ISO 8601 UTC, to the millisecond), its time the snapshot's and its
+// host this machine's. A process that cannot be read is an error row with
+// the reason (denied: another user's, a debugger's; io: gone).
+CoreRecord AnalyzeProcess(int pid, const RecordOptions& options, SymbolProvider& symbols);
+
 // Makes `r` an error row: `error` is "KIND: message" (or the message alone
 // without a kind).
 void SetError(CoreRecord& r, std::optional<ErrorKind> kind, const std::string& message);

@@ -183,7 +183,7 @@ class Scan {
     inputs_ = std::move(list.inputs);
     if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
     std::vector<LogLine> lines = FindLogLines(options_.logs, options_.shard);
-    total_ = inputs_.size() + lines.size();
+    total_ = inputs_.size() + lines.size() + options_.pids.size();
     summary_.inputs = total_;
     summary_.warnings = std::move(list.warnings);
     known_ = dataset_.KnownInputs();
@@ -208,6 +208,7 @@ class Scan {
     }
     if (auto r = Commit(); !r.ok()) return r.error();
     for (auto& w : workers_) Stop(w);
+    if (auto r = ScanProcesses(); !r.ok()) return r.error();
     if (auto r = ScanLogLines(std::move(lines), jobs); !r.ok()) return r.error();
     if (!options_.logs.empty())
       if (auto r = LinkLogsToCores(); !r.ok()) return r.error();
@@ -407,6 +408,27 @@ class Scan {
     if (spent) spent->swap(pending_);
     pending_.clear();
     return r;
+  }
+
+  // Each running process a snapshot, in this process (the workers have
+  // ended: no worker inherits a stopped process's tracer); every process
+  // gives a row, an error row when it cannot be read.
+  Status ScanProcesses() {
+    if (options_.pids.empty()) return Ok{};
+    RecordOptions record_options;
+    record_options.sysroot = options_.sysroot;
+    record_options.exe_files = options_.exe_files;
+    record_options.inventory = inventory_;
+    record_options.environment.allow = options_.environment_allow;
+    SymbolOptions symbol_options;
+    symbol_options.sysroot = options_.sysroot;
+    symbol_options.extra_files = options_.exe_files;
+    FileSymbolProvider symbols(symbol_options);
+    for (int pid : options_.pids) {
+      Record(AnalyzeProcess(pid, record_options, symbols));
+      Progress(false);
+    }
+    return Commit();
   }
 
   // Each crash line is an input "log:FILE:LINE", unchanged while its log is.

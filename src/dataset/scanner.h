@@ -26,6 +26,7 @@ namespace coroner {
 struct ScanOptions {
   std::vector<std::string> inputs;  // as given: files, directories, globs, @lists, URLs
   std::vector<std::string> logs;    // files with crashlog lines (`coroner-crash: ...`)
+  std::vector<int> pids;            // running processes, each snapshotted into a row (--pid)
   std::string db;
   int jobs = 0;  // 0: the machine's CPUs
   std::optional<std::string> inventory;

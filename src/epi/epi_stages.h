@@ -95,6 +95,12 @@ struct Crash {
   bool peer_failure = false;
   bool passive = false;   // an abort, an exception or a signal from outside: no fault of its own
   bool external = false;  // killed by another process
+  // Stopped from outside without a fault of its own (killed by another
+  // process, a live snapshot, a deadlock a watchdog ended): a rank of a
+  // hang, when all of its incident's are. `wait` is where its thread
+  // waited (its signature's frames), an index into Population::wait_keys.
+  bool stopped = false;
+  uint32_t wait = UINT32_MAX;
 };
 
 
@@ -133,6 +139,7 @@ struct Population {
   std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
   std::vector<std::string> cluster_labels;  // by Crash::cluster: the rules' label that made it, or empty
   std::vector<std::string> job_keys;                         // by Crash::job
+  std::vector<std::string> wait_keys;                        // by Crash::wait: "read | read_shard | load_batch"
   uint32_t k_exe = 0, k_build = 0;
 
   std::pair<const uint32_t*, const uint32_t*> FeaturesOf(size_t i) const { return feature_lists.Of(i); }
@@ -145,6 +152,14 @@ struct Incidents {
     uint32_t root = 0;
     bool alike = false;
     uint64_t collateral = 0;
+    // A hang: every rank was stopped from outside. Its ranks grouped by
+    // where they waited: the largest group waits for a peer, the others
+    // (`odd`, the root first) are where the hang began; none when no group
+    // stands out.
+    bool hang = false;
+    std::vector<uint32_t> odd;
+    uint32_t waiting = 0;               // crashes in the largest group
+    uint32_t waiting_where = UINT32_MAX;  // its wait key
   };
   static constexpr uint32_t kAlone = UINT32_MAX;
   std::vector<One> list;            // the jobs' incidents: a core without a job is one alone, not listed
@@ -152,6 +167,7 @@ struct Incidents {
   std::vector<uint32_t> of;         // per crash: its incident in `list`, or kAlone
   std::vector<uint8_t> counted;     // per crash: an observation of the statistics
   std::vector<uint8_t> collateral;  // per crash
+  std::vector<uint8_t> hang;        // per crash: a rank of a hang incident
 };
 
 // Stage 3's result (clusters.cc).

@@ -23,7 +23,8 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
   for (size_t i = 0; i < pop.crashes.size(); ++i) {
     const Crash& c = pop.crashes[i];
     CrashFacts f;
-    f.counted = incidents.counted[i];
+    // A hang's root is no crash of its host's: it feeds no crash verdict.
+    f.counted = incidents.counted[i] && !incidents.hang[i];
     if (c.host != UINT32_MAX) f.host = pop.features.features[c.host].second;
     if (c.machine != UINT32_MAX) f.machine = pop.features.features[c.machine].second;
     f.time = c.time;

@@ -122,6 +122,21 @@ struct Incident {
   std::optional<int64_t> root_rank;
   uint64_t collateral = 0;      // cores that gave up after it, or because of it
   bool alike = false;           // every rank crashed alike: deterministic, not one bad node
+  // A hang: every rank was stopped from outside (a watchdog, the
+  // scheduler, a snapshot) and none crashed first. The ranks that waited
+  // elsewhere than the largest group are the odd ranks, the root the
+  // first of them; none when no group stands out.
+  enum class Kind { kCrash, kHang };
+  Kind kind = Kind::kCrash;
+  struct Rank {
+    std::optional<int64_t> rank;
+    std::string host;
+    std::string where;  // its thread's frames, innermost first: "read | read_shard | load_batch"
+  };
+  std::vector<Rank> odd_ranks;  // at most 16 listed
+  uint64_t odd_count = 0;
+  uint64_t waiting = 0;         // ranks in the largest group
+  std::string waiting_where;
 };
 
 struct EpiResult {

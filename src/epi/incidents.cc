@@ -50,8 +50,56 @@ namespace {
 
 constexpr int64_t kClockPrecision = 1;  // seconds: crash times from mtime or sidecars
 constexpr size_t kMaxListedIncidents = 1000;  // in EpiResult::incidents (all are counted)
+constexpr size_t kMaxListedOddRanks = 16;     // a hang's, in Incident::odd_ranks (all are counted)
+
+// A hang: every rank was stopped from outside (a watchdog's or the
+// scheduler's signal, a snapshot), none crashed first. The ranks are
+// grouped by where they waited; the largest group, when one is larger
+// than every other, is the ranks waiting for a peer, and the others are
+// the odd ranks, where the hang began: the root is the first of them
+// (lowest rank). Every core but the root's is collateral: a hang is one
+// observation.
+void JudgeHang(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
+  inc.hang = true;
+  std::map<uint32_t, std::vector<uint32_t>> groups;
+  for (uint32_t i : inc.crashes) groups[crashes[i].wait].push_back(i);
+  size_t largest = 0, with_largest = 0;
+  for (const auto& [where, members] : groups) largest = std::max(largest, members.size());
+  for (const auto& [where, members] : groups) with_largest += members.size() == largest;
+  if (groups.size() >= 2 && with_largest == 1) {
+    for (const auto& [where, members] : groups) {
+      if (members.size() == largest) {
+        inc.waiting = static_cast<uint32_t>(members.size());
+        inc.waiting_where = where;
+      } else {
+        inc.odd.insert(inc.odd.end(), members.begin(), members.end());
+      }
+    }
+    auto lower_rank = [&](uint32_t a, uint32_t b) {
+      const Crash &x = crashes[a], &y = crashes[b];
+      if (x.rank.has_value() != y.rank.has_value()) return x.rank.has_value();
+      if (x.rank && *x.rank != *y.rank) return *x.rank < *y.rank;
+      return a < b;
+    };
+    std::sort(inc.odd.begin(), inc.odd.end(), lower_rank);
+    inc.root = inc.odd.front();
+  } else {
+    inc.root = inc.crashes.front();
+  }
+  for (uint32_t i : inc.crashes) {
+    out.hang[i] = 1;
+    if (i == inc.root) continue;
+    out.collateral[i] = 1;
+    out.counted[i] = 0;
+    ++inc.collateral;
+  }
+}
 
 void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
+  if (inc.crashes.size() >= 2 &&
+      std::all_of(inc.crashes.begin(), inc.crashes.end(), [&](uint32_t i) { return crashes[i].stopped; })) {
+    return JudgeHang(crashes, inc, out);
+  }
   // A rank that gave up because a peer did, or was killed, yields the root
   // to a crash of its own kind: a big faulting rank's core may be written
   // long after its peers' watchdogs fired.
@@ -172,6 +220,7 @@ Incidents FindIncidents(const Population& pop, const EpiOptions& options) {
   out.of.assign(n, Incidents::kAlone);
   out.counted.assign(n, 1);
   out.collateral.assign(n, 0);
+  out.hang.assign(n, 0);
   std::map<uint32_t, std::vector<uint32_t>> by_job;
   for (uint32_t i = 0; i < n; ++i)
     if (crashes[i].job != UINT32_MAX) by_job[crashes[i].job].push_back(i);
@@ -261,6 +310,17 @@ void DescribeIncidents(Dataset& dataset, const Population& pop, const Incidents&
     out.root_signature = cl.signature;
     out.collateral = inc->collateral;
     out.alike = inc->alike;
+    if (inc->hang) {
+      out.kind = Incident::Kind::kHang;
+      out.odd_count = inc->odd.size();
+      for (uint32_t i : inc->odd) {
+        if (out.odd_ranks.size() >= kMaxListedOddRanks) break;
+        const Crash& c = pop.crashes[i];
+        out.odd_ranks.push_back({c.rank, host_of(c), c.wait == UINT32_MAX ? std::string() : pop.wait_keys[c.wait]});
+      }
+      out.waiting = inc->waiting;
+      if (inc->waiting_where != UINT32_MAX) out.waiting_where = pop.wait_keys[inc->waiting_where];
+    }
     auto q = dataset.Query("SELECT path FROM cores WHERE id = " + std::to_string(root.id));
     if (q.ok() && !q->rows.empty()) out.root_path = q->rows[0][0].text;
     result.incidents.push_back(std::move(out));

@@ -129,7 +129,7 @@ enum : int { kId, kTime, kUptime, kCpuTime, kSyndrome, kSignature, kExe, kBuildI
 Status ReadCores(Dataset& dataset, const PopulationQuery& query,
                  const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
   Features& features = pop.features;
-  std::unordered_map<std::string, uint32_t> cluster_ids;
+  std::unordered_map<std::string, uint32_t> cluster_ids, wait_ids;
   std::vector<StringMap<uint64_t>> syndrome_votes;
   uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
   pop.k_build = features.Key("build_id");
@@ -167,6 +167,17 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         ++vote->second;
         std::optional<Syndrome> label = SyndromeFromName(syndrome);
         c.external = label == Syndrome::kExternalSignal;
+        c.stopped = c.external || label == Syndrome::kSnapshot || label == Syndrome::kDeadlock;
+        if (c.stopped) {
+          // Where it waited: its signature's frames, without the syndrome
+          // (a snapshot and a killed core of the same wait are alike).
+          std::string_view sig = r.IsNull(Col::kSignature) ? std::string_view() : r.Text(Col::kSignature);
+          size_t bar = sig.find(" | ");
+          std::string where(bar == std::string_view::npos ? std::string_view() : sig.substr(bar + 3));
+          auto [w, fresh] = wait_ids.try_emplace(where, static_cast<uint32_t>(pop.wait_keys.size()));
+          if (fresh) pop.wait_keys.push_back(where);
+          c.wait = w->second;
+        }
         c.passive = c.external || label == Syndrome::kAbort || label == Syndrome::kAbortAssert ||
                     label == Syndrome::kUncaughtException;
         // The buckets are cumulative: an uptime of 30 min is <1h, <6h, ...

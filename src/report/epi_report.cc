@@ -108,10 +108,48 @@ std::string RootWords(const Incident& i) {
   return w;
 }
 
+// "read ← read_shard ← load_batch": where a rank waited, innermost first.
+std::string WaitWords(const std::string& where) {
+  if (where.empty()) return "an unknown place";
+  std::string out;
+  for (size_t at = 0;;) {
+    size_t bar = where.find(" | ", at);
+    out += where.substr(at, bar == std::string::npos ? std::string::npos : bar - at);
+    if (bar == std::string::npos) return out;
+    out += " \u2190 ";
+    at = bar + 3;
+  }
+}
+
+// A hang's root in words: "rank 17 on host gpu-a-03 waits in read ←
+// read_shard; 511 ranks wait in recv ← ring_allreduce".
+std::string HangWords(const Incident& i) {
+  if (i.odd_ranks.empty()) {
+    return "no group of ranks stands out: they wait in different places, none of them in a larger group";
+  }
+  std::string s;
+  for (size_t k = 0; k < i.odd_ranks.size() && k < 3; ++k) {
+    const auto& r = i.odd_ranks[k];
+    if (k) s += "; ";
+    s += r.rank ? "rank " + std::to_string(*r.rank) : std::string("a rank");
+    if (!r.host.empty()) s += " on host " + r.host;
+    s += " waits in " + WaitWords(r.where);
+  }
+  if (i.odd_count > 3) s += "; " + std::to_string(i.odd_count - 3) + " more odd ranks";
+  return s + "; " + std::to_string(i.waiting) + (i.waiting == 1 ? " rank waits" : " ranks wait") + " in " +
+         WaitWords(i.waiting_where);
+}
+
+// The "died first" cell of the incident tables: a hang's odd ranks.
+std::string RootCell(const Incident& i) {
+  return i.kind == Incident::Kind::kHang ? "hang: " + HangWords(i) : RootWords(i);
+}
+
 // "job 48213 step 0: 8 cores, rank 3 on host h died first (c2), 7 collateral"
 std::string IncidentLine(const Incident& i) {
-  std::string s = (i.launcher.empty() ? "" : i.launcher + " ") + "job " + i.job + ": " + std::to_string(i.cores) +
-                  " cores, " + RootWords(i) + " died first (" + i.root_cluster + ")";
+  std::string job = (i.launcher.empty() ? "" : i.launcher + " ") + "job " + i.job + ": ";
+  if (i.kind == Incident::Kind::kHang) return job + "hang of " + std::to_string(i.cores) + " ranks; " + HangWords(i);
+  std::string s = job + std::to_string(i.cores) + " cores, " + RootWords(i) + " died first (" + i.root_cluster + ")";
   if (i.alike) s += ", every rank crashed alike: deterministic, not one bad node";
   else s += ", " + std::to_string(i.collateral) + " collateral";
   return s;
@@ -280,6 +318,17 @@ nlohmann::json HostJson(const HostVerdict& h) {
           {"evidence", evidence}};
 }
 
+nlohmann::json OddRanksJson(const Incident& i) {
+  using nlohmann::json;
+  json out = json::array();
+  for (const auto& r : i.odd_ranks) {
+    out.push_back({{"rank", r.rank ? json(*r.rank) : json(nullptr)},
+                   {"host", r.host.empty() ? json(nullptr) : json(ValidUtf8(r.host))},
+                   {"where", ValidUtf8(r.where)}});
+  }
+  return out;
+}
+
 nlohmann::json IncidentJson(const Incident& i) {
   using nlohmann::json;
   return {{"job", ValidUtf8(i.job)},
@@ -293,7 +342,13 @@ nlohmann::json IncidentJson(const Incident& i) {
             {"signature", ValidUtf8(i.root_signature)},
             {"cluster", i.root_cluster}}},
           {"collateral", i.collateral},
-          {"alike", i.alike}};
+          {"alike", i.alike},
+          {"kind", i.kind == Incident::Kind::kHang ? "hang" : "crash"},
+          {"odd_ranks", OddRanksJson(i)},
+          {"odd_count", i.odd_count},
+          {"waiting", i.kind == Incident::Kind::kHang && i.waiting
+                          ? json{{"ranks", i.waiting}, {"where", ValidUtf8(i.waiting_where)}}
+                          : json(nullptr)}};
 }
 
 std::string EpiToJson(const EpiResult& r) {
@@ -366,7 +421,7 @@ std::string EpiToMarkdown(const EpiResult& r) {
     out += "| when | job | cores | died first | root signature | collateral |\n|---|---|---:|---|---|---|\n";
     for (const auto& i : r.incidents)
       out += fmt::format("| {} | {} | {} | {} | {} ({}) | {} |\n", i.first_crash.empty() ? "untimed" : i.first_crash,
-                         md(i.job), i.cores, md(RootWords(i)), md(i.root_signature), i.root_cluster,
+                         md(i.job), i.cores, md(RootCell(i)), md(i.root_signature), i.root_cluster,
                          i.alike ? std::string("none: every rank crashed alike") : std::to_string(i.collateral));
   }
   bool any = false;
@@ -556,7 +611,7 @@ std::string IncidentsTable(const EpiResult& r) {
   for (const auto& i : r.incidents)
     out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td><a href=\"#{}\">{}</a> <code>{}</code></td><td>{}</td></tr>\n",
                        i.first_crash.empty() ? "untimed" : i.first_crash, HtmlEscape(i.job), i.cores,
-                       HtmlEscape(RootWords(i)), i.root_cluster, i.root_cluster, HtmlEscape(i.root_signature),
+                       HtmlEscape(RootCell(i)), i.root_cluster, i.root_cluster, HtmlEscape(i.root_signature),
                        i.alike ? std::string("none: every rank crashed alike") : std::to_string(i.collateral));
   return out + "</tbody></table>\n";
 }

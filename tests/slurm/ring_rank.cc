@@ -8,10 +8,18 @@
 //
 //   ring_rank BASE_PORT CRASH_RANK ENV_DIR
 //
+// A hang instead (RING_HANG_RANK and RING_FIFO set, CRASH_RANK -1): the
+// rank RING_HANG_RANK, in its third round, reads a byte from the FIFO
+// RING_FIFO before it forwards the token (ReadShard <- LoadBatch), as a
+// data loader blocked on a dead mount does; the others wait for the token
+// in RingStep's recv. Once the byte comes, the ring goes on, and after
+// RING_ROUNDS rounds every rank exits 0.
+//
 // The rank and the number of ranks are Slurm's (SLURM_PROCID,
 // SLURM_NTASKS). Before the ring starts, each rank writes its Slurm
 // variables to ENV_DIR/rank-N.env: what the test checks the core against.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -69,8 +77,28 @@ int Connect(int port) {
   GiveUp("cannot reach the next rank");
 }
 
+// The hang: a read nothing answers until the test writes the FIFO.
+__attribute__((noinline)) void ReadShard(const char* path) {
+  int fd = open(path, O_RDONLY);
+  char byte;
+  if (fd < 0 || read(fd, &byte, 1) != 1) GiveUp("the shard could not be read");
+  close(fd);
+}
+
+__attribute__((noinline)) void LoadBatch(int round) {
+  const char* hang = std::getenv("RING_HANG_RANK");
+  if (hang && std::atoi(hang) == rank_ && round == 2) ReadShard(std::getenv("RING_FIFO"));
+}
+
+// The collective's wait: the token from the previous rank.
+__attribute__((noinline)) void RingStep(int prev, int* token) {
+  ssize_t n = recv(prev, token, sizeof *token, MSG_WAITALL);
+  if (n != static_cast<ssize_t>(sizeof *token)) GiveUp("the previous rank closed its connection");
+}
+
 // The collective's step: forward the token. The crashing rank dies here.
 __attribute__((noinline)) void Relay(int* token, int round, int to) {
+  LoadBatch(round);
   if (rank_ == std::atoi(std::getenv("RING_CRASH_RANK")) && round == 2) token = nullptr;
   ++*token;
   if (send(to, token, sizeof *token, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof *token)) GiveUp("send failed");
@@ -93,15 +121,24 @@ int main(int argc, char** argv) {
       if (std::strncmp(*e, "SLURM", 5) == 0) std::fprintf(f, "%s\n", *e);
     std::fclose(f);
   }
+  // Its pid, for a test that reads the running ranks (written last: the
+  // env file is complete once it is there).
+  std::string pid_path = std::string(argv[3]) + "/rank-" + std::to_string(rank_) + ".pid";
+  if (FILE* f = std::fopen((pid_path + ".tmp").c_str(), "w")) {
+    std::fprintf(f, "%d\n", getpid());
+    std::fclose(f);
+    std::rename((pid_path + ".tmp").c_str(), pid_path.c_str());
+  }
   int server = Listen(base + rank_);
   int next = Connect(base + (rank_ + 1) % size_);
   int prev = accept(server, nullptr, nullptr);
   if (prev < 0) GiveUp("accept failed");
   int token = 0;
-  for (int round = 0;; ++round) {
+  const char* rounds = std::getenv("RING_ROUNDS");
+  for (int round = 0; !rounds || round < std::atoi(rounds); ++round) {
     if (rank_ == 0) Relay(&token, round, next);
-    ssize_t n = recv(prev, &token, sizeof token, MSG_WAITALL);
-    if (n != static_cast<ssize_t>(sizeof token)) GiveUp("the previous rank closed its connection");
+    RingStep(prev, &token);
     if (rank_ != 0) Relay(&token, round, next);
   }
+  return 0;
 }

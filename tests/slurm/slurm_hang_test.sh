@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# A real Slurm job of 8 tasks hangs: rank 5 blocks reading a FIFO nobody
+# writes (ReadShard <- LoadBatch), as a data loader on a dead mount does,
+# and the other 7 wait for the token in RingStep's recv, as ranks wait in a
+# collective (tests/slurm/ring_rank.cc).
+#  (b) live: `coroner scan --pid` of every rank into a shard per half of the
+#      ranks, `merge`, `epi`: one hang incident whose odd rank is 5, waiting
+#      in ReadShard, the other 7 waiting in RingStep; then the FIFO is
+#      written and the job finishes, every task with exit status 0 (the
+#      snapshots left nothing stopped).
+#  (a) the same hang ended by `scancel --signal=ABRT`, as a watchdog or an
+#      operator does: the kernel's cores of all 8 ranks, scanned, give epi
+#      the same hang (skipped where the core pattern keeps no core here).
+# Needs CORONER_BIN, CORONER_SOURCE_DIR, CORONER_RING_RANK.
+set -euo pipefail
+for tool in munged slurmctld slurmd srun scancel python3; do
+  command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed (make deps installs slurm-wlm and munge)"; exit 77; }
+done
+src=$CORONER_SOURCE_DIR coroner=$CORONER_BIN ring=$CORONER_RING_RANK
+dir=$(mktemp -d)
+trap 'exec 3>&- 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" stop; rm -rf "$dir"' EXIT
+SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
+export SLURM_CONF
+fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/task-*.log 2>/dev/null || true; exit 1; }
+ports() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    base = random.randrange(20000, 60000)
+    socks = []
+    try:
+        for p in range(base, base + 8):
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", p)); socks.append(s)
+        print(base); break
+    except OSError:
+        pass
+    finally:
+        for s in socks: s.close()
+PY
+}
+read_nr=0; [ "$(uname -m)" = aarch64 ] && read_nr=63
+
+# Starts the job in $dir/$1, each rank in a directory of its own (where the
+# kernel leaves its core), and waits until rank 5 blocks in read() and the
+# others sleep: a synchronization, bounded for a hang only.
+start_job() {
+  local run=$dir/$1
+  mkdir -p "$run/env"
+  for r in 0 1 2 3 4 5 6 7; do mkdir -p "$run/rank-$r"; done
+  mkfifo "$run/fifo"
+  exec 3<>"$run/fifo"  # held open: the rank's open() returns, its read() waits for a byte
+  (cd "$run" && RING_HANG_RANK=5 RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
+     srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
+     bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" "$(ports)" "$run" \
+     > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
+  for _ in $(seq 3000); do
+    local ready=1
+    for r in 0 1 2 3 4 5 6 7; do [ -f "$run/env/rank-$r.pid" ] || ready=0; done
+    if [ $ready = 1 ]; then
+      local p5; p5=$(cat "$run/env/rank-5.pid")
+      [ "$(cut -d' ' -f1 "/proc/$p5/syscall" 2>/dev/null)" = "$read_nr" ] || ready=0
+      for r in 0 1 2 3 4 6 7; do
+        local p; p=$(cat "$run/env/rank-$r.pid")
+        grep -q '^State:.*S (sleeping)' "/proc/$p/status" 2>/dev/null || ready=0
+      done
+    fi
+    [ $ready = 1 ] && return 0
+    sleep 0.1
+  done
+  fail "the job did not reach its hang"
+}
+
+check_hang() {  # check_hang EPI_JSON WHAT
+  python3 - "$1" "$2" <<'PY' || fail "see above"
+import json, sys
+e = json.load(open(sys.argv[1])); what = sys.argv[2]
+ok = True
+def check(name, got, want):
+    global ok
+    if got != want:
+        print(f"FAILED ({what}): {name}: {got!r}, want {want!r}"); ok = False
+check("incidents", len(e["incidents"]), 1)
+check("observations", e["incident_count"], 1)
+if e["incidents"]:
+    i = e["incidents"][0]
+    check("kind", i["kind"], "hang")
+    check("cores", i["cores"], 8)
+    check("odd ranks", [r["rank"] for r in i["odd_ranks"]], [5])
+    check("root rank", i["root"]["rank"], 5)
+    odd = i["odd_ranks"][0]["where"] if i["odd_ranks"] else ""
+    check("rank 5 waits in ReadShard", "ReadShard" in odd.split(" | ") and "LoadBatch" in odd.split(" | "), True)
+    check("waiting ranks", (i["waiting"] or {}).get("ranks"), 7)
+    check("they wait in RingStep", "RingStep" in ((i["waiting"] or {}).get("where") or "").split(" | "), True)
+    check("collateral", i["collateral"], 7)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# (b) Live.
+start_job live
+run=$dir/live
+pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); done
+"$coroner" scan --pid "${pids[@]:0:4}" --db "$run/shard-0.db" > /dev/null
+"$coroner" scan --pid "${pids[@]:4:4}" --db "$run/shard-1.db" > /dev/null
+"$coroner" analyze --json --pid "${pids[5]}" > "$run/rank-5.json"
+"$coroner" merge --db "$run/all.db" "$run/shard-0.db" "$run/shard-1.db" > /dev/null
+"$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
+"$coroner" epi --db "$run/all.db" > "$run/epi.txt"
+check_hang "$run/epi.json" live
+grep -q "hang of 8 ranks; rank 5 on host .* waits in .*ReadShard" "$run/epi.txt" || fail "the text report: $(cat "$run/epi.txt")"
+python3 - "$run/rank-5.json" <<'PY' || fail "rank 5's snapshot"
+import json, sys
+j = json.load(open(sys.argv[1]))
+fns = [f["function"] for f in j["threads"][0]["frames"]]
+assert "ReadShard" in fns and "LoadBatch" in fns, fns
+assert j["threads"][0]["state"] == "read", j["threads"][0]["state"]
+assert j["job"]["rank"] == 5 and j["job"]["launcher"] == "slurm", j["job"]
+PY
+printf x >&3  # the shard arrives: the ring goes on and ends
+for _ in $(seq 3000); do [ -f "$run/srun.status" ] && break; sleep 0.1; done
+[ "$(cat "$run/srun.status" 2>/dev/null)" = 0 ] || fail "the job did not finish cleanly after the snapshots: $(cat "$run/srun.out")"
+exec 3>&-
+
+# (a) The watchdog's cores.
+start_job watchdog
+run=$dir/watchdog
+job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
+scancel --signal=ABRT "$job"
+# Every rank gone (its core written), then the job and srun ended: srun
+# itself would wait minutes on after its tasks died of scancel's signal.
+for _ in $(seq 3000); do
+  alive=0
+  for r in 0 1 2 3 4 5 6 7; do [ -d "/proc/$(cat "$run/env/rank-$r.pid")" ] && alive=1; done
+  [ $alive = 0 ] && break
+  sleep 0.1
+done
+scancel "$job" 2>/dev/null || true
+pkill -KILL -f -- "-o $run/task-" 2>/dev/null || true
+exec 3>&-
+mkdir -p "$run/cores"
+for r in 0 1 2 3 4 5 6 7; do
+  c=$(ls "$run/rank-$r"/core* 2>/dev/null | head -n 1 || true)
+  [ -n "$c" ] && mv "$c" "$run/cores/rank-$r.core"
+done
+n=$(ls "$run/cores" | wc -l)
+if [ "$n" != 8 ]; then
+  echo "PASSED (live only): the kernel kept $n of 8 cores here (core_pattern $(cat /proc/sys/kernel/core_pattern))"
+  exit 0
+fi
+"$coroner" scan "$run/cores" --db "$run/d.db" > /dev/null
+"$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
+check_hang "$run/epi.json" watchdog
+echo "PASSED: a real Slurm job's hang, live and from the watchdog's cores: rank 5 waits in ReadShard, 7 ranks in RingStep; the job finished after its snapshots"
