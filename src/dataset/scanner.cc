@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/fd_io.h"
 #include "core/signals.h"
 #include "dataset/core_record.h"
 #include "dataset/dataset.h"
@@ -54,30 +55,6 @@ struct MessageHeader {
   uint8_t unchanged;
   uint32_t length;
 } __attribute__((packed));
-
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool ReadAll(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n) {
-    ssize_t r = ::read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
 
 struct WorkerContext {
   const std::vector<std::string>* inputs;

@@ -792,7 +792,9 @@ class Diagnoser {
     // walk closes a cycle. The cycle is reported from its lowest TID.
     std::map<int, const LockWait*> waiting;
     for (const auto& w : d_.lock_waits) waiting[w.tid] = &w;
-    for (const auto& [tid, first] : waiting) {
+    for (const auto& entry : waiting) {
+      const int tid = entry.first;
+      const LockWait* first = entry.second;
       std::vector<const LockWait*> path;
       std::set<int> seen;
       const LockWait* w = first;

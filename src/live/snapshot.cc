@@ -269,9 +269,11 @@ class Stopper {
       if (t.regs.empty()) continue;  // exited between its stop and now
       if (auto sp = StackPointer(snap_.arch, t.regs)) {
         uint64_t lo = *sp > kRedZone ? (*sp - kRedZone) & ~uint64_t{15} : 0;
-        auto m = std::find_if(snap_.mappings.begin(), snap_.mappings.end(),
-                              [&](const ProcessMapping& pm) { return lo >= pm.start && lo < pm.end; });
-        if (m != snap_.mappings.end() && copied < options_.all_stacks_bytes) {
+        // The mappings are sorted: the one holding `lo` is the last that starts at or below it.
+        auto m = std::upper_bound(snap_.mappings.begin(), snap_.mappings.end(), lo,
+                                  [](uint64_t a, const ProcessMapping& pm) { return a < pm.start; });
+        if (m != snap_.mappings.begin() && lo < std::prev(m)->end && copied < options_.all_stacks_bytes) {
+          --m;
           uint64_t n = std::min({m->end - lo, options_.stack_bytes, options_.all_stacks_bytes - copied});
           CapturedRange range{lo, std::vector<std::byte>(n)};
           range.bytes.resize(memory.ReadUpTo(lo, range.bytes));

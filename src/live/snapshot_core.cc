@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 
+#include "base/fd_io.h"
 #include "core/link_map.h"
 #include "core/machine_notes.h"
 #include "live/process_memory.h"
@@ -293,32 +294,45 @@ Expected<size_t> SnapshotSource::ReadUpTo(uint64_t offset, std::span<std::byte> 
 }
 
 Status SnapshotSource::WriteCore(const std::string& path, bool whole_memory) {
-  // Which pages the file holds: the stacks' copies, the pages read, or all.
-  std::vector<Load> loads = s_->loads;
-  auto held = [&](uint64_t page) {
-    if (s_->pages.count(page)) return true;
-    auto st = std::upper_bound(s_->snap.stacks.begin(), s_->snap.stacks.end(), page + kPage - 1,
-                               [](uint64_t x, const CapturedRange& r) { return x < r.addr; });
-    return st != s_->snap.stacks.begin() && std::prev(st)->addr + std::prev(st)->bytes.size() > page;
-  };
+  // Which pages the file holds: the stacks' copies and the pages read, as
+  // sorted, merged page ranges (a mapping may span terabytes: a
+  // sanitizer's shadow; it is walked by ranges, never page by page).
+  std::vector<std::pair<uint64_t, uint64_t>> held;
+  for (const auto& [page, bytes] : s_->pages) held.emplace_back(page, page + kPage);
+  for (const auto& r : s_->snap.stacks) {
+    held.emplace_back(r.addr & ~(kPage - 1), (r.addr + r.bytes.size() + kPage - 1) & ~(kPage - 1));
+  }
+  std::sort(held.begin(), held.end());
+  std::vector<std::pair<uint64_t, uint64_t>> merged;
+  for (const auto& h : held) {
+    if (!merged.empty() && h.first <= merged.back().second) merged.back().second = std::max(merged.back().second, h.second);
+    else merged.push_back(h);
+  }
   // A mapping becomes one load per run of held (or not held) pages.
   std::vector<Load> runs;
-  for (const auto& l : loads) {
+  auto add = [&](const Load& l, uint64_t from, uint64_t to, bool in) {
+    if (from >= to) return;
+    Load r = l;
+    r.vaddr = from;
+    r.memsz = to - from;
+    r.filesz = in ? r.memsz : 0;
+    runs.push_back(r);
+  };
+  for (const auto& l : s_->loads) {
     if (l.filesz == 0 || whole_memory) {
       runs.push_back(l);
       continue;
     }
-    for (uint64_t a = l.vaddr; a < l.vaddr + l.memsz;) {
-      bool in = held(a);
-      uint64_t b = a + kPage;
-      while (b < l.vaddr + l.memsz && held(b) == in) b += kPage;
-      Load r = l;
-      r.vaddr = a;
-      r.memsz = b - a;
-      r.filesz = in ? r.memsz : 0;
-      runs.push_back(r);
-      a = b;
+    uint64_t end = l.vaddr + l.memsz, at = l.vaddr;
+    auto h = std::upper_bound(merged.begin(), merged.end(), std::make_pair(at, UINT64_MAX));
+    if (h != merged.begin() && std::prev(h)->second > at) --h;
+    for (; h != merged.end() && h->first < end; ++h) {
+      uint64_t from = std::max(h->first, l.vaddr), to = std::min(h->second, end);
+      add(l, at, from, false);
+      add(l, from, to, true);
+      at = to;
     }
+    add(l, at, end, false);
   }
   if (runs.size() + 1 >= PN_XNUM) return MakeError(ErrorKind::kUnsupported, "too many mappings for one core file");
   std::vector<std::byte> head = Head(s_->snap.arch, Notes(s_->snap), runs, [](Load& l, uint64_t next) {
@@ -327,16 +341,7 @@ Status SnapshotSource::WriteCore(const std::string& path, bool whole_memory) {
   });
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
-  auto write_all = [&](const std::byte* p, size_t n) {
-    while (n > 0) {
-      ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  };
+  auto write_all = [&](const std::byte* p, size_t n) { return WriteAll(fd, p, n); };
   bool ok = write_all(head.data(), head.size());
   std::vector<std::byte> buf(1 << 20);
   for (const auto& r : runs) {

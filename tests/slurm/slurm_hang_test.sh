@@ -22,23 +22,6 @@ trap 'exec 3>&- 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/c
 SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
 export SLURM_CONF
 fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/task-*.log 2>/dev/null || true; exit 1; }
-ports() {
-  python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 8):
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-}
 read_nr=0; [ "$(uname -m)" = aarch64 ] && read_nr=63
 
 # Starts the job in $dir/$1, each rank in a directory of its own (where the
@@ -52,7 +35,7 @@ start_job() {
   exec 3<>"$run/fifo"  # held open: the rank's open() returns, its read() waits for a byte
   (cd "$run" && RING_HANG_RANK=5 RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
      srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
-     bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" "$(ports)" "$run" \
+     bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" "$("$src"/tests/slurm/free_ports.sh 8)" "$run" \
      > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
   for _ in $(seq 3000); do
     local ready=1
@@ -108,6 +91,7 @@ pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); d
 "$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
 "$coroner" epi --db "$run/all.db" > "$run/epi.txt"
 check_hang "$run/epi.json" live
+grep "hang of" "$run/epi.txt"
 grep -q "hang of 8 ranks; rank 5 on host .* waits in .*ReadShard" "$run/epi.txt" || fail "the text report: $(cat "$run/epi.txt")"
 python3 - "$run/rank-5.json" <<'PY' || fail "rank 5's snapshot"
 import json, sys

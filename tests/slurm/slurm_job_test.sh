@@ -19,22 +19,7 @@ SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
 export SLURM_CONF
 mkdir -p "$dir/cores" "$dir/env"
 # Eight free ports in a row on 127.0.0.1.
-base=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    base = random.randrange(20000, 60000)
-    socks = []
-    try:
-        for p in range(base, base + 8):
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("127.0.0.1", p)); socks.append(s)
-        print(base); break
-    except OSError:
-        pass
-    finally:
-        for s in socks: s.close()
-PY
-)
+base=$("$src"/tests/slurm/free_ports.sh 8)
 cd "$dir"
 # The node may still be registering: srun waits for it (--immediate is not set).
 timeout 600 srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$dir/task-%t.log" \
