@@ -97,6 +97,7 @@ bench: deps build zoo
 	@bench/bench_crashlog.sh $(BUILD) $(ZOO)
 	@bench/bench_identity.sh $(BUILD) $(ZOO)
 	@bench/bench_python.sh $(BUILD)/coroner $(BUILD)/python
+	@bench/bench_live.sh $(BUILD)
 	@bench/bench_big_core.sh $(BUILD)/coroner $(BUILD)/bigcore
 
 install: build

@@ -14,16 +14,17 @@ busy=$build/tests/live_busy
 [ -x "$busy" ] || { echo "bench_live: $busy is not built (make build)"; exit 1; }
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-start() {  # start N: a busy process of N waiting threads; its pid once they all wait
-  "$busy" many "$1" > "$work/out.$1" &
-  local p=$!
-  pids+=("$p")
-  for _ in $(seq 600); do grep -q ready "$work/out.$1" 2>/dev/null && break; sleep 0.05; done
-  echo "$p"
+start() {  # start N: a busy process of N waiting threads, in $started once they all wait
+  "$busy" many "$1" > "$work/out.$1.${#pids[@]}" &
+  started=$!
+  pids+=("$started")
+  for _ in $(seq 600); do grep -q ready "$work/out.$1.$((${#pids[@]} - 1))" 2>/dev/null && break; sleep 0.05; done
 }
-python3 - "$build/coroner" "$(start 20)" "$(start 2000)" <<'PY'
+start 20; p20=$started
+start 2000; p2000=$started
+python3 - "$build/coroner" "$p20" "$p2000" <<'PY'
 import json, shutil, statistics, subprocess, sys, time
 coroner, pids = sys.argv[1], {20: sys.argv[2], 2000: sys.argv[3]}
 target = {20: 10.0, 2000: 100.0}
@@ -49,7 +50,7 @@ for n, pid in pids.items():
 PY
 # A host of 64 ranks: one scan of 64 processes.
 many=()
-for _ in $(seq 64); do many+=("$(start 4)"); done
+for _ in $(seq 64); do start 4; many+=("$started"); done
 t0=$(date +%s%N)
 "$build/coroner" scan --pid "${many[@]}" --db "$work/host.db" > /dev/null
 t1=$(date +%s%N)
