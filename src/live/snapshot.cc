@@ -173,8 +173,17 @@ class Stopper {
       : snap_(snap), options_(options), uid_(uid) {}
 
   Status Run() {
-    // Seize every thread (which does not stop it), listing the threads
-    // again until the list holds no new one.
+    // The main thread first: whether it may be traced is whether the
+    // process may be. Another thread refused is one exiting (ptrace
+    // refuses a task that is, with the same EPERM), whatever its number.
+    if (::ptrace(PTRACE_SEIZE, snap_.pid, nullptr, nullptr) != 0) {
+      if (errno == EPERM) return MakeError(ErrorKind::kDenied, WhyDenied(snap_.pid, uid_));
+      return MakeError(ErrorKind::kIo, "process " + std::to_string(snap_.pid) + " exited");
+    }
+    held_.insert(snap_.pid);
+    order_.push_back(snap_.pid);
+    // Seize every other thread (which does not stop it), listing the
+    // threads again until the list holds no new one.
     for (int round = 0; round < kListRounds; ++round) {
       bool fresh = false;
       for (int tid : ListThreads(snap_.pid)) {
@@ -183,11 +192,9 @@ class Stopper {
         if (::ptrace(PTRACE_SEIZE, tid, nullptr, nullptr) == 0) {
           held_.insert(tid);
           order_.push_back(tid);
-          continue;
+        } else {
+          gone_.insert(tid);  // exited, or exiting, since it was listed
         }
-        int err = errno;
-        if (held_.empty() && err == EPERM) return MakeError(ErrorKind::kDenied, WhyDenied(snap_.pid, uid_));
-        gone_.insert(tid);  // exited since it was listed
       }
       if (!fresh) break;
     }
@@ -222,7 +229,8 @@ class Stopper {
 
  private:
   // Collects stops until every held thread has stopped or exited, or the
-  // wait's bound passes (a thread in an uninterruptible wait).
+  // wait's bound passes with no thread stopping (a thread in an
+  // uninterruptible wait).
   void WaitForStops() {
     uint64_t deadline = NowNs() + static_cast<uint64_t>(options_.stop_wait_ms) * 1000000ull;
     for (;;) {
@@ -246,7 +254,14 @@ class Stopper {
           stopped_[tid] = sig;
         }
       }
-      if (!pending || NowNs() > deadline) return;
+      if (!pending) return;
+      // The bound runs from the last stop seen, not from the first
+      // interrupt: a loaded machine takes long to stop 2,000 threads, but
+      // each of them comes; only a thread in an uninterruptible wait keeps
+      // the whole bound passing with nothing stopping.
+      uint64_t now = NowNs();
+      if (progress) deadline = now + static_cast<uint64_t>(options_.stop_wait_ms) * 1000000ull;
+      else if (now > deadline) return;
       if (!progress) {
         timespec ts{0, 50000};
         ::nanosleep(&ts, nullptr);

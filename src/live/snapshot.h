@@ -90,8 +90,9 @@ struct SnapshotOptions {
   // of all the threads' together.
   uint64_t stack_bytes = 1u << 20;
   uint64_t all_stacks_bytes = 256ull << 20;
-  // How long to wait for the threads to stop. Only a thread in an
-  // uninterruptible wait takes longer; it is then left out.
+  // How long to wait with no thread stopping before the threads still
+  // running are left out: only a thread in an uninterruptible wait takes
+  // that long.
   int stop_wait_ms = 1000;
 };
 
