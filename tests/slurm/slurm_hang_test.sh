@@ -8,9 +8,14 @@
 #      in ReadShard, the other 7 waiting in RingStep; then the FIFO is
 #      written and the job finishes, every task with exit status 0 (the
 #      snapshots left nothing stopped).
-#  (a) the same hang ended by `scancel --signal=ABRT`, as a watchdog or an
-#      operator does: the kernel's cores of all 8 ranks, scanned, give epi
-#      the same hang (skipped where the core pattern keeps no core here).
+#  (a) the same hang ended by a watchdog's SIGABRT to every rank: the
+#      kernel's cores of all 8 ranks, scanned, give epi the same hang
+#      (skipped where the core pattern keeps no core here). The ranks are
+#      stopped, sent SIGABRT and let go, so that each dies of the signal:
+#      signalled one by one (as scancel --signal=ABRT does), a rank whose
+#      predecessor died first may find the ring broken and abort on its
+#      own (a peer failure), which epi does not yet count as a rank of a
+#      hang.
 # Needs CORONER_BIN, CORONER_SOURCE_DIR, CORONER_RING_RANK.
 set -euo pipefail
 for tool in munged slurmctld slurmd srun scancel python3; do
@@ -110,9 +115,12 @@ exec 3>&-
 start_job watchdog
 run=$dir/watchdog
 job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
-scancel --signal=ABRT "$job"
+ranks=(); for r in 0 1 2 3 4 5 6 7; do ranks+=("$(cat "$run/env/rank-$r.pid")"); done
+kill -STOP "${ranks[@]}"
+kill -ABRT "${ranks[@]}"
+kill -CONT "${ranks[@]}"
 # Every rank gone (its core written), then the job and srun ended: srun
-# itself would wait minutes on after its tasks died of scancel's signal.
+# itself would wait minutes on after its tasks died of a signal.
 for _ in $(seq 3000); do
   alive=0
   for r in 0 1 2 3 4 5 6 7; do [ -d "/proc/$(cat "$run/env/rank-$r.pid")" ] && alive=1; done
