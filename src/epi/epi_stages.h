@@ -152,10 +152,10 @@ struct Incidents {
     uint32_t root = 0;
     bool alike = false;
     uint64_t collateral = 0;
-    // A hang: every rank was stopped from outside. Its ranks grouped by
-    // where they waited: the largest group waits for a peer, the others
-    // (`odd`, the root first) are where the hang began; none when no group
-    // stands out.
+    // A hang: every rank was stopped from outside or gave up after a peer
+    // did. The stopped ranks grouped by where they waited: the largest
+    // group waits for a peer, the others (`odd`, the root first) are where
+    // the hang began; none when no group stands out.
     bool hang = false;
     std::vector<uint32_t> odd;
     uint32_t waiting = 0;               // crashes in the largest group

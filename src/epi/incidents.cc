@@ -53,16 +53,30 @@ constexpr size_t kMaxListedIncidents = 1000;  // in EpiResult::incidents (all ar
 constexpr size_t kMaxListedOddRanks = 16;     // a hang's, in Incident::odd_ranks (all are counted)
 
 // A hang: every rank was stopped from outside (a watchdog's or the
-// scheduler's signal, a snapshot), none crashed first. The ranks are
-// grouped by where they waited; the largest group, when one is larger
-// than every other, is the ranks waiting for a peer, and the others are
-// the odd ranks, where the hang began: the root is the first of them
-// (lowest rank). Every core but the root's is collateral: a hang is one
-// observation.
+// scheduler's signal, a snapshot), none crashed first, but those that gave
+// up because a peer did: the scheduler signals a job's ranks one by one,
+// and a rank whose peer died first may find its connection closed and
+// abort on its own (peer_failure) before its own signal comes. The
+// stopped ranks are grouped by where they waited; the largest group, when
+// one is larger than every other, is the ranks waiting for a peer, and
+// the others are the odd ranks, where the hang began: the root is the
+// first of them (lowest rank). The ranks that gave up say nothing of
+// where the hang began and take no part in the grouping. Every core but
+// the root's is collateral: a hang is one observation.
+bool IsHang(const std::vector<Crash>& crashes, const Incidents::One& inc) {
+  size_t stopped = 0;
+  for (uint32_t i : inc.crashes) {
+    if (crashes[i].stopped) ++stopped;
+    else if (!crashes[i].peer_failure) return false;
+  }
+  return stopped >= 2;
+}
+
 void JudgeHang(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
   inc.hang = true;
   std::map<uint32_t, std::vector<uint32_t>> groups;
-  for (uint32_t i : inc.crashes) groups[crashes[i].wait].push_back(i);
+  for (uint32_t i : inc.crashes)
+    if (crashes[i].stopped) groups[crashes[i].wait].push_back(i);
   size_t largest = 0, with_largest = 0;
   for (const auto& [where, members] : groups) largest = std::max(largest, members.size());
   for (const auto& [where, members] : groups) with_largest += members.size() == largest;
@@ -84,7 +98,7 @@ void JudgeHang(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents
     std::sort(inc.odd.begin(), inc.odd.end(), lower_rank);
     inc.root = inc.odd.front();
   } else {
-    inc.root = inc.crashes.front();
+    inc.root = *std::find_if(inc.crashes.begin(), inc.crashes.end(), [&](uint32_t i) { return crashes[i].stopped; });
   }
   for (uint32_t i : inc.crashes) {
     out.hang[i] = 1;
@@ -96,10 +110,7 @@ void JudgeHang(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents
 }
 
 void JudgeIncident(const std::vector<Crash>& crashes, Incidents::One& inc, Incidents& out) {
-  if (inc.crashes.size() >= 2 &&
-      std::all_of(inc.crashes.begin(), inc.crashes.end(), [&](uint32_t i) { return crashes[i].stopped; })) {
-    return JudgeHang(crashes, inc, out);
-  }
+  if (IsHang(crashes, inc)) return JudgeHang(crashes, inc, out);
   // A rank that gave up because a peer did, or was killed, yields the root
   // to a crash of its own kind: a big faulting rank's core may be written
   // long after its peers' watchdogs fired.

@@ -8,14 +8,14 @@
 #      in ReadShard, the other 7 waiting in RingStep; then the FIFO is
 #      written and the job finishes, every task with exit status 0 (the
 #      snapshots left nothing stopped).
-#  (a) the same hang ended by a watchdog's SIGABRT to every rank: the
-#      kernel's cores of all 8 ranks, scanned, give epi the same hang
-#      (skipped where the core pattern keeps no core here). The ranks are
-#      stopped, sent SIGABRT and let go, so that each dies of the signal:
-#      signalled one by one (as scancel --signal=ABRT does), a rank whose
-#      predecessor died first may find the ring broken and abort on its
-#      own (a peer failure), which epi does not yet count as a rank of a
-#      hang.
+#  (a) the same hang ended by the scheduler's SIGABRT to every rank, one
+#      by one as `scancel --signal=ABRT` sends it: the kernel's cores of
+#      all 8 ranks, scanned, give epi the same hang (skipped where the core
+#      pattern keeps no core here). Rank 5 is signalled first and rank 6,
+#      its successor, finds the ring broken and aborts on its own (a peer
+#      failure: collateral of the hang, not a rank that waited elsewhere);
+#      the other ranks are held stopped meanwhile, so that each dies of
+#      its own signal and the peer failure is the planted one.
 # Needs CORONER_BIN, CORONER_SOURCE_DIR, CORONER_RING_RANK.
 set -euo pipefail
 for tool in munged slurmctld slurmd srun scancel python3; do
@@ -59,10 +59,10 @@ start_job() {
   fail "the job did not reach its hang"
 }
 
-check_hang() {  # check_hang EPI_JSON WHAT
-  python3 - "$1" "$2" <<'PY' || fail "see above"
+check_hang() {  # check_hang EPI_JSON WHAT WAITING_RANKS
+  python3 - "$1" "$2" "$3" <<'PY' || fail "see above"
 import json, sys
-e = json.load(open(sys.argv[1])); what = sys.argv[2]
+e = json.load(open(sys.argv[1])); what = sys.argv[2]; waiting = int(sys.argv[3])
 ok = True
 def check(name, got, want):
     global ok
@@ -78,7 +78,7 @@ if e["incidents"]:
     check("root rank", i["root"]["rank"], 5)
     odd = i["odd_ranks"][0]["where"] if i["odd_ranks"] else ""
     check("rank 5 waits in ReadShard", "ReadShard" in odd.split(" | ") and "LoadBatch" in odd.split(" | "), True)
-    check("waiting ranks", (i["waiting"] or {}).get("ranks"), 7)
+    check("waiting ranks", (i["waiting"] or {}).get("ranks"), waiting)
     check("they wait in RingStep", "RingStep" in ((i["waiting"] or {}).get("where") or "").split(" | "), True)
     check("collateral", i["collateral"], 7)
 sys.exit(0 if ok else 1)
@@ -95,7 +95,7 @@ pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); d
 "$coroner" merge --db "$run/all.db" "$run/shard-0.db" "$run/shard-1.db" > /dev/null
 "$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
 "$coroner" epi --db "$run/all.db" > "$run/epi.txt"
-check_hang "$run/epi.json" live
+check_hang "$run/epi.json" live 7
 grep "hang of" "$run/epi.txt"
 grep -q "hang of 8 ranks; rank 5 on host .* waits in .*ReadShard" "$run/epi.txt" || fail "the text report: $(cat "$run/epi.txt")"
 python3 - "$run/rank-5.json" <<'PY' || fail "rank 5's snapshot"
@@ -116,9 +116,13 @@ start_job watchdog
 run=$dir/watchdog
 job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
 ranks=(); for r in 0 1 2 3 4 5 6 7; do ranks+=("$(cat "$run/env/rank-$r.pid")"); done
-kill -STOP "${ranks[@]}"
-kill -ABRT "${ranks[@]}"
-kill -CONT "${ranks[@]}"
+held=("${ranks[@]:0:5}" "${ranks[7]}")
+kill -STOP "${held[@]}"
+kill -ABRT "${ranks[5]}"
+for _ in $(seq 3000); do [ -d "/proc/${ranks[6]}" ] || break; sleep 0.1; done
+[ -d "/proc/${ranks[6]}" ] && fail "rank 6 did not give up after rank 5 died"
+kill -ABRT "${held[@]}"
+kill -CONT "${held[@]}"
 # Every rank gone (its core written), then the job and srun ended: srun
 # itself would wait minutes on after its tasks died of a signal.
 for _ in $(seq 3000); do
@@ -142,5 +146,8 @@ if [ "$n" != 8 ]; then
 fi
 "$coroner" scan "$run/cores" --db "$run/d.db" > /dev/null
 "$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
-check_hang "$run/epi.json" watchdog
-echo "PASSED: a real Slurm job's hang, live and from the watchdog's cores: rank 5 waits in ReadShard, 7 ranks in RingStep; the job finished after its snapshots"
+check_hang "$run/epi.json" watchdog 6
+"$coroner" query --json --db "$run/d.db" "SELECT r.value AS rank FROM attributes a JOIN attributes r ON r.core = a.core AND r.key = 'rank' WHERE a.key = 'peer_failure'" > "$run/peer.json"
+python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != [{"rank": "6"}])' "$run/peer.json" ||
+  fail "rank 6's core is not the one peer failure: $(cat "$run/peer.json")"
+echo "PASSED: a real Slurm job's hang, live and from the scheduler's cores: rank 5 waits in ReadShard, the others in RingStep or gave up after rank 5; the job finished after its snapshots"
