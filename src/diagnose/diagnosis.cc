@@ -122,6 +122,19 @@ std::string Where(const ModuleMap& modules, uint64_t addr) {
   return name + "+" + Hex(s.symbol_offset) + " (" + mod + ")";
 }
 
+// The address a memory operand names, from the registers; nullopt when
+// it has no base register or is pc-relative.
+std::optional<uint64_t> OperandAddress(const Registers& regs, const MemoryOperand& op) {
+  if (!op.base || op.base->reg == Reg::rip || op.base->reg == Reg::pc) return std::nullopt;
+  uint64_t e = SizedRegValue(regs, *op.base) + static_cast<uint64_t>(op.displacement);
+  if (op.index) {
+    uint64_t index = SizedRegValue(regs, *op.index);
+    if (op.index_sign_extended) index = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(index)));
+    e += index * static_cast<uint64_t>(op.scale);
+  }
+  return e;
+}
+
 class Diagnoser {
  public:
   Diagnoser(const Core& core, const ModuleMap& modules, const std::vector<Backtrace>& bts,
@@ -249,17 +262,7 @@ class Diagnoser {
 
   // The address the faulting operand names (base + index * scale +
   // displacement); none without a base register, or rip-relative.
-  std::optional<uint64_t> EffectiveAddress() const {
-    std::optional<std::pair<SizedReg, uint64_t>> base = DataBase();
-    if (!base) return std::nullopt;
-    uint64_t e = base->second + static_cast<uint64_t>(op_->displacement);
-    if (op_->index) {
-      uint64_t index = SizedRegValue(regs_, *op_->index);
-      if (op_->index_sign_extended) index = static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(index)));
-      e += index * static_cast<uint64_t>(op_->scale);
-    }
-    return e;
-  }
+  std::optional<uint64_t> EffectiveAddress() const { return op_ ? OperandAddress(regs_, *op_) : std::nullopt; }
 
   // The operand's base register and its value; none for rip-relative.
   std::optional<std::pair<SizedReg, uint64_t>> DataBase() const {
@@ -316,7 +319,7 @@ class Diagnoser {
       // re-sent a signal it received (node's, after a kill), or another
       // thread sent it.
       const SyscallEntry* call = wait.syscall ? FindSyscall(*wait.syscall, wait.arch) : nullptr;
-      if ((call && call->sends_signal) || wait.kind == WaitKind::kRunning) return false;
+      if ((call && call->sends_signal) || wait.kind == WaitKind::kRunning || wait.kind == WaitKind::kSpin) return false;
     }
     Decide(Syndrome::kExternalSignal, evidence::SignalSent{s, own});
     std::string where = crashing_ && !crashing_->frames.empty() && !crashing_->frames[0].function.empty()
@@ -728,6 +731,9 @@ class Diagnoser {
     std::map<std::pair<std::string, std::string>, ThreadGroup> groups;
     for (const Backtrace& bt : bts_) {
       ThreadWait state = ThreadWaitOf(bt.thread->registers, modules_);
+      // A thread that faulted in a polling loop was not spinning: its read faulted.
+      if (state.kind == WaitKind::kSpin && &bt == crashing_ && !Stopped()) state.kind = WaitKind::kRunning;
+      if (state.kind == WaitKind::kSpin) SpinWaitOf(bt);
       d_.thread_states.push_back(state);
       // The first frame of the thread's own code: where it waits or runs,
       // as the program sees it.
@@ -814,6 +820,43 @@ class Diagnoser {
     }
   }
 
+  // The process was stopped from outside (a snapshot, a signal another
+  // process sent), not by a fault of its own.
+  bool Stopped() const {
+    return d_.syndrome == Syndrome::kSnapshot || d_.syndrome == Syndrome::kExternalSignal ||
+           d_.syndrome == Syndrome::kDeadlock;
+  }
+
+  // What a spinning thread polls: the word's address from the read's
+  // operand and the thread's registers, its variable and what it held.
+  void SpinWaitOf(const Backtrace& bt) {
+    const Registers& r = bt.thread->registers;
+    std::optional<SpinLoop> loop = SpinLoopAt(modules_, r.pc());
+    if (!loop) return;
+    SpinWait w;
+    w.tid = bt.thread->tid;
+    w.thread_name = bt.thread->name;
+    w.where = OwnFunction(bt);
+    w.instruction = loop->polled.text;
+    w.width = loop->width;
+    w.pauses = loop->pauses;
+    w.word = loop->address;
+    if (!w.word) w.word = OperandAddress(r, loop->polled);
+    if (w.word) {
+      w.word = Untagged(*w.word);
+      uint64_t v = 0;
+      if (w.width >= 1 && w.width <= 8 &&
+          core_.memory().ReadUpTo(*w.word, std::as_writable_bytes(std::span(&v, 1)).first(w.width)) == w.width)
+        w.value = v;
+      PcSymbol s = modules_.Symbolize(*w.word);
+      if (s.module && !s.symbol.empty() && (s.symbol_size == 0 ? s.symbol_offset == 0 : s.symbol_offset < s.symbol_size)) {
+        w.word_name = s.symbol;
+        w.word_offset = s.symbol_offset;
+      }
+    }
+    d_.spin_waits.push_back(std::move(w));
+  }
+
   // Blocked in glibc's mutex lock: one of the top frames is its wait.
   static bool InMutexLock(const Backtrace& bt) {
     for (size_t i = 0; i < bt.frames.size() && i < 6; ++i) {
@@ -874,6 +917,12 @@ const LockWait* LockWaitOf(const Diagnosis& d, int tid) {
   return nullptr;
 }
 
+const SpinWait* SpinWaitOf(const Diagnosis& d, int tid) {
+  for (const auto& w : d.spin_waits)
+    if (w.tid == tid) return &w;
+  return nullptr;
+}
+
 std::string SyscallName(uint64_t nr, Arch arch) {
   const SyscallEntry* e = FindSyscall(nr, arch);
   return e ? std::to_string(nr) + " (" + e->name + ")" : std::to_string(nr);
@@ -882,6 +931,7 @@ std::string SyscallName(uint64_t nr, Arch arch) {
 std::string ThreadStateName(const ThreadWait& wait) {
   switch (wait.kind) {
     case WaitKind::kRunning: return "running";
+    case WaitKind::kSpin: return "spinning";
     case WaitKind::kInterrupted: return "interrupted system call";
     case WaitKind::kFutex: return "futex wait";
     case WaitKind::kPoll: return "poll";
@@ -909,7 +959,10 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
       w.kind = WaitKind::kInterrupted;
       return w;
     }
-    if (!after_svc) return w;
+    if (!after_svc) {
+      if (SpinLoopAt(modules, pc)) w.kind = WaitKind::kSpin;
+      return w;
+    }
     w.syscall = regs[Reg::x8];
     const SyscallEntry* e = FindSyscall(*w.syscall, w.arch);
     w.kind = e ? e->wait : WaitKind::kOtherSyscall;
@@ -925,7 +978,7 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules) {
   if (after_syscall && regs[Reg::orig_rax] != ~uint64_t{0}) w.syscall = regs[Reg::orig_rax];
   if (!w.syscall) {
     bool interrupted = after_syscall && regs[Reg::rax] == static_cast<uint64_t>(-EINTR);
-    w.kind = interrupted ? WaitKind::kInterrupted : WaitKind::kRunning;
+    w.kind = interrupted ? WaitKind::kInterrupted : SpinLoopAt(modules, pc) ? WaitKind::kSpin : WaitKind::kRunning;
     return w;
   }
   const SyscallEntry* e = FindSyscall(*w.syscall, w.arch);

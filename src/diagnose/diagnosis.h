@@ -118,6 +118,8 @@ struct Diagnosis {
   // The threads blocked taking a glibc mutex, in thread order (at a
   // report's depth: every thread's frames are needed).
   std::vector<LockWait> lock_waits;
+  // The threads spinning on a word, in thread order (at a report's depth).
+  std::vector<SpinWait> spin_waits;
   std::vector<BitFlip> possible_bit_flips;  // of a bad pointer (bad-pointer)
   // A register state compiled code cannot produce (rsp off the ABI's
   // alignment where an instruction needs it, the return address one slot
@@ -133,6 +135,8 @@ ThreadWait ThreadWaitOf(const Registers& regs, const ModuleMap& modules);
 
 // The mutex thread `tid` waits for, if it waits for one.
 const LockWait* LockWaitOf(const Diagnosis& d, int tid);
+// The word thread `tid` spins on, if it spins.
+const SpinWait* SpinWaitOf(const Diagnosis& d, int tid);
 
 // The libraries every program runs on (glibc, the dynamic loader, the C++
 // runtime and its unwinders), by the module's path: a thread's own code is

@@ -45,6 +45,7 @@ std::string_view AddressKindName(AddressKind kind);
 // `info threads` put it.
 enum class WaitKind {
   kRunning,
+  kSpin,         // in a loop that polls one word (SpinLoopAt), on no system call
   kInterrupted,  // in a system call that returned EINTR
   kFutex,        // a mutex, a condition variable, a join
   kPoll,         // poll, select, epoll
@@ -63,7 +64,8 @@ struct ThreadWait {
 };
 // The contract spelling (the JSON's thread `state`, the thread groups):
 // "futex wait", "poll", "sleep", "read", "accept", "wait for child",
-// "pause", "system call N (name)", "interrupted system call" or "running".
+// "pause", "system call N (name)", "interrupted system call", "spinning"
+// or "running".
 std::string ThreadStateName(const ThreadWait& wait);
 // "230 (clock_nanosleep)": the number, and the name of the calls threads
 // wait in.
@@ -82,6 +84,21 @@ struct LockWait {
   std::string mutex_name;  // the variable's symbol, when the mutex is one
   int owner = 0;           // 0: no owner recorded
   bool owner_in_process = false;
+};
+
+// A thread spinning: in a loop that reads one word until it changes
+// (SpinLoopAt), the word it polls and what the word held.
+struct SpinWait {
+  int tid = 0;
+  std::string thread_name;  // a live snapshot's; empty for a core
+  std::string where;        // the first function of the thread's own code
+  std::string instruction;  // the loop's read, AT&T or A64 text
+  std::optional<uint64_t> word;  // its address, when the registers give it
+  std::string word_name;         // the variable's symbol, when the word is in one
+  uint64_t word_offset = 0;      // into that variable
+  std::optional<uint64_t> value;  // what the word held, `width` bytes
+  unsigned width = 0;
+  bool pauses = false;  // the loop holds a spin-wait hint (pause, yield, wfe)
 };
 
 namespace evidence {

@@ -473,6 +473,23 @@ void WriteThreadJson(JsonWriter& w, const CrashAnalysis& analysis, size_t k) {
   } else {
     w.Null();
   }
+  w.Key("spin");
+  if (const SpinWait* sw = d ? SpinWaitOf(*d, t.tid) : nullptr) {
+    w.BeginObject();
+    w.Key("word");
+    sw->word ? w.String(ShownWord(*sw->word)) : w.Null();
+    w.Key("word_name");
+    TextOrNull(w, sw->word_name);
+    w.Key("word_offset").UInt(sw->word_offset);
+    w.Key("value");
+    sw->value ? w.UInt(*sw->value) : w.Null();
+    w.Key("width").UInt(sw->width);
+    w.Key("instruction").String(sw->instruction);
+    w.Key("pauses").Bool(sw->pauses);
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   w.Key("frames").BeginArray();
   if (analysis.modules) {  // unwound (not --registers-only)
     for (const auto& f : bt.frames) WriteFrame(w, f);
@@ -714,6 +731,9 @@ std::string CoreToText(const CrashAnalysis& analysis) {
                     &bt == analysis.crashing_backtrace() && core.signal() ? " crashed" : ""));
     if (const LockWait* lw = analysis.diagnosis ? LockWaitOf(*analysis.diagnosis, bt.thread->tid) : nullptr) {
       add("   waits for " + Text(LockWaitText(*lw)));
+    }
+    if (const SpinWait* sw = analysis.diagnosis ? SpinWaitOf(*analysis.diagnosis, bt.thread->tid) : nullptr) {
+      add("   spins on " + Text(SpinWaitText(*sw)));
     }
     for (const auto& f : bt.frames) {
       add(FrameLine(f));

@@ -290,6 +290,16 @@ std::string LockWaitText(const LockWait& w) {
   return MutexText(w) + ", " + held;
 }
 
+std::string SpinWaitText(const SpinWait& w) {
+  std::string word = !w.word ? "a word the registers do not name"
+                     : w.word_name.empty()
+                         ? ShownWord(*w.word)
+                         : w.word_name + (w.word_offset ? "+" + std::to_string(w.word_offset) : "") + " (" +
+                               ShownWord(*w.word) + ")";
+  std::string held = w.value ? ", which holds " + std::to_string(*w.value) : w.word ? ", which the core does not hold" : "";
+  return word + held + " (`" + w.instruction + "`" + (w.pauses ? ", with a spin-wait hint" : "") + ")";
+}
+
 std::string Summary(const Diagnosis& d) {
   if (!d.classified) return "The core holds no thread registers or signal, so the crash cannot be classified.";
   if (d.syndrome == Syndrome::kDeadlock) {

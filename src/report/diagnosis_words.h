@@ -19,6 +19,9 @@ std::vector<std::string> EvidenceSentences(const Diagnosis& d);
 // One plain sentence on the crash, and the steps an engineer would take.
 // "ckpt_lock (0x...), held by thread 1553": a thread's lock wait.
 std::string LockWaitText(const LockWait& w);
+// "ready (0x...), which holds 0 (`mov 0x2ed6(%rip),%eax`)": what a spinning
+// thread polls.
+std::string SpinWaitText(const SpinWait& w);
 
 std::string Summary(const Diagnosis& d);
 std::vector<std::string> NextSteps(const Diagnosis& d);

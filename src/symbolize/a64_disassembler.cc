@@ -89,6 +89,47 @@ std::optional<SizedReg> GeneralRegister(csh handle, unsigned reg) {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// Stores, and the atomics that read and write (Capstone 4's access flags
+// mark every store's operand read-write).
+bool WritesMemory(std::string_view m) {
+  return StartsWith(m, "st") || StartsWith(m, "swp") || StartsWith(m, "cas") ||
+         (StartsWith(m, "ld") && m.size() > 4 &&
+          (StartsWith(m, "ldadd") || StartsWith(m, "ldclr") || StartsWith(m, "ldeor") || StartsWith(m, "ldset")));
+}
+
+bool IsBranch(std::string_view m) {
+  return m == "b" || StartsWith(m, "b.") || m == "cbz" || m == "cbnz" || m == "tbz" || m == "tbnz";
+}
+
+// An instruction that leaves the loop another way than its branch: a call,
+// a return, an indirect jump, a system call or trap.
+bool LeavesFlow(std::string_view m) {
+  return m == "bl" || StartsWith(m, "blr") || StartsWith(m, "br") || StartsWith(m, "ret") || m == "svc" ||
+         m == "hvc" || m == "smc" || m == "brk" || m == "udf" || m == "eret";
+}
+
+// The registers an instruction writes, as Capstone 4 shows them: the first
+// operand of what is neither a comparison, a branch, a store nor a hint,
+// and the second of a pair load.
+std::vector<unsigned> WrittenRegisters(const cs_insn& in) {
+  std::string_view m = in.mnemonic;
+  const cs_arm64& d = in.detail->arm64;
+  if (IsBranch(m) || WritesMemory(m) || m == "cmp" || m == "cmn" || m == "tst" || StartsWith(m, "ccm") ||
+      m == "nop" || m == "yield" || m == "wfe" || m == "isb" || m == "dmb" || m == "dsb")
+    return {};
+  std::vector<unsigned> out;
+  for (unsigned i = 0; i < d.op_count && i < (StartsWith(m, "ldp") || StartsWith(m, "ldxp") || StartsWith(m, "ldaxp") ? 2u : 1u); ++i)
+    if (d.operands[i].type == ARM64_OP_REG) out.push_back(d.operands[i].reg);
+  return out;
+}
+
+std::optional<uint64_t> BranchTarget(const cs_insn& in) {
+  if (!IsBranch(in.mnemonic)) return std::nullopt;
+  const cs_arm64& d = in.detail->arm64;
+  if (d.op_count == 0 || d.operands[d.op_count - 1].type != ARM64_OP_IMM) return std::nullopt;
+  return static_cast<uint64_t>(d.operands[d.op_count - 1].imm);
+}
+
 }  // namespace
 
 std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address) {
@@ -125,16 +166,78 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
       if (op.shift.type == ARM64_SFT_LSL && op.shift.value < 8) m.scale = 1 << op.shift.value;
       m.index_sign_extended = op.ext == ARM64_EXT_SXTW;
     }
-    // Stores, and the atomics that read and write (Capstone 4's access
-    // flags mark every store's operand read-write).
-    m.writes = StartsWith(m.mnemonic, "st") || StartsWith(m.mnemonic, "swp") || StartsWith(m.mnemonic, "cas") ||
-               (StartsWith(m.mnemonic, "ld") && m.mnemonic.size() > 4 &&
-                (StartsWith(m.mnemonic, "ldadd") || StartsWith(m.mnemonic, "ldclr") ||
-                 StartsWith(m.mnemonic, "ldeor") || StartsWith(m.mnemonic, "ldset")));
+    m.writes = WritesMemory(m.mnemonic);
     return m;
   }
   if (m.is_ret || m.is_call) return m;
   return std::nullopt;
+}
+
+std::optional<SpinLoop> SpinLoopAt(const ModuleMap& modules, uint64_t pc) {
+  constexpr uint64_t kReach = 64;
+  if (pc % 4 != 0) return std::nullopt;
+  const uint64_t lo = pc - std::min(pc, kReach);
+  std::vector<std::byte> code(static_cast<size_t>(pc - lo + kReach));
+  code.resize(modules.ReadCode(lo, code) / 4 * 4);
+  if (code.size() <= pc - lo) return std::nullopt;
+  Decoder& dec = TheDecoder();
+  auto one = [&](uint64_t a) { return dec.One(std::span(code).subspan(static_cast<size_t>(a - lo)), a); };
+  SpinLoop out;
+  for (uint64_t a = pc; a - lo < code.size(); a += 4) {
+    const cs_insn* in = one(a);
+    if (!in || LeavesFlow(in->mnemonic)) return std::nullopt;
+    std::optional<uint64_t> target = BranchTarget(*in);
+    if (target && *target <= pc && *target >= lo) {
+      out.start = *target;
+      out.end = a + 4;
+      break;
+    }
+    if (std::string_view(in->mnemonic) == "b") return std::nullopt;
+  }
+  if (out.end == 0) return std::nullopt;
+  std::optional<cs_arm64_op> polled;
+  uint64_t polled_at = 0;
+  std::vector<unsigned> written;
+  for (uint64_t a = out.start; a < out.end; a += 4) {
+    const cs_insn* in = one(a);
+    if (!in || LeavesFlow(in->mnemonic) || (std::string_view(in->mnemonic) == "b" && a + 4 != out.end))
+      return std::nullopt;
+    std::string_view m = in->mnemonic;
+    out.pauses |= m == "yield" || m == "wfe";
+    const cs_arm64& d = in->detail->arm64;
+    for (unsigned i = 0; i < d.op_count; ++i) {
+      const cs_arm64_op& op = d.operands[i];
+      if (op.type != ARM64_OP_MEM) continue;
+      if (WritesMemory(m) || d.writeback) return std::nullopt;
+      if (!polled) polled = op, polled_at = a;
+      else if (op.mem.base != polled->mem.base || op.mem.index != polled->mem.index || op.mem.disp != polled->mem.disp)
+        return std::nullopt;
+    }
+    for (unsigned r : WrittenRegisters(*in)) written.push_back(r);
+  }
+  if (!polled) return std::nullopt;
+  auto full = [&](unsigned reg) { return GeneralRegister(dec.handle(), reg); };
+  for (unsigned r : {polled->mem.base, polled->mem.index}) {
+    std::optional<SizedReg> pr = full(r);
+    if (r == ARM64_REG_INVALID) continue;
+    if (!pr) return std::nullopt;
+    for (unsigned w : written)
+      if (std::optional<SizedReg> wr = full(w); wr && wr->reg == pr->reg) return std::nullopt;
+  }
+  const cs_insn* load = one(polled_at);
+  if (!load) return std::nullopt;
+  out.polled.text = Text(*load);
+  out.polled.mnemonic = load->mnemonic;
+  out.polled.base = full(polled->mem.base);
+  out.polled.index = full(polled->mem.index);
+  out.polled.displacement = polled->mem.disp;
+  // The width a load reads: its destination register's (w: 4, x: 8), a
+  // byte or half-word load's own.
+  std::string_view m = load->mnemonic;
+  const cs_arm64& d = load->detail->arm64;
+  std::optional<SizedReg> dest = d.op_count && d.operands[0].type == ARM64_OP_REG ? full(d.operands[0].reg) : std::nullopt;
+  out.width = m.back() == 'b' ? 1 : m.back() == 'h' ? 2 : m.ends_with("sw") ? 4 : dest ? dest->bits / 8 : 8;
+  return out;
 }
 
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after) {

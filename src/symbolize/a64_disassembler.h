@@ -15,6 +15,7 @@ namespace coroner::a64 {
 
 std::vector<Instruction> DecodeInstructions(std::span<const std::byte> code, uint64_t address);
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc);
+std::optional<SpinLoop> SpinLoopAt(const ModuleMap& modules, uint64_t pc);
 std::vector<Instruction> Disassemble(const ModuleMap& modules, uint64_t pc, bool exact, size_t before, size_t after);
 // Instructions this thread has formatted.
 uint64_t Formatted();

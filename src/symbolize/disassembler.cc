@@ -38,11 +38,13 @@ class X86Decoder {
     ZydisFormatterSetProperty(&formatter_, ZYDIS_FORMATTER_PROP_IMM_SIGNEDNESS, ZYDIS_SIGNEDNESS_UNSIGNED);
   }
 
-  // The instruction at the start of `code`, which is at `address`.
-  std::optional<Decoded> DecodeOne(std::span<const std::byte> code, uint64_t address) const {
+  // The instruction at the start of `code`, which is at `address`; its
+  // text only when `format` asks for it.
+  std::optional<Decoded> DecodeOne(std::span<const std::byte> code, uint64_t address, bool format = true) const {
     if (!ok_ || code.empty()) return std::nullopt;
     Decoded d;
     if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&decoder_, code.data(), code.size(), &d.in, d.ops))) return std::nullopt;
+    if (!format) return d;
     char buf[256];
     if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&formatter_, &d.in, d.ops, d.in.operand_count_visible, buf,
                                                       sizeof buf, address, nullptr))) {
@@ -140,6 +142,21 @@ std::optional<SizedReg> GeneralRegister(ZydisRegister r) {
   return SizedReg{*reg, static_cast<uint8_t>(ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, r))};
 }
 
+// A relative branch's target; nullopt for another instruction or an
+// indirect branch.
+std::optional<uint64_t> BranchTarget(const Decoded& d, uint64_t address) {
+  ZydisInstructionCategory c = d.in.meta.category;
+  if (c != ZYDIS_CATEGORY_COND_BR && c != ZYDIS_CATEGORY_UNCOND_BR) return std::nullopt;
+  const ZydisDecodedOperand& op = d.ops[0];
+  if (op.type != ZYDIS_OPERAND_TYPE_IMMEDIATE || !op.imm.is_relative) return std::nullopt;
+  return address + d.in.length + static_cast<uint64_t>(op.imm.value.s);
+}
+
+bool SameMemory(const ZydisDecodedOperand& a, const ZydisDecodedOperand& b) {
+  return a.mem.base == b.mem.base && a.mem.index == b.mem.index && a.mem.scale == b.mem.scale &&
+         a.mem.disp.value == b.mem.disp.value && a.mem.segment == b.mem.segment && a.size == b.size;
+}
+
 }  // namespace
 
 uint64_t InstructionsFormatted() { return formatted + a64::Formatted(); }
@@ -178,6 +195,88 @@ std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t 
   }
   if (m.is_ret || m.is_call) return m;
   return std::nullopt;
+}
+
+std::optional<SpinLoop> SpinLoopAt(const ModuleMap& modules, uint64_t pc) {
+  if (modules.arch() == Arch::kAarch64) return a64::SpinLoopAt(modules, pc);
+  constexpr uint64_t kReach = 64;
+  const uint64_t lo = pc - std::min(pc, kReach);
+  std::vector<std::byte> code = Read(modules, lo, static_cast<size_t>(pc - lo + kReach) + ZYDIS_MAX_INSTRUCTION_LENGTH);
+  if (code.size() <= pc - lo) return std::nullopt;
+  auto at = [&](uint64_t a) { return std::span(code).subspan(static_cast<size_t>(a - lo)); };
+  // Forward from pc to the first branch back to pc or before it: the
+  // innermost loop around pc. Flow that leaves first (a jump forward, a
+  // return, a call) is no spin.
+  SpinLoop out;
+  for (uint64_t a = pc; a < pc + kReach && a - lo < code.size();) {
+    std::optional<Decoded> d = Decoder().DecodeOne(at(a), a, false);
+    if (!d) return std::nullopt;
+    ZydisInstructionCategory c = d->in.meta.category;
+    if (c == ZYDIS_CATEGORY_RET || c == ZYDIS_CATEGORY_CALL || c == ZYDIS_CATEGORY_SYSCALL ||
+        c == ZYDIS_CATEGORY_INTERRUPT)
+      return std::nullopt;
+    std::optional<uint64_t> target = BranchTarget(*d, a);
+    if ((c == ZYDIS_CATEGORY_COND_BR || c == ZYDIS_CATEGORY_UNCOND_BR) && !target) return std::nullopt;
+    if (target && *target <= pc && *target >= lo) {
+      out.start = *target;
+      out.end = a + d->in.length;
+      break;
+    }
+    if (c == ZYDIS_CATEGORY_UNCOND_BR) return std::nullopt;
+    a += d->in.length;
+  }
+  if (out.end == 0) return std::nullopt;
+  // The loop decoded from its start must pass through pc in step.
+  bool through_pc = false;
+  std::optional<ZydisDecodedOperand> polled;
+  uint64_t polled_at = 0;
+  std::vector<ZydisRegister> written;
+  for (uint64_t a = out.start; a < out.end;) {
+    std::optional<Decoded> d = Decoder().DecodeOne(at(a), a, false);
+    if (!d || a + d->in.length > out.end) return std::nullopt;
+    through_pc |= a == pc;
+    ZydisInstructionCategory c = d->in.meta.category;
+    if (c == ZYDIS_CATEGORY_RET || c == ZYDIS_CATEGORY_CALL || c == ZYDIS_CATEGORY_SYSCALL ||
+        c == ZYDIS_CATEGORY_INTERRUPT || (c == ZYDIS_CATEGORY_UNCOND_BR && a + d->in.length != out.end))
+      return std::nullopt;
+    out.pauses |= d->in.mnemonic == ZYDIS_MNEMONIC_PAUSE;
+    for (unsigned i = 0; i < d->in.operand_count; ++i) {
+      const ZydisDecodedOperand& op = d->ops[i];
+      if (op.type == ZYDIS_OPERAND_TYPE_MEMORY && op.mem.type == ZYDIS_MEMOP_TYPE_MEM) {
+        if (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE) return std::nullopt;
+        if (!polled) polled = op, polled_at = a;
+        else if (!SameMemory(*polled, op)) return std::nullopt;
+      } else if (op.type == ZYDIS_OPERAND_TYPE_REGISTER && (op.actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)) {
+        // The general registers only: every branch writes rip, and flags
+        // have no enclosing register.
+        ZydisRegister full = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, op.reg.value);
+        if (full != ZYDIS_REGISTER_NONE && full != ZYDIS_REGISTER_RIP) written.push_back(full);
+      }
+    }
+    a += d->in.length;
+  }
+  // A thread-local word (fs, gs) has an address the registers do not give.
+  if (!through_pc || !polled || polled->mem.segment == ZYDIS_REGISTER_FS || polled->mem.segment == ZYDIS_REGISTER_GS)
+    return std::nullopt;
+  for (ZydisRegister r : {polled->mem.base, polled->mem.index}) {
+    if (r == ZYDIS_REGISTER_NONE) continue;
+    ZydisRegister full = ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+    if (std::find(written.begin(), written.end(), full) != written.end()) return std::nullopt;
+  }
+  std::optional<Decoded> load = Decoder().DecodeOne(at(polled_at), polled_at);
+  if (!load) return std::nullopt;
+  out.polled.text = load->text;
+  out.polled.mnemonic = out.polled.text.substr(0, out.polled.text.find(' '));
+  out.polled.base = GeneralRegister(polled->mem.base);
+  out.polled.index = GeneralRegister(polled->mem.index);
+  out.polled.scale = polled->mem.index == ZYDIS_REGISTER_NONE ? 1 : polled->mem.scale;
+  out.polled.displacement = polled->mem.disp.has_displacement ? polled->mem.disp.value : 0;
+  out.width = polled->size / 8;
+  if (polled->mem.base == ZYDIS_REGISTER_RIP && polled->mem.index == ZYDIS_REGISTER_NONE)
+    out.address = polled_at + load->in.length + static_cast<uint64_t>(out.polled.displacement);
+  else if (polled->mem.base == ZYDIS_REGISTER_NONE && polled->mem.index == ZYDIS_REGISTER_NONE)
+    out.address = static_cast<uint64_t>(out.polled.displacement);
+  return out;
 }
 
 BoundaryAt InstructionBoundaryAt(const ModuleMap& modules, uint64_t pc) {

@@ -41,6 +41,24 @@ struct MemoryOperand {
 };
 std::optional<MemoryOperand> MemoryOperandAt(const ModuleMap& modules, uint64_t pc);
 
+// A loop that only reads one word until it changes, around pc: a
+// backward branch at most 64 bytes after pc, to at most 64 bytes before
+// it, over instructions that call nothing, enter no system call, write no
+// memory, and read one memory operand whose address registers the loop
+// does not change (`while (!ready) _mm_pause();`, a spin lock's wait, a
+// fence or flag polled by a GPU runtime). A thread there is spinning, not
+// computing.
+struct SpinLoop {
+  uint64_t start = 0, end = 0;  // [start, end): the loop, its backward branch last
+  MemoryOperand polled;         // the read; `text` its instruction
+  unsigned width = 0;           // bytes read
+  // The word's address when the operand names it without a register
+  // (rip-relative); otherwise the registers' values give it.
+  std::optional<uint64_t> address;
+  bool pauses = false;  // the loop holds a spin-wait hint (pause; yield, wfe)
+};
+std::optional<SpinLoop> SpinLoopAt(const ModuleMap& modules, uint64_t pc);
+
 // Instructions this thread has formatted so far (Zydis's formatter and
 // gdb's spelling): what a report's disassembly costs, for tests that count
 // work rather than time it.

@@ -166,10 +166,11 @@ Expected ThreadsByName(const json& j) {
 }
 
 // gdb's values of an expression, one per line, of a process or a core.
-std::vector<std::string> GdbPrint(const std::string& target, const std::vector<std::string>& exprs) {
+std::vector<std::string> GdbPrint(const std::string& target, const std::vector<std::string>& exprs,
+                                  const std::string& program = Program()) {
   std::string cmd = "timeout 300 gdb -nx -batch -q";
   for (const auto& e : exprs) cmd += " -ex 'printf \"@@%ld\\n\", (long)(" + e + ")'";
-  cmd += " " + Program() + " " + target + " 2>/dev/null";
+  cmd += " " + program + " " + target + " 2>/dev/null";
   auto r = Run(cmd);
   std::vector<std::string> out;
   std::istringstream in(r.out);
@@ -422,6 +423,119 @@ TEST(LiveSnapshot, WatchdogCoreOfADeadlockIsADeadlock) {
   auto rows = json::parse(q.out);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0]["syndrome"], "deadlock");
+}
+
+// The thread whose frames hold `function`.
+const json* ThreadIn(const json& j, const std::string& function) {
+  for (const auto& t : j["threads"])
+    for (const auto& f : t["frames"])
+      if (f["function"] == function) return &t;
+  return nullptr;
+}
+
+// Two threads spin (busy.c): one on `fence` with a spin-wait hint, one on
+// `ring.head` through a pointer; the main thread computes in registers.
+// Each is named so, with the word it polls and the value the source gives
+// it, live and in the kernel's core of the same process; gdb gives the
+// words' addresses.
+void ExpectSpins(const json& j, const std::string& fence, const std::string& head, const std::string& what) {
+  SCOPED_TRACE(what);
+  const json* f = ThreadIn(j, "wait_for_fence");
+  const json* h = ThreadIn(j, "wait_for_head");
+  const json* c = ThreadIn(j, "compute");
+  ASSERT_TRUE(f && h && c) << j["threads"].dump();
+  EXPECT_EQ((*f)["state"], "spinning");
+  ASSERT_TRUE((*f)["spin"].is_object()) << f->dump();
+  EXPECT_EQ((*f)["spin"]["word"], fence);
+  EXPECT_EQ((*f)["spin"]["word_name"], "fence");
+  EXPECT_EQ((*f)["spin"]["word_offset"], 0);
+  EXPECT_EQ((*f)["spin"]["value"], 0);
+  EXPECT_EQ((*f)["spin"]["width"], 4);
+  EXPECT_EQ((*f)["spin"]["pauses"], true);
+  EXPECT_EQ((*h)["state"], "spinning");
+  ASSERT_TRUE((*h)["spin"].is_object()) << h->dump();
+  EXPECT_EQ((*h)["spin"]["word"], head);
+  EXPECT_EQ((*h)["spin"]["word_name"], "ring");
+  EXPECT_EQ((*h)["spin"]["word_offset"], 12);
+  EXPECT_EQ((*h)["spin"]["value"], 41);
+  EXPECT_EQ((*h)["spin"]["pauses"], false);
+  EXPECT_EQ((*c)["state"], "running");
+  EXPECT_TRUE((*c)["spin"].is_null());
+}
+
+TEST(LiveSnapshot, NamesSpinningThreadsAndTheWordTheyPoll) {
+  std::string dir = Work() + "/spin";
+  fs::create_directories(dir);
+  Target t(dir, {Busy(), "busy", "spin"});
+  ASSERT_TRUE(t.ready());
+  auto r = Coroner("analyze --json --pid " + std::to_string(t.pid()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  auto text = Coroner("analyze --pid " + std::to_string(t.pid()));
+  ASSERT_EQ(text.status, 0) << text.err;
+  auto words = GdbPrint(std::to_string(t.pid()), {"(long)&fence", "(long)&ring.head"}, Busy());
+  ASSERT_EQ(words.size(), 2u);
+  EXPECT_EQ(StatusField(t.pid(), "TracerPid"), "0");
+  ExpectSpins(j, HexOf(words[0]), HexOf(words[1]), "live");
+  EXPECT_NE(text.out.find("spins on fence (" + HexOf(words[0]) + "), which holds 0"), std::string::npos) << text.out;
+  EXPECT_EQ(j["diagnosis"]["syndrome"], "snapshot");
+
+  int status = t.KillWith(SIGABRT);
+  std::string core;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename().string().rfind("core", 0) == 0) core = f.path().string();
+  if (core.empty() || !WIFSIGNALED(status) || !WCOREDUMP(status)) {
+    GTEST_SKIP() << "the kernel wrote no core here (core_pattern): the live half passed";
+  }
+  auto c = Coroner("analyze --json " + core);
+  ASSERT_EQ(c.status, 0) << c.err;
+  json k = json::parse(c.out);
+  EXPECT_EQ(k["diagnosis"]["syndrome"], "external-signal");
+  ExpectSpins(k, HexOf(words[0]), HexOf(words[1]), "core");
+}
+
+// The same spins on aarch64: busy.c built with Debian's cross compiler
+// (not position-independent, so that its symbols' addresses are the
+// oracle) and run under qemu-user, whose core of the guest, written when
+// the guest is sent SIGABRT, coroner reads. qemu's cores hold no siginfo,
+// so no syndrome is asserted.
+TEST(LiveSnapshot, NamesSpinningThreadsOnAarch64) {
+  if (testing::Run("command -v aarch64-linux-gnu-gcc qemu-aarch64 aarch64-linux-gnu-nm").status != 0)
+    GTEST_SKIP() << "no aarch64 cross toolchain or qemu-user (make deps installs them)";
+  std::string dir = Work() + "/spin-a64";
+  fs::create_directories(dir);
+  std::string bin = dir + "/busy";
+  auto cc = testing::Run("aarch64-linux-gnu-gcc -g -O1 -pthread -no-pie -o " + bin + " " +
+                std::getenv("CORONER_SOURCE_DIR") + "/tests/live/busy.c 2>&1");
+  ASSERT_EQ(cc.status, 0) << cc.out;
+  auto nm = testing::Run("aarch64-linux-gnu-nm --defined-only " + bin);
+  std::map<std::string, uint64_t> symbols;
+  std::istringstream lines(nm.out);
+  std::string address, kind, name;
+  while (lines >> address >> kind >> name) symbols[name] = std::stoull(address, nullptr, 16);
+  ASSERT_TRUE(symbols.count("fence") && symbols.count("ring")) << nm.out;
+  char fence[32], head[32];
+  std::snprintf(fence, sizeof fence, "0x%llx", static_cast<unsigned long long>(symbols["fence"]));
+  std::snprintf(head, sizeof head, "0x%llx", static_cast<unsigned long long>(symbols["ring"] + 12));
+  std::string qemu = testing::Run("command -v qemu-aarch64").out;
+  qemu.erase(qemu.find_last_not_of('\n') + 1);
+  Target t(dir, {qemu, "qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", bin, "spin"});
+  ASSERT_TRUE(t.ready());
+  t.KillWith(SIGABRT);
+  std::string core;
+  for (const auto& f : fs::directory_iterator(dir))
+    if (f.path().filename().string().rfind("qemu_", 0) == 0) core = f.path().string();
+  ASSERT_FALSE(core.empty()) << "qemu wrote no core of the guest";
+  auto r = Coroner("analyze --json --sysroot aarch64=/usr/aarch64-linux-gnu --exe " + bin + " " + core);
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = json::parse(r.out);
+  const json* c = ThreadIn(j, "compute");
+  ASSERT_TRUE(c);
+  // The thread the signal went to is the crashing one; without siginfo,
+  // nothing says it was sent, so it is not read as a spin.
+  if ((*c)["tid"] != j["threads"][j["crashing_thread"].get<size_t>()]["tid"])
+    GTEST_SKIP() << "the signal went to a spinning thread";
+  ExpectSpins(j, fence, head, "aarch64 core");
 }
 
 // 2,000 threads, each held and read: the snapshot lists every thread
