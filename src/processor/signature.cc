@@ -85,6 +85,17 @@ std::string MakeSignature(const std::string& syndrome, const std::vector<Signatu
   };
   bool python = false;
   for (const auto& f : frames) python |= f.python;
+  // A process stopped from outside (a snapshot, a watchdog's signal, a
+  // deadlock) did not fault: where it waits is its own call into the
+  // runtime (recv, a mutex), not the runtime's path into the kernel, which
+  // the thread's state names. Its runtime frames are left out, unless
+  // nothing else is left.
+  std::optional<Syndrome> named = SyndromeFromName(syndrome);
+  bool stopped = named == Syndrome::kExternalSignal || named == Syndrome::kSnapshot || named == Syndrome::kDeadlock;
+  if (stopped && std::none_of(frames.begin(), frames.end(), [](const SignatureFrame& f) {
+        return !f.function.empty() && !f.module.empty() && !IsRuntimeLibrary(f.module);
+      }))
+    stopped = false;
   std::vector<std::string> picked;
   for (bool allow_scanned : {false, true}) {
     picked.clear();
@@ -92,6 +103,7 @@ std::string MakeSignature(const std::string& syndrome, const std::vector<Signatu
       if (picked.size() >= depth) break;
       if (f.scanned && !allow_scanned) continue;
       if (python && !f.python && PythonRuntime(f.module)) continue;
+      if (stopped && !f.python && IsRuntimeLibrary(f.module)) continue;
       if (!f.function.empty() && skip.Skips(CloneBase(f.function))) continue;
       // A pc in no module (a call through NULL) or unnamed runtime code says nothing of the program.
       // The terminate and unwind paths of a libstdc++ without symbols.

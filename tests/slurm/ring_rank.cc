@@ -8,18 +8,22 @@
 //
 //   ring_rank BASE_PORT CRASH_RANK ENV_DIR
 //
-// A hang instead (RING_HANG_RANK and RING_FIFO set, CRASH_RANK -1): the
-// rank RING_HANG_RANK, in its third round, reads a byte from the FIFO
-// RING_FIFO before it forwards the token (ReadShard <- LoadBatch), as a
-// data loader blocked on a dead mount does; the others wait for the token
-// in RingStep's recv. Once the byte comes, the ring goes on, and after
-// RING_ROUNDS rounds every rank exits 0.
+// A hang instead (RING_HANG_RANK set, CRASH_RANK -1): the rank
+// RING_HANG_RANK, in its third round, before it forwards the token, reads
+// a byte from the FIFO RING_FIFO (ReadShard <- LoadBatch), as a data
+// loader blocked on a dead mount does; the others wait for the token in
+// RingStep's recv. Once the byte comes, the ring goes on, and after
+// RING_ROUNDS rounds every rank exits 0. RING_HANG_KIND chooses another
+// hang that nothing ends: `spin` (WaitForFence <- LoadBatch polls a fence
+// word no one sets, as a rank waiting on a GPU's completion flag does) or
+// `deadlock` (LockBoth: two threads take two mutexes in opposite orders).
 //
 // The rank and the number of ranks are Slurm's (SLURM_PROCID,
 // SLURM_NTASKS). Before the ring starts, each rank writes its Slurm
 // variables to ENV_DIR/rank-N.env: what the test checks the core against.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -85,9 +89,47 @@ __attribute__((noinline)) void ReadShard(const char* path) {
   close(fd);
 }
 
+volatile int fence_done;
+
+// The spin: a completion flag polled, never set.
+__attribute__((noinline)) void WaitForFence() {
+  while (!fence_done) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+  }
+}
+
+pthread_mutex_t shard_lock = PTHREAD_MUTEX_INITIALIZER, stats_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_barrier_t both_hold;
+
+void* StatsThread(void*) {
+  pthread_mutex_lock(&stats_lock);
+  pthread_barrier_wait(&both_hold);
+  pthread_mutex_lock(&shard_lock);
+  return nullptr;
+}
+
+// The deadlock: this thread holds shard_lock and wants stats_lock; the
+// stats thread holds stats_lock and wants shard_lock.
+__attribute__((noinline)) void LockBoth() {
+  pthread_barrier_init(&both_hold, nullptr, 2);
+  pthread_t stats;
+  pthread_create(&stats, nullptr, StatsThread, nullptr);
+  pthread_mutex_lock(&shard_lock);
+  pthread_barrier_wait(&both_hold);
+  pthread_mutex_lock(&stats_lock);
+}
+
 __attribute__((noinline)) void LoadBatch(int round) {
   const char* hang = std::getenv("RING_HANG_RANK");
-  if (hang && std::atoi(hang) == rank_ && round == 2) ReadShard(std::getenv("RING_FIFO"));
+  if (!hang || std::atoi(hang) != rank_ || round != 2) return;
+  const char* kind = std::getenv("RING_HANG_KIND");
+  if (kind && std::strcmp(kind, "spin") == 0) WaitForFence();
+  else if (kind && std::strcmp(kind, "deadlock") == 0) LockBoth();
+  else ReadShard(std::getenv("RING_FIFO"));
 }
 
 // The collective's wait: the token from the previous rank.

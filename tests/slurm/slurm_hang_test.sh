@@ -16,6 +16,10 @@
 #      failure: collateral of the hang, not a rank that waited elsewhere);
 #      the other ranks are held stopped meanwhile, so that each dies of
 #      its own signal and the peer failure is the planted one.
+#  (c) the hangs nothing ends, planted in rank 5 the same way: a spin on a
+#      fence word (WaitForFence) and a deadlock of two threads on two
+#      mutexes (LockBoth); `scan --pid` of every rank, `epi`: rank 5 is the
+#      odd rank, where it spins or waits for the mutex.
 # Needs CORONER_BIN, CORONER_SOURCE_DIR, CORONER_RING_RANK.
 set -euo pipefail
 for tool in munged slurmctld slurmd srun scancel python3; do
@@ -27,18 +31,35 @@ trap 'exec 3>&- 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/c
 SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
 export SLURM_CONF
 fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/task-*.log 2>/dev/null || true; exit 1; }
-read_nr=0; [ "$(uname -m)" = aarch64 ] && read_nr=63
+read_nr=0 futex_nr=202; [ "$(uname -m)" = aarch64 ] && read_nr=63 futex_nr=98
 
-# Starts the job in $dir/$1, each rank in a directory of its own (where the
-# kernel leaves its core), and waits until rank 5 blocks in read() and the
-# others sleep: a synchronization, bounded for a hang only.
+# Whether rank 5 (pid $1) is where hang kind $2 holds it: blocked in read,
+# on the CPU (the spin), or with both its threads in a futex wait.
+rank5_hung() {
+  case $2 in
+    read) [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = "$read_nr" ] ;;
+    spin) [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = running ] ;;
+    deadlock)
+      local n=0 t
+      for t in /proc/"$1"/task/*; do
+        [ "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)" = "$futex_nr" ] && n=$((n + 1))
+      done
+      [ $n = 2 ] ;;
+  esac
+}
+
+# Starts the job in $dir/$1 with rank 5's hang of kind $2 (read when not
+# given), each rank in a directory of its own (where the kernel leaves its
+# core), and waits until rank 5 hangs and the others sleep, five checks in
+# a row (a rank of an early round is on the CPU for microseconds): a
+# synchronization, bounded for a hang only.
 start_job() {
-  local run=$dir/$1
+  local run=$dir/$1 kind=${2:-read} steady=0
   mkdir -p "$run/env"
   for r in 0 1 2 3 4 5 6 7; do mkdir -p "$run/rank-$r"; done
   mkfifo "$run/fifo"
   exec 3<>"$run/fifo"  # held open: the rank's open() returns, its read() waits for a byte
-  (cd "$run" && RING_HANG_RANK=5 RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
+  (cd "$run" && RING_HANG_RANK=5 RING_HANG_KIND=$kind RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
      srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
      bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" "$("$src"/tests/slurm/free_ports.sh 8)" "$run" \
      > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
@@ -46,23 +67,23 @@ start_job() {
     local ready=1
     for r in 0 1 2 3 4 5 6 7; do [ -f "$run/env/rank-$r.pid" ] || ready=0; done
     if [ $ready = 1 ]; then
-      local p5; p5=$(cat "$run/env/rank-5.pid")
-      [ "$(cut -d' ' -f1 "/proc/$p5/syscall" 2>/dev/null)" = "$read_nr" ] || ready=0
+      rank5_hung "$(cat "$run/env/rank-5.pid")" "$kind" || ready=0
       for r in 0 1 2 3 4 6 7; do
         local p; p=$(cat "$run/env/rank-$r.pid")
         grep -q '^State:.*S (sleeping)' "/proc/$p/status" 2>/dev/null || ready=0
       done
     fi
-    [ $ready = 1 ] && return 0
+    if [ $ready = 1 ]; then steady=$((steady + 1)); else steady=0; fi
+    [ $steady = 5 ] && return 0
     sleep 0.1
   done
   fail "the job did not reach its hang"
 }
 
-check_hang() {  # check_hang EPI_JSON WHAT WAITING_RANKS
-  python3 - "$1" "$2" "$3" <<'PY' || fail "see above"
+check_hang() {  # check_hang EPI_JSON WHAT WAITING_RANKS RANK_5_FUNCTION
+  python3 - "$1" "$2" "$3" "${4:-ReadShard}" <<'PY' || fail "see above"
 import json, sys
-e = json.load(open(sys.argv[1])); what = sys.argv[2]; waiting = int(sys.argv[3])
+e = json.load(open(sys.argv[1])); what = sys.argv[2]; waiting = int(sys.argv[3]); function = sys.argv[4]
 ok = True
 def check(name, got, want):
     global ok
@@ -77,7 +98,7 @@ if e["incidents"]:
     check("odd ranks", [r["rank"] for r in i["odd_ranks"]], [5])
     check("root rank", i["root"]["rank"], 5)
     odd = i["odd_ranks"][0]["where"] if i["odd_ranks"] else ""
-    check("rank 5 waits in ReadShard", "ReadShard" in odd.split(" | ") and "LoadBatch" in odd.split(" | "), True)
+    check(f"rank 5 waits in {function}: {odd}", function in odd.split(" | ") and "LoadBatch" in odd.split(" | "), True)
     check("waiting ranks", (i["waiting"] or {}).get("ranks"), waiting)
     check("they wait in RingStep", "RingStep" in ((i["waiting"] or {}).get("where") or "").split(" | "), True)
     check("collateral", i["collateral"], 7)
@@ -150,4 +171,33 @@ check_hang "$run/epi.json" watchdog 6
 "$coroner" query --json --db "$run/d.db" "SELECT r.value AS rank FROM attributes a JOIN attributes r ON r.core = a.core AND r.key = 'rank' WHERE a.key = 'peer_failure'" > "$run/peer.json"
 python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != [{"rank": "6"}])' "$run/peer.json" ||
   fail "rank 6's core is not the one peer failure: $(cat "$run/peer.json")"
-echo "PASSED: a real Slurm job's hang, live and from the scheduler's cores: rank 5 waits in ReadShard, the others in RingStep or gave up after rank 5; the job finished after its snapshots"
+# (c) Spin and deadlock.
+for kind in spin:WaitForFence deadlock:LockBoth; do
+  start_job "${kind%%:*}" "${kind%%:*}"
+  run=$dir/${kind%%:*}
+  job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
+  pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); done
+  "$coroner" scan --pid "${pids[@]}" --db "$run/d.db" > /dev/null
+  "$coroner" analyze --json --pid "${pids[5]}" > "$run/rank-5.json"
+  "$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
+  kill -KILL "${pids[@]}" 2>/dev/null || true
+  scancel "$job" 2>/dev/null || true
+  pkill -KILL -f -- "-o $run/task-" 2>/dev/null || true
+  exec 3>&-
+  check_hang "$run/epi.json" "${kind%%:*}" 7 "${kind#*:}"
+  python3 - "$run/rank-5.json" "${kind%%:*}" <<'PY' || fail "rank 5's ${kind%%:*}"
+import json, sys
+j, kind = json.load(open(sys.argv[1])), sys.argv[2]
+main = j["threads"][0]
+if kind == "spin":
+    assert main["state"] == "spinning", main["state"]
+    assert main["spin"]["word_name"].endswith("fence_done"), main["spin"]
+    assert main["spin"]["value"] == 0 and main["spin"]["pauses"], main["spin"]
+else:
+    assert j["diagnosis"]["syndrome"] == "deadlock", j["diagnosis"]["syndrome"]
+    names = {t["lock_wait"]["mutex_name"] for t in j["threads"] if t["lock_wait"]}
+    assert any(n.endswith("shard_lock") for n in names) and any(n.endswith("stats_lock") for n in names), names
+PY
+done
+
+echo "PASSED: a real Slurm job's hang, live and from the scheduler's cores: rank 5 waits in ReadShard, the others in RingStep or gave up after rank 5; the job finished after its snapshots; a spinning and a deadlocked rank 5 named too"
