@@ -1,6 +1,10 @@
 // One rank of a job whose ranks pass a token around a ring over loopback
-// TCP, as a collective does: rank i listens on BASE + i and sends to rank
-// i + 1. The rank CRASH dereferences NULL in its third round; the others
+// TCP, as a collective does: rank i listens on a port of its own and
+// sends to rank i + 1. With BASE_PORT 0 the port is the kernel's choice,
+// written to ENV_DIR/rank-N.port, where rank N - 1 finds it: no other
+// program can hold it (a port picked before the ranks start may be taken
+// meanwhile, by the kernel for some connection's own end too); otherwise
+// rank i listens on BASE_PORT + i. The rank CRASH dereferences NULL in its third round; the others
 // find the ring broken (their predecessor's socket closes) and give up as
 // a distributed runtime would, uncaught: odd ranks with PyTorch's
 // c10::DistBackendError ("Watchdog caught collective operation timeout"),
@@ -55,6 +59,11 @@ int rank_, size_;
   throw std::runtime_error(where + "NCCL communicator was aborted: " + what);
 }
 
+std::string env_dir;
+
+std::string PortFile(int rank) { return env_dir + "/rank-" + std::to_string(rank) + ".port"; }
+
+// Listens on `port` (0: the kernel's choice, then written to the port file).
 int Listen(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
@@ -64,7 +73,32 @@ int Listen(int port) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 1) != 0) GiveUp("cannot listen");
+  if (port == 0) {
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    std::string path = PortFile(rank_);
+    FILE* f = std::fopen((path + ".tmp").c_str(), "w");
+    if (!f) GiveUp("cannot write the port file");
+    std::fprintf(f, "%d\n", ntohs(a.sin_port));
+    std::fclose(f);
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
   return fd;
+}
+
+// Rank `rank`'s port: BASE + rank, or its port file once it is there.
+int PortOf(int rank, int base) {
+  if (base != 0) return base + rank;
+  for (int attempt = 0; attempt < 1200; ++attempt) {  // the next rank may start later: up to 60 s
+    if (FILE* f = std::fopen(PortFile(rank).c_str(), "r")) {
+      int port = 0;
+      bool read = std::fscanf(f, "%d", &port) == 1;
+      std::fclose(f);
+      if (read) return port;
+    }
+    usleep(50000);
+  }
+  GiveUp("the next rank never listened");
 }
 
 int Connect(int port) {
@@ -156,6 +190,7 @@ int main(int argc, char** argv) {
   rank_ = std::atoi(std::getenv("SLURM_PROCID"));
   size_ = std::atoi(std::getenv("SLURM_NTASKS"));
   int base = std::atoi(argv[1]);
+  env_dir = argv[3];
   setenv("RING_CRASH_RANK", argv[2], 1);
   std::string path = std::string(argv[3]) + "/rank-" + std::to_string(rank_) + ".env";
   if (FILE* f = std::fopen(path.c_str(), "w")) {
@@ -171,8 +206,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::rename((pid_path + ".tmp").c_str(), pid_path.c_str());
   }
-  int server = Listen(base + rank_);
-  int next = Connect(base + (rank_ + 1) % size_);
+  int server = Listen(base == 0 ? 0 : base + rank_);
+  int next = Connect(PortOf((rank_ + 1) % size_, base));
   int prev = accept(server, nullptr, nullptr);
   if (prev < 0) GiveUp("accept failed");
   int token = 0;

@@ -27,7 +27,10 @@ for tool in munged slurmctld slurmd srun scancel python3; do
 done
 src=$CORONER_SOURCE_DIR coroner=$CORONER_BIN ring=$CORONER_RING_RANK
 dir=$(mktemp -d)
-trap 'exec 3>&- 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" stop; rm -rf "$dir"' EXIT
+# On every way out, a job still running goes too (its srun and ranks name
+# $dir on their command lines): a failed check leaves no srun behind to
+# hold the test's output open.
+trap 'exec 3>&- 2>/dev/null || true; pkill -KILL -f -- "$dir/" 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" stop; rm -rf "$dir"' EXIT
 SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
 export SLURM_CONF
 fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/task-*.log 2>/dev/null || true; exit 1; }
@@ -61,7 +64,7 @@ start_job() {
   exec 3<>"$run/fifo"  # held open: the rank's open() returns, its read() waits for a byte
   (cd "$run" && RING_HANG_RANK=5 RING_HANG_KIND=$kind RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
      srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
-     bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" "$("$src"/tests/slurm/free_ports.sh 8)" "$run" \
+     bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" 0 "$run" \
      > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
   for _ in $(seq 3000); do
     local ready=1
