@@ -138,14 +138,16 @@ void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolP
     r.real_si_code = fault->signal.code;
     r.real_fault_address = fault->signal.fault_address;
   }
-  if (analysis.crashing_backtrace()) {
-    Backtrace& crashing = analysis.threads[core.crashing_thread()];
+  if (analysis.signed_backtrace()) {
+    // The frames of the thread the signature names, from which epi signs
+    // again with a rules file's skip-list.
+    Backtrace& crashing = analysis.threads[analysis.signed_thread];
     const size_t base = r.frames.size();
     r.frames.reserve(base + crashing.frames.size());
     // The frames' names move to the rows: nothing reads them after.
     for (auto& f : crashing.frames) {
       FrameRow row;
-      row.thread = static_cast<int>(core.crashing_thread());
+      row.thread = static_cast<int>(analysis.signed_thread);
       row.index = static_cast<int>(f.index);
       row.pc = f.pc;
       if (f.module) {

@@ -80,8 +80,9 @@ PopulationQuery MakePopulationQuery(Dataset& dataset, const EpiOptions& options)
 }
 
 // Signatures made again with the rules' extra skip-list, from the frames of
-// each crashing thread (in the order the unwinder found them) that the
-// processor made its signature from (SignatureFrames); empty without one.
+// each core's signed thread (in the order the unwinder found them: the
+// dataset keeps that thread's alone) that the processor made its signature
+// from (SignatureFrames); empty without one.
 Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, const std::string& population,
                                                           const Rules& rules) {
   std::unordered_map<int64_t, std::string> resigned;
@@ -98,8 +99,8 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
     frames.clear();
   };
   auto f = dataset.ForEachRow(
-      "SELECT f.core, c.syndrome, c.real_signal IS NOT NULL, f.function, f.module, f.trust FROM frames f JOIN threads "
-      "t ON t.core = f.core AND t.thread = f.thread AND t.crashing = 1 JOIN cores c ON c.id = f.core WHERE f.core IN "
+      "SELECT f.core, c.syndrome, c.real_signal IS NOT NULL AND t.crashing = 1, f.function, f.module, f.trust FROM "
+      "frames f JOIN threads t ON t.core = f.core AND t.thread = f.thread JOIN cores c ON c.id = f.core WHERE f.core IN "
       "(SELECT id FROM cores WHERE " + population + ") ORDER BY f.core, f.\"index\"",
       [&](const QueryRow& r) {
         if (r.Integer(0) != current) {

@@ -83,9 +83,11 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   // the full limit; the others share what is left, and a thread cut by the
   // budget says so in its stop reason. A dataset row needs the crashing
   // thread alone (the others' stacks would multiply the bytes read).
+  a.signed_thread = SignedThread(core);
   size_t budget = kMaxFramesPerCore;
-  for (size_t k = 0; k < core.threads().size() && (full || k == 0); ++k) {
+  for (size_t k = 0; k < core.threads().size(); ++k) {
     size_t i = k == 0 ? crashing_index : k == crashing_index ? 0 : k;
+    if (!full && i != crashing_index && i != a.signed_thread) continue;
     UnwindOptions o = options.unwind;
     o.max_frames = std::max<size_t>(1, std::min(options.unwind.max_frames, budget));
     Backtrace& bt = a.threads[i];
@@ -120,9 +122,9 @@ CrashAnalysis ProcessCore(Core& core, SymbolProvider& symbols, const ProcessOpti
   a.diagnosis = Diagnose(core, modules, a.threads, a.fault_context, stack,
                          full ? DiagnosisDepth::kReport : DiagnosisDepth::kLabels);
   if (a.diagnosis) HideEnvironmentSecrets(*a.diagnosis, a.identity->hidden);
-  // A dataset row needs the crashing thread's Python frames alone.
+  // A dataset row needs the signed thread's Python frames alone.
   std::optional<uint64_t> only;
-  if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[crashing_index].tid);
+  if (!full && !core.threads().empty()) only = static_cast<uint64_t>(core.threads()[a.signed_thread].tid);
   if (options.python_frames) a.python = ReadPythonState(modules, core.memory(), only);
   if (a.python) {
     // Python threads meet the core's by native thread id (a core may hold
@@ -144,17 +146,31 @@ std::function<bool(uint64_t)> HiddenWords(const CrashAnalysis& analysis) {
   return [hidden](uint64_t word) { return hidden->HoldsWord(word); };
 }
 
+size_t SignedThread(const Core& core) {
+  const size_t crashing = core.crashing_thread();
+  const auto& s = core.signal();
+  if (!s || !s->sender_pid || *s->sender_pid <= 0) return crashing;
+  bool to_process = s->code == 0 /* SI_USER */ || s->code == -1 /* SI_QUEUE */;
+  bool own = core.process() && core.process()->pid == *s->sender_pid;
+  for (const auto& t : core.threads()) own |= t.tid == *s->sender_pid;
+  if (!to_process || own || !core.process()) return crashing;
+  for (size_t i = 0; i < core.threads().size(); ++i)
+    if (core.threads()[i].tid == core.process()->pid) return i;
+  return crashing;
+}
+
 std::string CrashSignature(const CrashAnalysis& a) {
   if (!a.diagnosis) return "";
   // What the dataset keeps of each frame, so that epi re-signing from the
   // rows makes the same signature.
   std::vector<StoredFrame> frames;
-  if (const Backtrace* crashing = a.crashing_backtrace()) {
+  if (const Backtrace* crashing = a.signed_backtrace()) {
     frames.reserve(crashing->frames.size());
     for (const Frame& f : crashing->frames)
       frames.push_back({ValidUtf8(f.function), f.module ? ValidUtf8(f.module->module->path) : std::string(), f.trust});
   }
-  return MakeSignature(std::string(SyndromeName(a.diagnosis->syndrome)), SignatureFrames(frames, a.fault_context.has_value()));
+  bool reraised = a.fault_context.has_value() && a.signed_backtrace() == a.crashing_backtrace();
+  return MakeSignature(std::string(SyndromeName(a.diagnosis->syndrome)), SignatureFrames(frames, reraised));
 }
 
 const std::vector<Instruction>& CrashingInstructions(const CrashAnalysis& a) {

@@ -68,8 +68,11 @@ struct CrashAnalysis {
   std::unique_ptr<ModuleMap> modules;
   // Every thread of the core, in its order, with its frames. At kRegisters
   // none is unwound (`modules` is null); at kLabels only the crashing thread
-  // is, and the others have no frames.
+  // and the signed one are, and the others have no frames.
   std::vector<Backtrace> threads;
+  // The thread the signature names (SignedThread): the crashing thread, or
+  // the main thread of a process another process signalled.
+  size_t signed_thread = 0;
   // The real fault behind a re-raised signal, for the crashing thread.
   std::optional<FaultContext> fault_context;
   // At kFull: the instructions around the real fault's pc. (Those around
@@ -97,12 +100,24 @@ struct CrashAnalysis {
   const Backtrace* crashing_backtrace() const {
     return modules && core && core->crashing_thread() < threads.size() ? &threads[core->crashing_thread()] : nullptr;
   }
+  // The thread the signature names, with its frames; null as above.
+  const Backtrace* signed_backtrace() const {
+    return modules && signed_thread < threads.size() ? &threads[signed_thread] : nullptr;
+  }
 };
 
 // How to open a core for this analysis: with the Python stacks read,
 // CPython's memory joins the core's read plan, so that a stream-compressed
 // core gives them in its one pass.
 CoreOptions CoreOptionsFor(const ProcessOptions& options);
+
+// The thread a core's signature names: the thread that crashed, except
+// when another process sent the signal to the whole process (kill(),
+// sigqueue(): SI_USER, SI_QUEUE): the kernel gave it to whichever thread
+// it chose, and where the process stood is its main thread's place (a
+// watchdog's SIGABRT to a hung rank may land on its data loader's thread).
+// A signal sent to one thread (tkill) names that thread.
+size_t SignedThread(const Core& core);
 
 // Analyzes `core` to the depth asked. The core and the provider must outlive
 // the result (frames point into the module map, which points into both).

@@ -62,7 +62,7 @@ start_job() {
   for r in 0 1 2 3 4 5 6 7; do mkdir -p "$run/rank-$r"; done
   mkfifo "$run/fifo"
   exec 3<>"$run/fifo"  # held open: the rank's open() returns, its read() waits for a byte
-  (cd "$run" && RING_HANG_RANK=5 RING_HANG_KIND=$kind RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
+  (set +e; cd "$run" && RING_HANG_RANK=5 RING_HANG_KIND=$kind RING_FIFO=$run/fifo RING_ROUNDS=5 timeout 600 \
      srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
      bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" 0 "$run" \
      > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
