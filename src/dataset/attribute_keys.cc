@@ -29,6 +29,8 @@ constexpr AttributeKey kKeys[] = {
     {"impossible_state", W::kCore, R::kImpossibleState},
     {"peer_failure", W::kCore, R::kPeerFailure},
     {"gpu_state", W::kCore, R::kUntested},
+    // A live snapshot's: how long its threads were held, in milliseconds.
+    {"stopped_ms", W::kCore, R::kUntested},
     {"pid", W::kSource, R::kPid},
     // Values of one core each: never a population's.
     {"time", W::kSource, R::kUntested},

@@ -377,6 +377,9 @@ CoreRecord AnalyzeProcess(int pid, const RecordOptions& options, SymbolProvider&
     SetError(r, snapshot.error().kind, snapshot.error().message);
   } else {
     LiveCapture capture = CaptureFacts(*snapshot);
+    char stopped[32];
+    std::snprintf(stopped, sizeof stopped, "%.3f", capture.stopped_ms);
+    r.attributes.push_back({"stopped_ms", stopped});
     std::unique_ptr<ByteSource> owned = MakeSnapshotSource(std::move(*snapshot));
     ProcessOptions depth;
     depth.depth = options.notes_only ? AnalysisDepth::kRegisters : AnalysisDepth::kLabels;

@@ -120,6 +120,12 @@ pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); d
 "$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
 "$coroner" epi --db "$run/all.db" > "$run/epi.txt"
 check_hang "$run/epi.json" live 7
+"$coroner" query --json --db "$run/all.db" "SELECT c.source, a.value FROM cores c LEFT JOIN attributes a ON a.core = c.id AND a.key = 'stopped_ms'" > "$run/stopped.json"
+python3 - "$run/stopped.json" <<'PY' || fail "the snapshots' stop times"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 8 and all(r["source"] == "snapshot" and float(r["value"]) > 0 for r in rows), rows
+PY
 grep "hang of" "$run/epi.txt"
 grep -q "hang of 8 ranks; rank 5 on host .* waits in .*ReadShard" "$run/epi.txt" || fail "the text report: $(cat "$run/epi.txt")"
 python3 - "$run/rank-5.json" <<'PY' || fail "rank 5's snapshot"
