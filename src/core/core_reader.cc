@@ -642,24 +642,11 @@ class CoreReader {
     ModuleFileInfo exe_info = exe.empty() ? ModuleFileInfo{} : look_up(exe);
     if (exe_info.state != ModuleFileInfo::State::kFound) exe_info = given(exe, true);
     if (exe_info.state != ModuleFileInfo::State::kFound && !exe.empty()) MissingProgramMappings(exe);
-    std::vector<Elf64_Phdr> phdrs;
-    for (uint64_t i = 0; i < std::min<uint64_t>(a.phnum.value_or(0), kMaxImagePhdrs); ++i) {
-      auto ph = mem.Read<Elf64_Phdr>(*a.phdr + i * sizeof(Elf64_Phdr));
-      if (!ph) { phdrs.clear(); break; }
-      phdrs.push_back(*ph);
-    }
+    std::vector<Elf64_Phdr> phdrs = ProgramHeadersAt(mem, *a.phdr, a.phnum.value_or(0));
     if (phdrs.empty()) phdrs = exe_info.segments;
-    std::optional<uint64_t> exe_bias, dynamic;
-    for (const auto& ph : phdrs)
-      if (ph.p_type == PT_PHDR) exe_bias = *a.phdr - ph.p_vaddr;
-    if (!exe_bias) {
-      // No PT_PHDR: the headers follow the ELF header in the first PT_LOAD.
-      for (const auto& ph : phdrs)
-        if (ph.p_type == PT_LOAD && ph.p_offset == 0) { exe_bias = *a.phdr - sizeof(Elf64_Ehdr) - ph.p_vaddr; break; }
-    }
+    const ProgramPlace place = PlaceProgram(phdrs, *a.phdr);
+    const std::optional<uint64_t> exe_bias = place.bias, dynamic = place.dynamic;
     if (!exe_bias) return;
-    for (const auto& ph : phdrs)
-      if (ph.p_type == PT_DYNAMIC) dynamic = *exe_bias + ph.p_vaddr;
     std::vector<std::pair<std::string, uint64_t>> objects;  // path, load bias
     if (!exe.empty()) objects.emplace_back(exe, *exe_bias);
     std::optional<uint64_t> r_debug = dynamic ? DebugStructureAddress(mem, *dynamic) : std::nullopt;

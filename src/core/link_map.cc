@@ -2,9 +2,11 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/byte_view.h"
+#include "core/elf_image.h"
 
 namespace coroner {
 namespace {
@@ -19,6 +21,34 @@ constexpr uint64_t kRdebugMap = 8;
 constexpr uint64_t kLinkName = 8, kLinkLd = 16, kLinkNext = 24;
 
 }  // namespace
+
+std::vector<Elf64_Phdr> ProgramHeadersAt(const Memory& memory, uint64_t at_phdr, uint64_t phnum) {
+  std::vector<Elf64_Phdr> phdrs;
+  for (uint64_t i = 0; i < std::min<uint64_t>(phnum, kMaxImagePhdrs); ++i) {
+    auto ph = memory.Read<Elf64_Phdr>(at_phdr + i * sizeof(Elf64_Phdr));
+    if (!ph) return {};
+    phdrs.push_back(*ph);
+  }
+  return phdrs;
+}
+
+ProgramPlace PlaceProgram(std::span<const Elf64_Phdr> phdrs, uint64_t at_phdr) {
+  ProgramPlace out;
+  for (const auto& ph : phdrs)
+    if (ph.p_type == PT_PHDR) out.bias = at_phdr - ph.p_vaddr;
+  if (!out.bias) {
+    for (const auto& ph : phdrs) {
+      if (ph.p_type == PT_LOAD && ph.p_offset == 0) {
+        out.bias = at_phdr - sizeof(Elf64_Ehdr) - ph.p_vaddr;
+        break;
+      }
+    }
+  }
+  if (!out.bias) return out;
+  for (const auto& ph : phdrs)
+    if (ph.p_type == PT_DYNAMIC) out.dynamic = *out.bias + ph.p_vaddr;
+  return out;
+}
 
 std::optional<uint64_t> DebugStructureAddress(const Memory& memory, uint64_t dynamic) {
   for (size_t i = 0; i < kMaxDynamicEntries; ++i) {

@@ -7,7 +7,11 @@
 // string.
 #pragma once
 
+#include <elf.h>
+
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +29,19 @@ struct LinkMapList {
   std::vector<LinkMapEntry> entries;
   std::string problem;  // why the walk stopped early, in words; empty when it did not
 };
+
+// The main program's program headers, read where AT_PHDR puts them in
+// memory (`phnum` of them, at most kMaxImagePhdrs); empty when any is not
+// readable.
+std::vector<Elf64_Phdr> ProgramHeadersAt(const Memory& memory, uint64_t at_phdr, uint64_t phnum);
+
+// Where the main program was loaded, from its program headers and AT_PHDR:
+// the load bias (by PT_PHDR; without one, the headers follow the ELF
+// header in the first PT_LOAD) and its dynamic section's address.
+struct ProgramPlace {
+  std::optional<uint64_t> bias, dynamic;
+};
+ProgramPlace PlaceProgram(std::span<const Elf64_Phdr> phdrs, uint64_t at_phdr);
 
 // The r_debug structure's address from the executable's dynamic section at
 // `dynamic` (its DT_DEBUG entry, which the dynamic linker fills in); nullopt

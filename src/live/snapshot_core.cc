@@ -373,15 +373,7 @@ void ReadForDebuggers(const Core& core) {
   }
   const Auxv& a = core.auxv();
   if (!a.phdr || !a.phnum) return;
-  std::optional<uint64_t> bias, dynamic;
-  std::vector<Elf64_Phdr> phdrs;
-  for (uint64_t i = 0; i < std::min<uint64_t>(*a.phnum, 64); ++i) {
-    if (auto ph = mem.Read<Elf64_Phdr>(*a.phdr + i * sizeof(Elf64_Phdr))) phdrs.push_back(*ph);
-  }
-  for (const auto& ph : phdrs)
-    if (ph.p_type == PT_PHDR) bias = *a.phdr - ph.p_vaddr;
-  for (const auto& ph : phdrs)
-    if (bias && ph.p_type == PT_DYNAMIC) dynamic = *bias + ph.p_vaddr;
+  const std::optional<uint64_t> dynamic = PlaceProgram(ProgramHeadersAt(mem, *a.phdr, *a.phnum), *a.phdr).dynamic;
   if (!dynamic) return;
   // The whole dynamic section: gdb reads it entry by entry.
   for (uint64_t at = *dynamic; at - *dynamic < (64u << 10); at += sizeof(Elf64_Dyn)) {
