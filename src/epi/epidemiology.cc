@@ -23,7 +23,8 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
   for (size_t i = 0; i < pop.crashes.size(); ++i) {
     const Crash& c = pop.crashes[i];
     CrashFacts f;
-    // A hang's root is no crash of its host's: it feeds no crash verdict.
+    // A hang's root is no crash of its host's: it feeds no crash verdict,
+    // only the hangs that began there.
     f.counted = incidents.counted[i] && !incidents.hang[i];
     if (c.host != UINT32_MAX) f.host = pop.features.features[c.host].second;
     if (c.machine != UINT32_MAX) f.machine = pop.features.features[c.machine].second;
@@ -36,6 +37,8 @@ void JudgeClusterHardware(const Population& pop, const Incidents& incidents, con
     f.gpu_fault = SyndromeFromName(result.clusters[f.cluster].syndrome) == Syndrome::kGpuFault;
     facts.push_back(std::move(f));
   }
+  for (const auto& inc : incidents.list)
+    if (inc.hang && !inc.odd.empty()) facts[inc.root].hang_root = true;
   VerdictOptions verdict;
   verdict.inventory = options.inventory;
   verdict.hardware_window_days = options.hardware_window_days;

@@ -232,6 +232,8 @@ struct Subject {
   uint64_t crashes = 0, bit_flips = 0, impossible = 0, fresh = 0, with_uptime = 0;
   std::map<size_t, uint64_t> clusters;
   std::set<int64_t> days;                 // the days (UTC) the crashes came on
+  uint64_t hang_roots = 0;                // hangs whose odd rank ran here
+  std::set<int64_t> hang_days;
   // A machine's VMs whose crashes carry evidence (impossible states, bit
   // flips), and those whose logs carry each GPU's errors.
   std::set<std::string> crash_vms;
@@ -253,6 +255,10 @@ std::set<std::string> VmsOf(const Subject& s) {
 }
 
 void AddCrash(Subject& s, const CrashFacts& c, const CrashLines& lines) {
+  if (c.hang_root) {
+    ++s.hang_roots;
+    if (c.time) s.hang_days.insert(*c.time / kDaySeconds);
+  }
   if (!c.counted) return;
   ++s.crashes;
   ++s.clusters[c.cluster];
@@ -343,6 +349,15 @@ void JudgeCrashCpus(const Subject& s, std::optional<int> cpus, Verdict& j) {
   j.v.score += 3;
 }
 
+// Hangs that began here: a node whose rank is the odd one of job after
+// job (a GPU or link that stops answering) stalls them all. Counted as
+// hangs, never as crashes.
+void JudgeHangRoots(const Subject& s, Verdict& j) {
+  if (s.hang_roots < 2) return;
+  j.Add(verdict::HangRoots{s.hang_roots, s.hang_days.size()}, s.hang_roots >= 3);
+  j.v.score += s.hang_roots >= kMinVerdictCrashes ? kSuspectScore : s.hang_roots >= 3 ? 3 : 1;
+}
+
 // The machine's and its GPUs' own error records.
 void JudgeErrorRecords(const Subject& s, Verdict& j) {
   if (s.machine_errors.count) {
@@ -370,7 +385,8 @@ void Conclude(const Subject& s, Verdict& j) {
   HostVerdict& v = j.v;
   if (v.evidence.empty() || v.score <= 0 || v.score < kSuspectScore) return;
   bool supported = j.record || s.reading_support ||
-                   (s.crashes >= kMinVerdictCrashes && s.days.size() >= kMinVerdictDays);
+                   (s.crashes >= kMinVerdictCrashes && s.days.size() >= kMinVerdictDays) ||
+                   (s.hang_roots >= kMinVerdictCrashes && s.hang_days.size() >= kMinVerdictDays);
   if (!supported) {
     j.Add(verdict::TooFewCrashes{v.crashes}, false);
     return;
@@ -390,6 +406,7 @@ HostVerdict Judge(const std::string& name, const Subject& s, const std::vector<u
   JudgeOwnClusters(s, cluster_size, j);
   JudgeCoreStates(s, j);
   JudgeCrashCpus(s, cpus, j);
+  JudgeHangRoots(s, j);
   JudgeErrorRecords(s, j);
   // What the clusters say of this subject weighs as much as a verdict's
   // worth of its own evidence (once, however many say it): a cluster and a

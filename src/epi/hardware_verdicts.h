@@ -37,8 +37,12 @@ struct CrashFacts {
   bool impossible_state = false;     // the core's impossible_state attribute
   bool gpu_fault = false;            // syndrome gpu-fault
   // An observation of its own: false for a rank that died because another
-  // did (epi's incidents), whose host is not to blame for it.
+  // did (epi's incidents), whose host is not to blame for it, and for every
+  // rank of a hang.
   bool counted = true;
+  // The odd rank a hang began with (epi's hang incidents, the first of its
+  // odd ranks): no crash of its host's, but a hang its host may have caused.
+  bool hang_root = false;
   std::string_view machine;          // the physical machine its sidecar names (used when the inventory does not)
 };
 
@@ -124,6 +128,12 @@ struct GpuRepeatedly {
   std::string gpu;
   uint64_t crashes = 0, cores = 0;
 };
+// Hangs of distributed jobs that began here: the host ran the odd rank,
+// the one that waited elsewhere than the rest (epi's hang incidents).
+struct HangRoots {
+  uint64_t hangs = 0;
+  size_t days = 0;  // the days they came on
+};
 // Evidence that reached the score but not the support a verdict on
 // crashes alone needs (kMinVerdictCrashes on kMinVerdictDays).
 struct TooFewCrashes {
@@ -133,7 +143,7 @@ struct TooFewCrashes {
 using VerdictFact = std::variant<verdict::OwnClusters, verdict::ImpossibleStates, verdict::BitFlips,
                                  verdict::FreshFromBoot, verdict::CrashLinesOnOneCpu, verdict::MachineErrors,
                                  verdict::GpuErrors, verdict::ClusterFinding, verdict::AfterHardwareErrors,
-                                 verdict::GpuRepeatedly, verdict::TooFewCrashes>;
+                                 verdict::GpuRepeatedly, verdict::HangRoots, verdict::TooFewCrashes>;
 
 struct VerdictEvidence {
   VerdictFact fact;

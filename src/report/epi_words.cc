@@ -142,6 +142,10 @@ std::string EvidenceWords(const VerdictFact& fact) {
             return ClusterName(g.cluster) + ": " + std::to_string(g.crashes) + " of its " + std::to_string(g.cores) +
                    " crashes with GPU lines on GPU " + g.gpu + ": same GPU repeatedly";
           },
+          [](const verdict::HangRoots& h) {
+            return "the odd rank of " + Plural(h.hangs, "hung job", "hung jobs") + " ran here (on " +
+                   Plural(h.days, "day", "days") + "): the rank the others waited for";
+          },
           [](const verdict::TooFewCrashes& t) {
             return "no verdict: " + Plural(t.crashes, "crash", "crashes") +
                    " and no error record of the machine's own; a verdict on crashes alone needs " +
@@ -184,6 +188,7 @@ std::string ShortWords(const VerdictFact& fact) {
           [](const verdict::GpuRepeatedly& g) {
             return "GPU " + g.gpu + " under " + std::to_string(g.crashes) + " crashes of " + ClusterName(g.cluster);
           },
+          [](const verdict::HangRoots& h) { return Plural(h.hangs, "hang", "hangs") + " begun here"; },
           [](const verdict::TooFewCrashes&) { return std::string(); },
       },
       fact);

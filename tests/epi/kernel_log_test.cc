@@ -434,6 +434,42 @@ TEST(HostVerdicts, CrashesAloneNeedMinimumSupport) {
   EXPECT_EQ(EvidenceWords(*mce), "1 machine error in the kernel log: MCE bank 4 on CPU 1 on 2026-10-14");
 }
 
+// Hangs begun on one host: the odd rank of six hung jobs over two days ran
+// there, and their other ranks elsewhere. The host's verdict rests on the
+// hangs, which are no crashes of its; a host that began one hang, or ran
+// a hang's waiting ranks, has no evidence.
+TEST(HostVerdicts, HangsBegunOnOneHostAreHangsNotCrashes) {
+  std::vector<CrashFacts> facts;
+  for (int i = 0; i < 6; ++i) {
+    CrashFacts root;
+    root.host = "gpu-a-03";
+    root.time = 1791947520 + (i % 2) * 86400 + i * 600;
+    root.counted = false;
+    root.hang_root = true;
+    facts.push_back(root);
+    CrashFacts waiting = root;
+    waiting.host = "gpu-a-04";
+    waiting.hang_root = false;
+    facts.push_back(waiting);
+  }
+  CrashFacts once;
+  once.host = "gpu-b-01";
+  once.time = 1791947520;
+  once.counted = false;
+  once.hang_root = true;
+  facts.push_back(once);
+  HardwareVerdicts v = JudgeHardware(facts, {}, 1);
+  ASSERT_EQ(v.hosts.size(), 1u);
+  EXPECT_EQ(v.hosts[0].host, "gpu-a-03");
+  EXPECT_EQ(v.hosts[0].crashes, 0u);
+  EXPECT_TRUE(v.hosts[0].suspect);
+  const auto* hangs = FactOf<verdict::HangRoots>(v.hosts[0]);
+  ASSERT_NE(hangs, nullptr);
+  EXPECT_EQ(hangs->hangs, 6u);
+  EXPECT_EQ(hangs->days, 2u);
+  EXPECT_EQ(VerdictWords(v.hosts[0]), "gpu-a-03: 6 hangs begun here — suspect hardware; drain it");
+}
+
 // A GPU's own errors before a host's aborts: Xid 79 60 s before each of 13
 // runtime aborts (syndrome abort, not gpu-fault), over three days, on a host
 // without an inventory. The cluster says "same GPU repeatedly" and the host

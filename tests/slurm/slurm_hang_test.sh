@@ -170,16 +170,17 @@ for r in 0 1 2 3 4 5 6 7; do
   [ -n "$c" ] && mv "$c" "$run/cores/rank-$r.core"
 done
 n=$(ls "$run/cores" | wc -l)
+hung_dbs=("$dir/live/all.db")
 if [ "$n" != 8 ]; then
-  echo "PASSED (live only): the kernel kept $n of 8 cores here (core_pattern $(cat /proc/sys/kernel/core_pattern))"
-  exit 0
+  echo "(the kernel kept $n of 8 cores here (core_pattern $(cat /proc/sys/kernel/core_pattern)): the cores' part is skipped)"
+else
+  "$coroner" scan "$run/cores" --db "$run/d.db" > /dev/null
+  "$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
+  check_hang "$run/epi.json" watchdog 6
+  "$coroner" query --json --db "$run/d.db" "SELECT r.value AS rank FROM attributes a JOIN attributes r ON r.core = a.core AND r.key = 'rank' WHERE a.key = 'peer_failure'" > "$run/peer.json"
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != [{"rank": "6"}])' "$run/peer.json" ||
+    fail "rank 6's core is not the one peer failure: $(cat "$run/peer.json")"
 fi
-"$coroner" scan "$run/cores" --db "$run/d.db" > /dev/null
-"$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
-check_hang "$run/epi.json" watchdog 6
-"$coroner" query --json --db "$run/d.db" "SELECT r.value AS rank FROM attributes a JOIN attributes r ON r.core = a.core AND r.key = 'rank' WHERE a.key = 'peer_failure'" > "$run/peer.json"
-python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != [{"rank": "6"}])' "$run/peer.json" ||
-  fail "rank 6's core is not the one peer failure: $(cat "$run/peer.json")"
 # (c) Spin and deadlock.
 for kind in spin:WaitForFence deadlock:LockBoth; do
   start_job "${kind%%:*}" "${kind%%:*}"
@@ -194,6 +195,7 @@ for kind in spin:WaitForFence deadlock:LockBoth; do
   pkill -KILL -f -- "-o $run/task-" 2>/dev/null || true
   exec 3>&-
   check_hang "$run/epi.json" "${kind%%:*}" 7 "${kind#*:}"
+  hung_dbs+=("$run/d.db")
   python3 - "$run/rank-5.json" "${kind%%:*}" <<'PY' || fail "rank 5's ${kind%%:*}"
 import json, sys
 j, kind = json.load(open(sys.argv[1])), sys.argv[2]
@@ -208,5 +210,22 @@ else:
     assert any(n.endswith("shard_lock") for n in names) and any(n.endswith("stats_lock") for n in names), names
 PY
 done
+
+# (d) The snapshotted jobs together (a kernel core names no host yet):
+# every hang began with rank 5 on this host, which the hardware verdicts
+# count as hangs begun here, never as crashes.
+"$coroner" merge --db "$dir/hangs.db" "${hung_dbs[@]}" > /dev/null
+"$coroner" epi --db "$dir/hangs.db" --json > "$dir/hangs.json"
+python3 - "$dir/hangs.json" "${#hung_dbs[@]}" <<'PY' || fail "the hangs' host"
+import json, sys
+e, jobs = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert [i["kind"] for i in e["incidents"]] == ["hang"] * jobs, [i["kind"] for i in e["incidents"]]
+hosts = {i["root"]["host"] for i in e["incidents"]}
+assert len(hosts) == 1, hosts
+h = [h for h in e["hosts"] if h["host"] in hosts]
+assert len(h) == 1, e["hosts"]
+assert any(w.startswith(f"the odd rank of {jobs} hung jobs ran here") for w in h[0]["evidence"]), h[0]
+assert h[0]["crashes"] == 0 and h[0]["verdict"] is None, h[0]
+PY
 
 echo "PASSED: a real Slurm job's hang, live and from the scheduler's cores: rank 5 waits in ReadShard, the others in RingStep or gave up after rank 5; the job finished after its snapshots; a spinning and a deadlocked rank 5 named too"
