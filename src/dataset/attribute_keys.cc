@@ -41,6 +41,7 @@ constexpr AttributeKey kKeys[] = {
     {"core", W::kSource, R::kUntested},
     // Places: a host (or VM), or the physical machine under it.
     {"host", W::kSource, R::kHost, P::kHost},
+    {"host_source", W::kSource, R::kUntested},
     {"hostname", W::kSource, R::kTested, P::kHost},
     {"node", W::kSource, R::kTested, P::kHost},
     {"instance", W::kSource, R::kTested, P::kHost},

@@ -242,6 +242,25 @@ const std::vector<std::string>& JobAttributeKeys() {
   return kKeys;
 }
 
+namespace {
+
+// Where neither a sidecar nor the file's extended attributes name the
+// host, the core's own environment may: the node Slurm ran the rank on
+// (SLURMD_NODENAME), else the HOSTNAME a rank's process exported — the
+// job's `job_node`. `host_source` says the host came from there; the
+// inventory then joins by it as by any host.
+void HostFromCore(const CoreRecord& r, Metadata& md) {
+  if (md.Get("host")) return;
+  for (const auto& a : r.attributes) {
+    if (a.key != "job_node" || a.value.empty()) continue;
+    md.Add("host", a.value);
+    md.Add("host_source", "environment");
+    return;
+  }
+}
+
+}  // namespace
+
 void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   r.time = md.time;
   r.time_source = md.time_source;
@@ -322,6 +341,7 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     r.bytes_read = owned->BytesRead();
   }
   Metadata md = ReadMetadata(input, r.mtime_ns, btime_ns);
+  HostFromCore(r, md);
   if (options.inventory) options.inventory->Join(md);
   ApplyMetadata(r, md);
   r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

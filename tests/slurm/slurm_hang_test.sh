@@ -180,6 +180,16 @@ else
   "$coroner" query --json --db "$run/d.db" "SELECT r.value AS rank FROM attributes a JOIN attributes r ON r.core = a.core AND r.key = 'rank' WHERE a.key = 'peer_failure'" > "$run/peer.json"
   python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])) != [{"rank": "6"}])' "$run/peer.json" ||
     fail "rank 6's core is not the one peer failure: $(cat "$run/peer.json")"
+  # No sidecar names the host: each core's own SLURMD_NODENAME does (the
+  # ranks wrote their Slurm variables beside them).
+  node=$(sed -n 's/^SLURMD_NODENAME=//p' "$run/env/rank-0.env")
+  "$coroner" query --json --db "$run/d.db" "SELECT h.value AS host, s.value AS source FROM attributes h JOIN attributes s ON s.core = h.core AND s.key = 'host_source' WHERE h.key = 'host'" > "$run/hosts.json"
+  python3 - "$run/hosts.json" "$node" <<'PY' || fail "the cores' host"
+import json, sys
+rows, node = json.load(open(sys.argv[1])), sys.argv[2]
+assert node and rows == [{"host": node, "source": "environment"}] * 8, (rows, node)
+PY
+  hung_dbs+=("$run/d.db")
 fi
 # (c) Spin and deadlock.
 for kind in spin:WaitForFence deadlock:LockBoth; do
@@ -211,9 +221,10 @@ else:
 PY
 done
 
-# (d) The snapshotted jobs together (a kernel core names no host yet):
-# every hang began with rank 5 on this host, which the hardware verdicts
-# count as hangs begun here, never as crashes.
+# (d) The jobs together: every hang began with rank 5 on this host (the
+# snapshots' host is the machine's name, the cores' their SLURMD_NODENAME:
+# one name here), which the hardware verdicts count as hangs begun here,
+# never as crashes.
 "$coroner" merge --db "$dir/hangs.db" "${hung_dbs[@]}" > /dev/null
 "$coroner" epi --db "$dir/hangs.db" --json > "$dir/hangs.json"
 python3 - "$dir/hangs.json" "${#hung_dbs[@]}" <<'PY' || fail "the hangs' host"
