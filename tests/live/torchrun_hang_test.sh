@@ -20,35 +20,25 @@ py=/usr/bin/python3
 src=$CORONER_SOURCE_DIR coroner=$CORONER_BIN
 dir=$(mktemp -d)
 trap 'exec 3>&- 2>/dev/null || true; pkill -KILL -f -- "$dir/" 2>/dev/null || true; rm -rf "$dir"' EXIT
+. "$src/tests/fixtures/hung_job.sh"
 fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/launcher.log 2>/dev/null || true; exit 1; }
 futex_nr=202; [ "$(uname -m)" = aarch64 ] && futex_nr=98
+
+# Whether the main thread of pid $1 waits in a futex (rank 5's Queue.get).
+in_futex_wait() { [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = "$futex_nr" ]; }
 
 # Starts the job in $dir/$1, each rank's working directory its own (where
 # the kernel leaves its core), and waits until rank 5's main thread waits
 # in a futex and the others sleep, five checks in a row: a
 # synchronization, bounded for a hang only.
 start_job() {
-  local run=$dir/$1 steady=0
+  local run=$dir/$1
   mkdir -p "$run/env"
   mkfifo "$run/fifo"
   exec 3<>"$run/fifo"  # held open: the loader's open() returns, its read() waits for a byte
   (set +e; cd "$run" && ulimit -c unlimited && timeout 600 "$py" "$src/tests/live/elastic_launch.py" --nproc 8 --run-id "hang-$1" \
      "$src/tests/live/ring_rank.py" "$run/env" "$run/fifo" 5 5 > "$run/launcher.log" 2>&1; echo $? > "$run/status") &
-  for _ in $(seq 3000); do
-    local ready=1
-    for r in 0 1 2 3 4 5 6 7; do [ -f "$run/env/rank-$r.pid" ] || ready=0; done
-    if [ $ready = 1 ]; then
-      local p5; p5=$(cat "$run/env/rank-5.pid")
-      [ "$(cut -d' ' -f1 "/proc/$p5/syscall" 2>/dev/null)" = "$futex_nr" ] || ready=0
-      for r in 0 1 2 3 4 6 7; do
-        grep -q '^State:.*S (sleeping)' "/proc/$(cat "$run/env/rank-$r.pid")/status" 2>/dev/null || ready=0
-      done
-    fi
-    if [ $ready = 1 ]; then steady=$((steady + 1)); else steady=0; fi
-    [ $steady = 5 ] && return 0
-    sleep 0.1
-  done
-  fail "the job did not reach its hang"
+  wait_until_hung "$run" in_futex_wait || fail "the job did not reach its hang"
 }
 
 check_hang() {  # check_hang EPI_JSON WHAT RUN_ID
@@ -79,12 +69,7 @@ PY
 # (b) Live.
 start_job live
 run=$dir/live
-pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); done
-"$coroner" scan --pid "${pids[@]:0:4}" --db "$run/shard-0.db" > /dev/null
-"$coroner" scan --pid "${pids[@]:4:4}" --db "$run/shard-1.db" > /dev/null
-"$coroner" analyze --json --pid "${pids[5]}" > "$run/rank-5.json"
-"$coroner" merge --db "$run/all.db" "$run/shard-0.db" "$run/shard-1.db" > /dev/null
-"$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
+snapshot_ranks "$run"
 check_hang "$run/epi.json" live hang-live
 # The interpreter's own view of rank 5's main thread, after the snapshot.
 kill -USR1 "${pids[5]}"
@@ -117,19 +102,15 @@ exec 3>&-
 # (a) Every rank sent SIGABRT.
 start_job abort
 run=$dir/abort
-ranks=(); for r in 0 1 2 3 4 5 6 7; do ranks+=("$(cat "$run/env/rank-$r.pid")"); done
+read_rank_pids "$run"
+ranks=("${pids[@]}")
 kill -STOP "${ranks[@]}"
 kill -ABRT "${ranks[@]}"
 kill -CONT "${ranks[@]}"
 for _ in $(seq 3000); do [ -f "$run/status" ] && break; sleep 0.1; done
 [ "$(cat "$run/status" 2>/dev/null)" = 1 ] || fail "the launcher did not fail when its ranks died: $(cat "$run/launcher.log")"
 exec 3>&-
-mkdir -p "$run/cores"
-for r in 0 1 2 3 4 5 6 7; do
-  c=$(ls "$run/rank-$r"/core* 2>/dev/null | head -n 1 || true)
-  [ -n "$c" ] && mv "$c" "$run/cores/rank-$r.core"
-done
-n=$(ls "$run/cores" | wc -l)
+n=$(gather_cores "$run")
 if [ "$n" != 8 ]; then
   echo "PASSED (live only): the kernel kept $n of 8 cores here (core_pattern $(cat /proc/sys/kernel/core_pattern))"
   exit 0

@@ -33,18 +33,19 @@ dir=$(mktemp -d)
 trap 'exec 3>&- 2>/dev/null || true; pkill -KILL -f -- "$dir/" 2>/dev/null || true; "$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" stop; rm -rf "$dir"' EXIT
 SLURM_CONF=$("$src"/tests/slurm/slurm_cluster.sh "$dir/cluster" start)
 export SLURM_CONF
+. "$src/tests/fixtures/hung_job.sh"
 fail() { echo "FAILED: $*"; tail -n 5 "$dir"/*/task-*.log 2>/dev/null || true; exit 1; }
 read_nr=0 futex_nr=202; [ "$(uname -m)" = aarch64 ] && read_nr=63 futex_nr=98
 
-# Whether rank 5 (pid $1) is where hang kind $2 holds it: blocked in read,
+# Whether rank 5 (pid $2) is where hang kind $1 holds it: blocked in read,
 # on the CPU (the spin), or with both its threads in a futex wait.
 rank5_hung() {
-  case $2 in
-    read) [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = "$read_nr" ] ;;
-    spin) [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = running ] ;;
+  case $1 in
+    read) [ "$(cut -d' ' -f1 "/proc/$2/syscall" 2>/dev/null)" = "$read_nr" ] ;;
+    spin) [ "$(cut -d' ' -f1 "/proc/$2/syscall" 2>/dev/null)" = running ] ;;
     deadlock)
       local n=0 t
-      for t in /proc/"$1"/task/*; do
+      for t in /proc/"$2"/task/*; do
         [ "$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)" = "$futex_nr" ] && n=$((n + 1))
       done
       [ $n = 2 ] ;;
@@ -57,7 +58,7 @@ rank5_hung() {
 # a row (a rank of an early round is on the CPU for microseconds): a
 # synchronization, bounded for a hang only.
 start_job() {
-  local run=$dir/$1 kind=${2:-read} steady=0
+  local run=$dir/$1 kind=${2:-read}
   mkdir -p "$run/env"
   for r in 0 1 2 3 4 5 6 7; do mkdir -p "$run/rank-$r"; done
   mkfifo "$run/fifo"
@@ -66,21 +67,7 @@ start_job() {
      srun -n 8 --overcommit --kill-on-bad-exit=0 -o "$run/task-%t.log" \
      bash -c 'ulimit -c unlimited; cd "$2/rank-$SLURM_PROCID" && exec "$0" "$1" -1 "$2/env"' "$ring" 0 "$run" \
      > "$run/srun.out" 2>&1; echo $? > "$run/srun.status") &
-  for _ in $(seq 3000); do
-    local ready=1
-    for r in 0 1 2 3 4 5 6 7; do [ -f "$run/env/rank-$r.pid" ] || ready=0; done
-    if [ $ready = 1 ]; then
-      rank5_hung "$(cat "$run/env/rank-5.pid")" "$kind" || ready=0
-      for r in 0 1 2 3 4 6 7; do
-        local p; p=$(cat "$run/env/rank-$r.pid")
-        grep -q '^State:.*S (sleeping)' "/proc/$p/status" 2>/dev/null || ready=0
-      done
-    fi
-    if [ $ready = 1 ]; then steady=$((steady + 1)); else steady=0; fi
-    [ $steady = 5 ] && return 0
-    sleep 0.1
-  done
-  fail "the job did not reach its hang"
+  wait_until_hung "$run" rank5_hung "$kind" || fail "the job did not reach its hang"
 }
 
 check_hang() {  # check_hang EPI_JSON WHAT WAITING_RANKS RANK_5_FUNCTION
@@ -112,12 +99,7 @@ PY
 # (b) Live.
 start_job live
 run=$dir/live
-pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); done
-"$coroner" scan --pid "${pids[@]:0:4}" --db "$run/shard-0.db" > /dev/null
-"$coroner" scan --pid "${pids[@]:4:4}" --db "$run/shard-1.db" > /dev/null
-"$coroner" analyze --json --pid "${pids[5]}" > "$run/rank-5.json"
-"$coroner" merge --db "$run/all.db" "$run/shard-0.db" "$run/shard-1.db" > /dev/null
-"$coroner" epi --db "$run/all.db" --json > "$run/epi.json"
+snapshot_ranks "$run"
 "$coroner" epi --db "$run/all.db" > "$run/epi.txt"
 check_hang "$run/epi.json" live 7
 "$coroner" query --json --db "$run/all.db" "SELECT c.source, a.value FROM cores c LEFT JOIN attributes a ON a.core = c.id AND a.key = 'stopped_ms'" > "$run/stopped.json"
@@ -145,7 +127,8 @@ exec 3>&-
 start_job watchdog
 run=$dir/watchdog
 job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
-ranks=(); for r in 0 1 2 3 4 5 6 7; do ranks+=("$(cat "$run/env/rank-$r.pid")"); done
+read_rank_pids "$run"
+ranks=("${pids[@]}")
 held=("${ranks[@]:0:5}" "${ranks[7]}")
 kill -STOP "${held[@]}"
 kill -ABRT "${ranks[5]}"
@@ -164,12 +147,7 @@ done
 scancel "$job" 2>/dev/null || true
 pkill -KILL -f -- "-o $run/task-" 2>/dev/null || true
 exec 3>&-
-mkdir -p "$run/cores"
-for r in 0 1 2 3 4 5 6 7; do
-  c=$(ls "$run/rank-$r"/core* 2>/dev/null | head -n 1 || true)
-  [ -n "$c" ] && mv "$c" "$run/cores/rank-$r.core"
-done
-n=$(ls "$run/cores" | wc -l)
+n=$(gather_cores "$run")
 hung_dbs=("$dir/live/all.db")
 if [ "$n" != 8 ]; then
   echo "(the kernel kept $n of 8 cores here (core_pattern $(cat /proc/sys/kernel/core_pattern)): the cores' part is skipped)"
@@ -196,7 +174,7 @@ for kind in spin:WaitForFence deadlock:LockBoth; do
   start_job "${kind%%:*}" "${kind%%:*}"
   run=$dir/${kind%%:*}
   job=$(sed -n 's/^SLURM_JOB_ID=//p' "$run/env/rank-0.env")
-  pids=(); for r in 0 1 2 3 4 5 6 7; do pids+=("$(cat "$run/env/rank-$r.pid")"); done
+  read_rank_pids "$run"
   "$coroner" scan --pid "${pids[@]}" --db "$run/d.db" > /dev/null
   "$coroner" analyze --json --pid "${pids[5]}" > "$run/rank-5.json"
   "$coroner" epi --db "$run/d.db" --json > "$run/epi.json"
