@@ -22,6 +22,7 @@
 
 #include "core/memory.h"
 #include "core/module_files.h"
+#include "core/package_note.h"
 #include "core/registers.h"
 #include "source/byte_source.h"
 
@@ -141,6 +142,9 @@ struct Module {
   std::string file_build_id;  // the build-id of the file found on disk, when read
   bool is_vdso = false;
   Arch arch = Arch::kX86_64;  // the core's machine: whose sysroot has its file
+  // The package its package metadata note names: from the core's header
+  // pages, else from its file when the file's build-id is the core's.
+  std::optional<PackageNote> package;
 };
 
 struct CoreOptions {

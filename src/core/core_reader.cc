@@ -772,6 +772,7 @@ class CoreReader {
     if (!h.elf) return false;
     m.load_bias = h.load_bias;
     m.build_id = h.build_id;
+    m.package = h.package;
     if (!m.build_id.empty()) m.build_id_source = Module::BuildIdSource::kCore;
     return true;
   }
@@ -784,6 +785,7 @@ class CoreReader {
     bool elf = false;
     uint64_t load_bias = 0;
     std::string build_id;
+    std::optional<PackageNote> package;
     std::optional<uint64_t> image_end;  // where the PT_LOAD segments end
     // Where the loader maps each executable PT_LOAD (page-aligned address
     // and file offset) for an image whose header is mapped here.
@@ -827,7 +829,9 @@ class CoreReader {
       const Memory& mem = *c_.memory_;
       ReadAtFn absolute = [&](uint64_t addr, std::span<std::byte> out) { return mem.ReadUpTo(addr, out); };
       uint64_t bias = h.load_bias;
-      h.build_id = ReadBuildId(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
+      ImageNotes notes = ReadImageNotes(*image, absolute, [bias](const Elf64_Phdr& ph) { return bias + ph.p_vaddr; });
+      h.build_id = std::move(notes.build_id);
+      h.package = ParsePackageNote(notes.package_json);
       auto end = LoadEnd(*image);
       if (first && end && *end >= *first) h.image_end = CheckedAdd(header, *end - *first);
       constexpr uint64_t kPage = 4096;
@@ -860,6 +864,9 @@ class CoreReader {
       case ModuleFileInfo::State::kFound: break;
     }
     m.file_build_id = info.build_id;
+    // The file's package note, unless the core's own said one or the file
+    // is another build than the process ran.
+    if (!m.package && (m.build_id.empty() || info.build_id == m.build_id)) m.package = info.package;
     if (m.build_id.empty()) {
       // The core did not hold the headers: the file is all we have. Its
       // build-id is reported, marked as coming from the file.

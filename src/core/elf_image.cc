@@ -25,9 +25,12 @@ std::optional<ElfImage> ReadElfImage(const ReadAtFn& read) {
   return image;
 }
 
-std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
-                        const std::function<uint64_t(const Elf64_Phdr&)>& note_offset) {
+ImageNotes ReadImageNotes(const ElfImage& image, const ReadAtFn& read,
+                          const std::function<uint64_t(const Elf64_Phdr&)>& note_offset) {
   constexpr size_t kMaxNoteSegment = 64 * 1024;
+  constexpr uint32_t kPackageNote = 0xcafe1a7e;
+  constexpr size_t kMaxPackageNote = 4096;
+  ImageNotes out;
   for (const auto& ph : image.phdrs) {
     if (ph.p_type != PT_NOTE) continue;
     size_t len = static_cast<size_t>(std::min<uint64_t>(ph.p_filesz, kMaxNoteSegment));
@@ -43,14 +46,23 @@ std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
       uint64_t desc_at = name_at + AlignUp4(namesz);
       uint64_t next = desc_at + AlignUp4(descsz);
       if (!notes.Has(name_at, namesz) || !notes.Has(desc_at, descsz)) break;
-      if (type == NT_GNU_BUILD_ID && namesz == 4 && notes.FixedString(name_at, 4) == "GNU" &&
+      if (out.build_id.empty() && type == NT_GNU_BUILD_ID && namesz == 4 && notes.FixedString(name_at, 4) == "GNU" &&
           descsz > 0 && descsz <= 64) {
-        return HexBytes(notes.bytes().subspan(desc_at, descsz));
+        out.build_id = HexBytes(notes.bytes().subspan(desc_at, descsz));
+      }
+      if (out.package_json.empty() && type == kPackageNote && namesz == 4 && notes.FixedString(name_at, 4) == "FDO" &&
+          descsz > 0 && descsz <= kMaxPackageNote) {
+        out.package_json = notes.FixedString(desc_at, descsz);
       }
       pos = next;
     }
   }
-  return {};
+  return out;
+}
+
+std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
+                        const std::function<uint64_t(const Elf64_Phdr&)>& note_offset) {
+  return ReadImageNotes(image, read, note_offset).build_id;
 }
 
 std::optional<uint64_t> FirstLoadVaddr(const ElfImage& image) {

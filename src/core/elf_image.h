@@ -31,9 +31,19 @@ constexpr size_t kMaxImagePhdrs = 512;
 // cut short. The caller compares ehdr.e_machine with the core's.
 std::optional<ElfImage> ReadElfImage(const ReadAtFn& read);
 
-// The hex GNU build-id from the PT_NOTE segments. `note_offset(phdr)` says
-// where a note segment is for `read` (p_vaddr + bias in memory, p_offset in a
-// file). Empty when there is none or it cannot be read.
+// What an image's PT_NOTE segments say of it. `note_offset(phdr)` says
+// where a note segment is for `read` (p_vaddr + bias in memory, p_offset in
+// a file). Each is empty when there is none or it cannot be read.
+struct ImageNotes {
+  std::string build_id;  // the GNU build-id, lowercase hex
+  // The package metadata note (FDO's `.note.package`, name "FDO", type
+  // 0xcafe1a7e): its JSON text as the image holds it, at most 4 KiB, to
+  // its first NUL. Untrusted: PackageNote parses it.
+  std::string package_json;
+};
+ImageNotes ReadImageNotes(const ElfImage& image, const ReadAtFn& read,
+                          const std::function<uint64_t(const Elf64_Phdr&)>& note_offset);
+// ReadImageNotes' build-id alone.
 std::string ReadBuildId(const ElfImage& image, const ReadAtFn& read,
                         const std::function<uint64_t(const Elf64_Phdr&)>& note_offset);
 

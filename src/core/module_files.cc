@@ -32,8 +32,9 @@ ModuleFileInfo ReadModuleFile(int fd) {
   };
   auto image = ReadElfImage(read);
   if (!image) return {ModuleFileInfo::State::kNotElf, {}};
-  ModuleFileInfo info{ModuleFileInfo::State::kFound,
-                      ReadBuildId(*image, read, [](const Elf64_Phdr& ph) { return ph.p_offset; })};
+  ImageNotes notes = ReadImageNotes(*image, read, [](const Elf64_Phdr& ph) { return ph.p_offset; });
+  ModuleFileInfo info{ModuleFileInfo::State::kFound, notes.build_id};
+  info.package = ParsePackageNote(notes.package_json);
   info.machine = image->ehdr.e_machine;
   for (const auto& ph : image->phdrs) {
     if (ph.p_type == PT_LOAD || ph.p_type == PT_DYNAMIC || ph.p_type == PT_PHDR) info.segments.push_back(ph);

@@ -6,8 +6,9 @@
 
 #include <elf.h>
 
-#include "core/registers.h"
 #include "base/expected.h"
+#include "core/package_note.h"
+#include "core/registers.h"
 
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@ struct ModuleFileInfo {
   // that does not say (no NT_FILE note).
   std::vector<Elf64_Phdr> segments;
   std::string interpreter;  // PT_INTERP: the dynamic linker it asks for
+  std::optional<PackageNote> package;  // its package metadata note
 };
 
 ModuleFileInfo LookUpModuleFile(const std::string& path);

@@ -56,6 +56,9 @@ constexpr AttributeKey kKeys[] = {
     {"build_id", W::kSource, R::kTested, P::kNone, true, true},
     {"image", W::kSource, R::kTested, P::kNone, true, true},
     {"commit", W::kSource, R::kTested, P::kNone, true, true},
+    // The executable's package note (a sidecar's wins): its version is a release.
+    {"package", W::kCore, R::kTested, P::kNone, false, true},
+    {"package_version", W::kCore, R::kTested, P::kNone, true, true},
     {"kernel", W::kSource, R::kTested, P::kNone, false, true},
     {"kernel_version", W::kSource, R::kTested, P::kNone, false, true},
     {"os", W::kSource, R::kTested, P::kNone, false, true},

@@ -64,7 +64,15 @@ void FillFromCore(CoreRecord& r, Core& core, const RecordOptions& options, Symbo
     r.fault_address = s->fault_address;
   }
   r.exe = ValidUtf8(core.exe_path());
-  if (const Module* exe = core.executable()) r.build_id = exe->build_id;
+  if (const Module* exe = core.executable()) {
+    r.build_id = exe->build_id;
+    // The package its package metadata note names (a container's programs
+    // carry theirs when the host's dpkg knows nothing of them).
+    if (exe->package) {
+      r.attributes.push_back({"package", exe->package->name});
+      if (!exe->package->version.empty()) r.attributes.push_back({"package_version", exe->package->version});
+    }
+  }
   double cpu = 0;
   r.threads.reserve(core.threads().size());
   for (size_t i = 0; i < core.threads().size(); ++i) {
@@ -265,11 +273,12 @@ void ApplyMetadata(CoreRecord& r, const Metadata& md) {
   r.time = md.time;
   r.time_source = md.time_source;
   r.uptime = md.Uptime();
-  // A sidecar's job keys win over what the core's environment said.
+  // A sidecar's job and package keys win over what the core said.
   const auto& job_keys = JobAttributeKeys();
   for (const auto& attribute : md.attributes) {
     const std::string& key = attribute.first;
-    if (std::find(job_keys.begin(), job_keys.end(), key) != job_keys.end())
+    if (std::find(job_keys.begin(), job_keys.end(), key) != job_keys.end() || key == "package" ||
+        key == "package_version")
       std::erase_if(r.attributes, [&](const auto& a) { return a.key == key; });
   }
   for (const auto& [k, v] : md.attributes) r.attributes.push_back({ValidUtf8(k), ValidUtf8(v)});

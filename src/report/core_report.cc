@@ -534,6 +534,22 @@ void WriteModuleJson(JsonWriter& w, const CrashAnalysis& analysis, const Module&
   else if (m.is_vdso) w.String("ok");
   else if (m.file_status == ModuleFileStatus::kUnchecked) w.Null();
   else w.String(ModuleFileStatusName(m.file_status));
+  w.Key("package");
+  if (m.package) {
+    const PackageNote& p = *m.package;
+    w.BeginObject();
+    using Member = std::pair<const char*, const std::string*>;
+    const Member members[] = {{"type", &p.type}, {"name", &p.name}, {"version", &p.version},
+                              {"architecture", &p.architecture}, {"os", &p.os}, {"os_version", &p.os_version},
+                              {"debug_info_url", &p.debug_info_url}};
+    for (const Member& member : members) {
+      w.Key(member.first);
+      TextOrNull(w, *member.second);
+    }
+    w.EndObject();
+  } else {
+    w.Null();
+  }
   if (mm) {
     auto or_null = [&w](const std::string& v) { TextOrNull(w, v); };
     bool has_binary = mm->image && !mm->image->binary_path().empty();
@@ -758,8 +774,9 @@ std::string CoreToText(const CrashAnalysis& analysis) {
   add(fmt::format("modules: {}", core.modules().size()));
   for (const auto& m : core.modules()) {
     std::string status = m.is_vdso ? "in core" : ModuleFileStatusName(m.file_status);
-    add(fmt::format("  {:#014x}-{:#014x} {} {} [{}]", m.base, m.end,
-                    m.build_id.empty() ? std::string("(no build-id)") : m.build_id, Text(m.path), status));
+    std::string package = m.package ? " " + Text(m.package->name) + (m.package->version.empty() ? "" : " " + Text(m.package->version)) : "";
+    add(fmt::format("  {:#014x}-{:#014x} {} {} [{}]{}", m.base, m.end,
+                    m.build_id.empty() ? std::string("(no build-id)") : m.build_id, Text(m.path), status, package));
   }
   return out;
 }
