@@ -97,6 +97,7 @@ struct SpinWait {
   std::string word_name;         // the variable's symbol, when the word is in one
   uint64_t word_offset = 0;      // into that variable
   std::optional<uint64_t> value;  // what the word held, `width` bytes
+  bool value_hidden = false;      // not shown: it lies in or holds a hidden variable
   unsigned width = 0;
   bool pauses = false;  // the loop holds a spin-wait hint (pause, yield, wfe)
 };

@@ -240,6 +240,18 @@ void HideEnvironmentSecrets(Diagnosis& d, const HiddenEnvironment& hidden) {
     if (auto* x = std::get_if<evidence::AbortMessage>(&e)) hide(x->message);
     if (auto* x = std::get_if<evidence::AbortCalled>(&e)) hide(x->message);
   }
+  // A spinning thread's word is memory read as a number: not shown when it
+  // lies in a hidden variable or holds a piece of a hidden value.
+  for (auto& w : d.spin_waits) {
+    if (!w.value) continue;
+    bool inside = w.word && std::any_of(hidden.spans.begin(), hidden.spans.end(), [&](const auto& span) {
+                    return *w.word < span.second && *w.word + w.width > span.first;
+                  });
+    if (inside || hidden.HoldsWord(*w.value)) {
+      w.value.reset();
+      w.value_hidden = true;
+    }
+  }
 }
 
 std::string WithoutCredentials(std::string value) {

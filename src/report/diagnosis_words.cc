@@ -296,7 +296,10 @@ std::string SpinWaitText(const SpinWait& w) {
                          ? ShownWord(*w.word)
                          : w.word_name + (w.word_offset ? "+" + std::to_string(w.word_offset) : "") + " (" +
                                ShownWord(*w.word) + ")";
-  std::string held = w.value ? ", which holds " + std::to_string(*w.value) : w.word ? ", which the core does not hold" : "";
+  std::string held = w.value          ? ", which holds " + std::to_string(*w.value)
+                     : w.value_hidden ? ", whose value is not shown (it holds a hidden environment variable)"
+                     : w.word         ? ", which the core does not hold"
+                                      : "";
   return word + held + " (`" + w.instruction + "`" + (w.pauses ? ", with a spin-wait hint" : "") + ")";
 }
 
