@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libdw-dev libelf-dev libdebuginfod-dev libzydis-dev
-  libsqlite3-dev libzstd-dev libdeflate-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
+  libsqlite3-dev libsystemd-dev libzstd-dev libdeflate-dev liblz4-dev liblzma-dev libcurl4-openssl-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libunwind-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gdb elfutils debuginfod libc6-dbg clang zstd lz4 xz-utils file binutils strace

@@ -11,6 +11,7 @@
 
 #include "cli/analyze_command.h"
 #include "cli/epi_command.h"
+#include "cli/list_command.h"
 #include "cli/scan_command.h"
 #include "cli/sources_command.h"
 #include "demo/demo_fleet.h"
@@ -24,6 +25,32 @@ const char* malloc_conf = "thp:always,metadata_thp:always";
 }
 
 namespace {
+
+// --journal [PATH] (repeatable; alone: the system journal), --since,
+// --until and --boot [ID], as scan and list take them.
+void AddJournalFlags(CLI::App* cmd, coroner::JournalFlags& f, const char* what) {
+  cmd->add_option("--journal", f.paths, what)
+      ->expected(0, 1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--since", f.since, "journal entries from this time on (2026-12-07, \"2026-12-07 10:00\", -2h, today; UTC)");
+  cmd->add_option("--until", f.until, "journal entries up to this time");
+  cmd->add_option("--boot", f.boot, "journal entries of this boot (an id; alone: this machine's)")->expected(0, 1);
+}
+
+// The journal selection the flags name, when --journal is given; false,
+// with the reason on stderr, when they name none that is valid.
+bool TakeJournalFlags(CLI::App* cmd, const coroner::JournalFlags& f, std::optional<coroner::JournalSelection>& out) {
+  if (cmd->count("--journal")) {
+    out.emplace();
+    return coroner::MakeJournalSelection(f, *out);
+  }
+  if (cmd->count("--since") || cmd->count("--until") || cmd->count("--boot")) {
+    std::fprintf(stderr, "coroner: --since, --until and --boot select journal entries: they need --journal\n");
+    return false;
+  }
+  return true;
+}
 
 // The flags that say where a crash's sources and versions are, for
 // `sources` and for `analyze --format md`.
@@ -122,6 +149,7 @@ struct AnalyzeCommand {
 
 struct ScanCommand {
   coroner::ScanOptions options;
+  coroner::JournalFlags journal;
   std::string rules, shard;
   uint64_t max_bytes = 0;
   std::vector<std::string> sysroot;
@@ -143,12 +171,16 @@ struct ScanCommand {
     cmd->add_option("--rules", rules, "a rules file: its [environment] allow list adds identity variables");
     cmd->add_flag("--force", options.force, "analyze unchanged inputs again");
     cmd->add_option("--shard", shard, "I/N: scan only shard I (0-based) of N, balanced by size");
+    AddJournalFlags(cmd, journal,
+                    "systemd-coredump's journal: a directory or .journal file (alone: the system journal); each "
+                    "crash's core, by its name among the INPUTs or where the entry says, with the entry's fields");
   }
   int Run() {
     if (!TakeSysroot(sysroot, options.sysroot)) return 2;
     if (cmd->count("--max-bytes")) options.max_bytes = max_bytes;
-    if (options.inputs.empty() && options.logs.empty() && options.pids.empty()) {
-      std::fprintf(stderr, "coroner: scan needs INPUT..., --log FILE or --pid PID\n");
+    if (!TakeJournalFlags(cmd, journal, options.journal)) return 2;
+    if (options.inputs.empty() && options.logs.empty() && options.pids.empty() && !options.journal) {
+      std::fprintf(stderr, "coroner: scan needs INPUT..., --journal, --log FILE or --pid PID\n");
       return 2;
     }
     if (!shard.empty()) {
@@ -162,6 +194,28 @@ struct ScanCommand {
       options.shard = std::make_pair(i, n);
     }
     return coroner::RunScanCommand(options, rules);
+  }
+};
+
+struct ListCommand {
+  coroner::ListCommandOptions options;
+  coroner::JournalFlags journal;
+  CLI::App* cmd = nullptr;
+
+  void Add(CLI::App& app) {
+    cmd = app.add_subcommand("list", "the crashes, newest first, one line each: of a dataset or of the journal");
+    cmd->add_option("--db", options.db, "a dataset");
+    AddJournalFlags(cmd, journal, "systemd-coredump's journal: a directory or .journal file (alone: the system journal)");
+    cmd->add_flag("--json", options.json, "the crashes as a JSON array of objects");
+    cmd->add_option("-n,--lines", options.limit, "at most this many, the newest");
+  }
+  int Run() {
+    if ((cmd->count("--journal") > 0) == !options.db.empty()) {
+      std::fprintf(stderr, "coroner: list reads a dataset (--db D) or a journal (--journal [PATH]): one of them\n");
+      return 2;
+    }
+    if (!TakeJournalFlags(cmd, journal, options.journal)) return 2;
+    return coroner::RunListCommand(options);
   }
 };
 
@@ -306,6 +360,7 @@ int main(int argc, char** argv) {
   AnalyzeCommand analyze;
   ScanCommand scan;
   MergeCommand merge;
+  ListCommand list;
   QueryCommand query;
   EpiCommand epi;
   DemoCommand demo;
@@ -313,6 +368,7 @@ int main(int argc, char** argv) {
   analyze.Add(app);
   scan.Add(app);
   merge.Add(app);
+  list.Add(app);
   query.Add(app);
   epi.Add(app);
   demo.Add(app);
@@ -328,6 +384,7 @@ int main(int argc, char** argv) {
   if (scan.cmd->parsed()) return scan.Run();
   if (sources.cmd->parsed()) return sources.Run();
   if (merge.cmd->parsed()) return merge.Run();
+  if (list.cmd->parsed()) return list.Run();
   if (query.cmd->parsed()) return query.Run();
   if (epi.cmd->parsed()) return epi.Run();
   if (demo.cmd->parsed()) return demo.Run();

@@ -47,6 +47,7 @@ int RunScanCommand(ScanOptions options, const std::string& rules_file) {
                                 s.seconds, s.analyzed, s.ok, partial, s.errors, s.unchanged);
   if (s.seconds > 0 && s.analyzed) out += fmt::format(", {:.0f} cores/s", static_cast<double>(s.analyzed) / s.seconds);
   out += "\n";
+  if (options.journal) out += fmt::format("the journal gave {} crash entries\n", s.journal_entries);
   if (!s.bytes_per_core.empty()) {
     std::vector<uint64_t> b = s.bytes_per_core;
     std::sort(b.begin(), b.end());

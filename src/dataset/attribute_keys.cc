@@ -39,6 +39,12 @@ constexpr AttributeKey kKeys[] = {
     {"timestamp", W::kSource, R::kUntested},
     {"path", W::kSource, R::kUntested},
     {"core", W::kSource, R::kUntested},
+    // systemd-coredump's journal: a boot, a journal's machine, a cgroup path
+    // and a thread are one core's (or one host's) values, not a population's.
+    {"boot_id", W::kSource, R::kUntested},
+    {"machine_id", W::kSource, R::kUntested},
+    {"cgroup", W::kSource, R::kUntested},
+    {"tid", W::kSource, R::kUntested},
     // Places: a host (or VM), or the physical machine under it.
     {"host", W::kSource, R::kHost, P::kHost},
     {"host_source", W::kSource, R::kUntested},

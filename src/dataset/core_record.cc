@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -252,15 +253,18 @@ const std::vector<std::string>& JobAttributeKeys() {
 
 namespace {
 
-// Where neither a sidecar nor the file's extended attributes name the
-// host, the core's own environment may: the node Slurm ran the rank on
-// (SLURMD_NODENAME), else the HOSTNAME a rank's process exported — the
-// job's `job_node`. `host_source` says the host came from there; the
+// Where neither a sidecar nor the journal names the host, the core's own
+// environment may: the node Slurm ran the rank on (SLURMD_NODENAME), else
+// the HOSTNAME a rank's process exported — the job's `job_node`; it wins
+// over systemd-coredump's hostname xattr, which is only the crashing
+// process's UTS name. `host_source` says where the host came from; the
 // inventory then joins by it as by any host.
 void HostFromCore(const CoreRecord& r, Metadata& md) {
-  if (md.Get("host")) return;
+  const std::string* source = md.Get("host_source");
+  if (md.Get("host") && !(source && *source == "xattr")) return;
   for (const auto& a : r.attributes) {
     if (a.key != "job_node" || a.value.empty()) continue;
+    std::erase_if(md.attributes, [](const auto& kv) { return kv.first == "host" || kv.first == "host_source"; });
     md.Add("host", a.value);
     md.Add("host_source", "environment");
     return;
@@ -349,11 +353,38 @@ CoreRecord AnalyzeInput(const std::string& input, const RecordOptions& options, 
     }
     r.bytes_read = owned->BytesRead();
   }
-  Metadata md = ReadMetadata(input, r.mtime_ns, btime_ns);
+  const Metadata* journal = nullptr;
+  if (options.journal)
+    if (auto it = options.journal->find(input); it != options.journal->end()) journal = &it->second;
+  Metadata md = ReadMetadata(input, r.mtime_ns, btime_ns, journal);
   HostFromCore(r, md);
   if (options.inventory) options.inventory->Join(md);
   ApplyMetadata(r, md);
   r.analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+CoreRecord JournalOnlyRecord(const std::string& path, const Metadata& md, const std::string& why,
+                             const RecordOptions& options) {
+  CoreRecord r;
+  r.path = ValidUtf8(path);
+  r.status = RowStatus::kPartial;
+  r.error = ValidUtf8(why + "; the row holds the journal's fields alone");
+  auto number = [&](const char* key) -> std::optional<int> {
+    const std::string* v = md.Get(key);
+    int n = 0;
+    if (!v) return std::nullopt;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    return ec == std::errc() && end == v->data() + v->size() ? std::optional<int>(n) : std::nullopt;
+  };
+  r.pid = number("pid");
+  r.signal = number("signal");
+  if (const std::string* v = md.Get("comm")) r.comm = ValidUtf8(*v);
+  if (const std::string* v = md.Get("exe")) r.exe = ValidUtf8(*v);
+  if (const std::string* v = md.Get("truncated")) r.truncated = *v == "1";
+  Metadata joined = md;
+  if (options.inventory) options.inventory->Join(joined);
+  ApplyMetadata(r, joined);
   return r;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -119,6 +120,9 @@ struct RecordOptions {
   // no unwinding, no labels. What a row keeps of a core whose full analysis
   // did not finish (a `partial` row).
   bool notes_only = false;
+  // systemd-coredump's journal entries' metadata, by input (a core file's
+  // path): ranked after a sidecar, before the xattrs (dataset/metadata.h).
+  const std::map<std::string, Metadata>* journal = nullptr;
 };
 
 // The attributes of a rank of a distributed job, from its core (a sidecar's
@@ -143,6 +147,14 @@ CoreRecord AnalyzeLogLine(std::string_view text, const std::string& label, const
 // host this machine's. A process that cannot be read is an error row with
 // the reason (denied: another user's, a debugger's; io: gone).
 CoreRecord AnalyzeProcess(int pid, const RecordOptions& options, SymbolProvider& symbols);
+
+// The row of a crash the journal logged whose core cannot be read (the
+// file rotated away or never kept, the stored core unreadable): status
+// partial, `why` in its error, and what the journal alone gives — the
+// process, its signal, the executable and its package — with `md`'s
+// attributes; `path` the core file's name, or the entry's label.
+CoreRecord JournalOnlyRecord(const std::string& path, const Metadata& md, const std::string& why,
+                             const RecordOptions& options);
 
 // Makes `r` an error row: `error` is "KIND: message" (or the message alone
 // without a kind).

@@ -43,10 +43,28 @@ std::string TableSql(const TableShape& t) {
   return sql + (*t.options ? t.options : ")") + ";\n";
 }
 
+// cores_with_attributes: one row per core, its columns and one column per
+// common attribute (NULL where the core has none), so that a newcomer's
+// `SELECT host, count(*) FROM cores_with_attributes GROUP BY host` works.
+// Attributes named as a column of cores (pid, comm, exe, signal) are the
+// columns'.
+constexpr const char* kViewKeys[] = {
+    "host", "host_source", "machine", "release", "version", "build", "image", "commit", "package", "package_version",
+    "kernel", "os", "driver", "firmware", "launcher", "job_id", "job_step", "job_restart", "rank", "world_size",
+    "local_rank", "job_node", "gpus", "unit", "user_unit", "slice", "container", "container_runtime", "pod",
+    "boot_id", "machine_id", "uid", "owner_uid"};
+std::string ViewSql() {
+  std::string sql = "CREATE VIEW IF NOT EXISTS cores_with_attributes AS SELECT c.*";
+  for (const char* key : kViewKeys)
+    sql += std::string(", (SELECT value FROM attributes WHERE core = c.id AND key = '") + key + "') AS " + SqlName(key);
+  return sql + " FROM cores c;\n";
+}
+
 std::string SchemaSql() {
   return "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n" +
          TableSql<CoreRecord>(kCoresTable) + TableSql<AttributeRow>(kAttributesTable) +
-         TableSql<ThreadRow>(kThreadsTable) + TableSql<FrameRow>(kFramesTable) + TableSql<ModuleRow>(kModulesTable);
+         TableSql<ThreadRow>(kThreadsTable) + TableSql<FrameRow>(kFramesTable) + TableSql<ModuleRow>(kModulesTable) +
+         ViewSql();
 }
 
 // The secondary indexes, apart from the tables. A bulk load drops the ones
@@ -339,6 +357,9 @@ Status Dataset::CheckSchema(bool create, bool writable) {
     return MakeError(ErrorKind::kUnsupported, "dataset schema version " + version + ", this coroner reads version " +
                                                   std::to_string(kDatasetSchemaVersion));
   }
+  // A dataset made before the view gets it from its next writer.
+  if (writable)
+    if (auto e = Exec(ViewSql()); !e.ok()) return e.error();
   return Ok{};
 }
 

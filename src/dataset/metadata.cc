@@ -188,7 +188,10 @@ void ReadXattrs(const std::string& input, Metadata& md) {
       }
       continue;
     }
-    if (key == "hostname") md.Add("host", v);
+    if (key == "hostname" && !md.Get("host")) {
+      md.Add("host", v);
+      md.Add("host_source", "xattr");
+    }
     md.Add(key, v);
   }
 }
@@ -238,9 +241,17 @@ bool ParseCoredumpFileName(const std::string& basename, Metadata& md) {
   return true;
 }
 
-Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns, std::optional<int64_t> btime_ns) {
+Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns, std::optional<int64_t> btime_ns,
+                      const Metadata* journal) {
   Metadata md;
   ReadSidecar(input, md);
+  if (journal) {
+    for (const auto& [k, v] : journal->attributes) md.Add(k, v);
+    if (!md.time && journal->time) {
+      md.time = journal->time;
+      md.time_source = journal->time_source;
+    }
+  }
   ReadXattrs(input, md);
   ParseCoredumpFileName(InputName(input), md);
   // The kernel creates the core file when the dump begins and last writes

@@ -2,9 +2,11 @@
 // it crashed. Gathered, in order of precedence, from
 //   1. the sidecar `<core>.json` (a flat object; every key an attribute;
 //      `time` and `boot_time` in ISO-8601),
-//   2. systemd-coredump's extended attributes (`user.coredump.*`),
-//   3. systemd-coredump's file name, core.COMM.UID.BOOTID.PID.USEC[.zst],
-//   4. the file's modification time (for the time only),
+//   2. systemd-coredump's journal entry for the core (dataset/journal_metadata.h),
+//   3. systemd-coredump's extended attributes (`user.coredump.*`; their
+//      host yields to the one the core's environment names, core_record.cc),
+//   4. systemd-coredump's file name, core.COMM.UID.BOOTID.PID.USEC[.zst],
+//   5. the file's modification time (for the time only),
 // and then joined with an inventory (hosts.csv) on `host`, by crash time
 // when its rows carry valid_from/valid_to.
 //
@@ -39,9 +41,9 @@ struct Metadata {
 };
 
 // `mtime_ns` is the input's modification time when known (local files, or
-// Last-Modified of a URL).
+// Last-Modified of a URL); `journal` the core's journal entry's metadata.
 Metadata ReadMetadata(const std::string& input, std::optional<int64_t> mtime_ns,
-                      std::optional<int64_t> btime_ns = std::nullopt);
+                      std::optional<int64_t> btime_ns = std::nullopt, const Metadata* journal = nullptr);
 
 // The attributes a systemd-coredump file name carries (comm, uid, boot_id,
 // pid) and its time; false when the name does not follow the convention.

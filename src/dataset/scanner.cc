@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cinttypes>
+#include <cstdlib>
+#include <filesystem>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -23,7 +26,9 @@
 #include "dataset/core_record.h"
 #include "dataset/dataset.h"
 #include "dataset/inputs.h"
+#include "dataset/journal_metadata.h"
 #include "dataset/log_scan.h"
+#include "dataset/timestamps.h"
 #include "source/byte_source.h"
 #include "text/text.h"
 
@@ -61,6 +66,54 @@ struct WorkerContext {
   const std::map<std::string, KnownInput>* known;
   const Inventory* inventory;
   const ScanOptions* options;
+  const std::map<std::string, Metadata>* journal;  // by input
+};
+
+// The largest core taken out of a journal entry (systemd-coredump stores
+// at most 767 MiB there).
+constexpr uint64_t kMaxStoredCore = uint64_t{1} << 30;
+
+// A journal entry's name in the dataset when it has no core file of its
+// own: "journal:HOST:PID:TIME", TIME its crash's in ISO 8601 UTC to the
+// microsecond, as unique as the crash.
+std::string JournalLabel(const CoredumpEntry& e, const Metadata& md) {
+  const std::string* host = md.Get("host");
+  const std::string* pid = md.Get("pid");
+  uint64_t usec = e.realtime_us;
+  if (md.time) usec = static_cast<uint64_t>(*md.time) * 1000000 + (usec % 1000000);
+  if (const std::string* t = e.Get("COREDUMP_TIMESTAMP")) {
+    uint64_t parsed = 0;
+    if (std::sscanf(t->c_str(), "%20" SCNu64, &parsed) == 1 && parsed) usec = parsed;
+  }
+  std::string iso = FormatIso8601(static_cast<int64_t>(usec / 1000000));
+  if (!iso.empty() && iso.back() == 'Z') {
+    char micros[16];
+    std::snprintf(micros, sizeof micros, ".%06u", static_cast<unsigned>(usec % 1000000));
+    iso = iso.substr(0, iso.size() - 1) + micros + "Z";
+  }
+  return "journal:" + (host ? *host : std::string("unknown")) + ":" + (pid ? *pid : std::string("0")) + ":" + iso;
+}
+
+// A directory of the scan's own for the cores taken out of the journal,
+// removed with what it holds when the scan ends.
+class ScratchDirectory {
+ public:
+  ~ScratchDirectory() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  Expected<std::string> Path() {
+    if (!path_.empty()) return path_;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/coroner-journal-XXXXXX";
+    if (!::mkdtemp(pattern.data())) return MakeError(ErrorKind::kIo, pattern + ": " + std::strerror(errno));
+    path_ = pattern;
+    return path_;
+  }
+
+ private:
+  std::string path_;
 };
 
 // The worker's life: read an index, answer with a record, until EOF.
@@ -85,6 +138,7 @@ struct WorkerContext {
   record_options.exe_files = ctx.options->exe_files;
   record_options.inventory = ctx.inventory;
   record_options.environment.allow = ctx.options->environment_allow;
+  record_options.journal = ctx.journal;
   RecordOptions notes_options = record_options;
   notes_options.notes_only = true;
   uint64_t command;
@@ -158,12 +212,16 @@ class Scan {
     auto start = Clock::now();
     InputList list = ExpandInputs(options_.inputs, {options_.db});
     inputs_ = std::move(list.inputs);
-    if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
-    std::vector<LogLine> lines = FindLogLines(options_.logs, options_.shard);
-    total_ = inputs_.size() + lines.size() + options_.pids.size();
-    summary_.inputs = total_;
     summary_.warnings = std::move(list.warnings);
     known_ = dataset_.KnownInputs();
+    if (options_.journal)
+      if (auto r = AddJournalInputs(); !r.ok()) return r.error();
+    if (options_.shard) inputs_ = SelectShard(inputs_, options_.shard->first, options_.shard->second);
+    if (options_.journal)
+      if (auto r = ExtractStoredCores(); !r.ok()) return r.error();
+    std::vector<LogLine> lines = FindLogLines(options_.logs, options_.shard);
+    total_ = inputs_.size() + lines.size() + options_.pids.size() + journal_only_.size() + stored_unchanged_;
+    summary_.inputs = total_;
     int jobs = options_.jobs > 0 ? options_.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     ::signal(SIGPIPE, SIG_IGN);
     // The cores first, by worker processes; then the log lines, on threads
@@ -183,6 +241,12 @@ class Scan {
       }
       Progress(false);
     }
+    // The journal's crashes whose cores are gone, and its stored cores
+    // unchanged since the last scan, counted once the cores are done.
+    summary_.unchanged += stored_unchanged_;
+    done_ += stored_unchanged_;
+    for (auto& r : journal_only_) Record(std::move(r));
+    journal_only_.clear();
     if (auto r = Commit(); !r.ok()) return r.error();
     for (auto& w : workers_) Stop(w);
     if (auto r = ScanProcesses(); !r.ok()) return r.error();
@@ -215,7 +279,7 @@ class Scan {
       }
       ::close(cmd[1]);
       ::close(res[0]);
-      WorkerContext ctx{&inputs_, &known_, inventory_, &options_};
+      WorkerContext ctx{&inputs_, &known_, inventory_, &options_, &journal_metadata_};
       WorkerMain(cmd[0], res[1], ctx);
     }
     ::close(cmd[0]);
@@ -361,6 +425,7 @@ class Scan {
   }
 
   void Record(CoreRecord r) {
+    if (auto it = labels_.find(r.path); it != labels_.end()) r.path = it->second;
     ++done_;
     ++summary_.analyzed;
     if (r.status == RowStatus::kOk) {
@@ -374,6 +439,107 @@ class Scan {
     summary_.bytes_read += r.bytes_read;
     summary_.bytes_per_core.push_back(r.bytes_read);
     pending_.push_back(std::move(r));
+  }
+
+  // The journal's crash entries as inputs: each entry's core file, found
+  // among the inputs by its name (a fleet's gathered cores) or where the
+  // entry says it is; a core stored in the entry, by its label until it is
+  // taken out; a crash whose core is gone, a row of its own.
+  Status AddJournalInputs() {
+    auto read = ReadCoredumpEntries(*options_.journal);
+    if (!read.ok()) return MakeError(read.error().kind, "journal: " + read.error().message);
+    for (const auto& p : read->problems) summary_.warnings.push_back("journal: " + p);
+    summary_.journal_entries = read->entries.size();
+    std::map<std::string, std::string> by_name;
+    for (const auto& in : inputs_)
+      if (!IsUrl(in)) by_name.emplace(Basename(in), in);
+    RecordOptions record_options;
+    record_options.inventory = inventory_;
+    const bool first_shard = !options_.shard || options_.shard->first == 0;
+    for (const auto& e : read->entries) {
+      Metadata md = JournalMetadata(e);
+      const std::string* file = e.Get("COREDUMP_FILENAME");
+      if (file && !file->empty()) {
+        auto named = by_name.find(Basename(*file));
+        struct stat st {};
+        if (named != by_name.end()) {
+          journal_metadata_[named->second] = std::move(md);
+          continue;
+        }
+        if ((*file)[0] == '/' && ::stat(file->c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+          journal_metadata_[*file] = std::move(md);
+          inputs_.push_back(*file);
+          continue;
+        }
+      }
+      std::string label = JournalLabel(e, md);
+      if (e.core_stored && !e.cursor.empty()) {
+        stored_[label] = {e.cursor, e.realtime_us};
+        journal_metadata_[label] = std::move(md);
+        inputs_.push_back(label);
+        continue;
+      }
+      if (!first_shard) continue;  // the rows of cores that are gone: the first shard's
+      // Dated as its entry: the next scan finds it unchanged.
+      const std::string path = file && !file->empty() ? *file : label;
+      const int64_t mtime_ns = static_cast<int64_t>(e.realtime_us) * 1000;
+      if (auto k = known_.find(path); !options_.force && k != known_.end() && k->second.mtime_ns == mtime_ns) {
+        ++stored_unchanged_;
+        continue;
+      }
+      std::string why = file && !file->empty() ? "core file missing: " + *file + " (rotated or removed)"
+                                               : std::string("the journal entry names no core (systemd-coredump kept none)");
+      journal_only_.push_back(JournalOnlyRecord(path, md, why, record_options));
+      journal_only_.back().mtime_ns = mtime_ns;
+    }
+    std::sort(inputs_.begin(), inputs_.end());
+    inputs_.erase(std::unique(inputs_.begin(), inputs_.end()), inputs_.end());
+    return Ok{};
+  }
+
+  // Each stored core of the scan's inputs into a file of the scratch
+  // directory, dated as its entry, so that its row's size and mtime say
+  // which crash it was; one unchanged since the last scan is not taken out.
+  Status ExtractStoredCores() {
+    std::vector<std::string> kept;
+    for (auto& input : inputs_) {
+      auto stored = stored_.find(input);
+      if (stored == stored_.end()) {
+        kept.push_back(std::move(input));
+        continue;
+      }
+      const std::string& label = input;
+      const int64_t mtime_ns = static_cast<int64_t>(stored->second.realtime_us) * 1000;
+      if (auto k = known_.find(label); !options_.force && k != known_.end() && k->second.mtime_ns == mtime_ns) {
+        ++stored_unchanged_;
+        continue;
+      }
+      Metadata md = journal_metadata_[label];
+      auto dir = scratch_.Path();
+      if (!dir.ok()) return dir.error();
+      std::string path = *dir + "/" + std::to_string(kept.size()) + ".core";
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) return MakeError(ErrorKind::kIo, path + ": " + std::strerror(errno));
+      Status s = ExtractStoredCore(*options_.journal, stored->second.cursor, fd,
+                                   std::min(options_.max_bytes.value_or(kMaxStoredCore), kMaxStoredCore));
+      struct timespec times[2] = {{static_cast<time_t>(mtime_ns / 1000000000), static_cast<long>(mtime_ns % 1000000000)},
+                                  {static_cast<time_t>(mtime_ns / 1000000000), static_cast<long>(mtime_ns % 1000000000)}};
+      ::futimens(fd, times);
+      ::close(fd);
+      if (!s.ok()) {
+        RecordOptions record_options;
+        record_options.inventory = inventory_;
+        journal_only_.push_back(JournalOnlyRecord(label, md, "the core stored in the journal: " + s.error().message,
+                                                  record_options));
+        journal_only_.back().mtime_ns = mtime_ns;
+        continue;
+      }
+      labels_[path] = label;
+      journal_metadata_[path] = std::move(md);
+      kept.push_back(path);
+    }
+    inputs_ = std::move(kept);
+    return Ok{};
   }
 
   // Writes the pending records; `spent`, when given, receives them instead
@@ -494,6 +660,19 @@ class Scan {
   const Inventory* inventory_;
   std::vector<std::string> inputs_;
   std::map<std::string, KnownInput> known_;
+  // The journal's: each input's entry's metadata; the stored cores by label
+  // (their cursor and entry time) and their files' labels; the rows of
+  // crashes whose cores are gone.
+  struct StoredCore {
+    std::string cursor;
+    uint64_t realtime_us = 0;
+  };
+  std::map<std::string, Metadata> journal_metadata_;
+  std::map<std::string, StoredCore> stored_;
+  std::map<std::string, std::string> labels_;
+  std::vector<CoreRecord> journal_only_;
+  size_t stored_unchanged_ = 0;  // stored cores and gone cores' rows the dataset has
+  ScratchDirectory scratch_;
   std::vector<Worker> workers_;
   std::vector<CoreRecord> pending_;
   size_t next_ = 0, done_ = 0;

@@ -19,6 +19,7 @@
 
 #include "core/module_files.h"
 #include "dataset/metadata.h"
+#include "journal/coredump_journal.h"
 #include "base/expected.h"
 
 namespace coroner {
@@ -27,6 +28,11 @@ struct ScanOptions {
   std::vector<std::string> inputs;  // as given: files, directories, globs, @lists, URLs
   std::vector<std::string> logs;    // files with crashlog lines (`coroner-crash: ...`)
   std::vector<int> pids;            // running processes, each snapshotted into a row (--pid)
+  // systemd-coredump's journal (--journal): each crash entry's core (its
+  // file, matched among the inputs by name or found where the entry says,
+  // or stored in the entry) with the entry's fields as attributes; a crash
+  // whose core is gone still gets a row.
+  std::optional<JournalSelection> journal;
   std::string db;
   int jobs = 0;  // 0: the machine's CPUs
   std::optional<std::string> inventory;
@@ -52,7 +58,8 @@ struct ScanSummary {
   uint64_t bytes_read = 0;
   std::vector<uint64_t> bytes_per_core;  // of the rows written, for the median
   double seconds = 0;
-  std::vector<std::string> warnings;  // from expanding the inputs
+  std::vector<std::string> warnings;  // from expanding the inputs, from reading the journal
+  size_t journal_entries = 0;          // crash entries the journal gave
   std::map<std::string, size_t> error_kinds;  // "not-elf" -> n
 };
 

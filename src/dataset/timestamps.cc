@@ -90,3 +90,37 @@ std::string FormatIso8601(int64_t seconds) {
 std::string FormatDay(int64_t day) { return FormatIso8601(day * kSecondsPerDay).substr(0, 10); }
 
 }  // namespace coroner
+
+namespace coroner {
+
+std::optional<int64_t> ParseTimeArgument(const std::string& text, int64_t now) {
+  if (text == "now") return now;
+  if (text == "today" || text == "yesterday" || text == "tomorrow") {
+    int64_t midnight = DayOf(now) * 86400;
+    return text == "today" ? midnight : text == "yesterday" ? midnight - 86400 : midnight + 86400;
+  }
+  if (!text.empty() && text[0] == '@') {
+    int64_t v = 0;
+    size_t i = 1;
+    for (; i < text.size() && i < 19 && std::isdigit(static_cast<unsigned char>(text[i])); ++i) v = v * 10 + (text[i] - '0');
+    if (i == 1 || i != text.size()) return std::nullopt;
+    return v;
+  }
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) {
+    // -5min, +2h, -1d: seconds from now in systemd.time(7)'s units.
+    size_t i = 1;
+    int64_t n = 0;
+    for (; i < text.size() && i < 10 && std::isdigit(static_cast<unsigned char>(text[i])); ++i) n = n * 10 + (text[i] - '0');
+    if (i == 1) return std::nullopt;
+    const std::string unit = text.substr(i);
+    static const std::pair<const char*, int64_t> kUnits[] = {
+        {"s", 1}, {"sec", 1}, {"m", 60}, {"min", 60}, {"h", 3600}, {"hour", 3600}, {"d", 86400}, {"day", 86400},
+        {"days", 86400}, {"w", 604800}, {"week", 604800}, {"weeks", 604800}};
+    for (const auto& [name, seconds] : kUnits)
+      if (unit == name) return text[0] == '-' ? now - n * seconds : now + n * seconds;
+    return std::nullopt;
+  }
+  return ParseIso8601(text);
+}
+
+}  // namespace coroner

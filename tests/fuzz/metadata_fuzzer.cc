@@ -1,5 +1,6 @@
 // Fuzzes what a scan reads besides cores: inventories (CSV), ISO-8601
-// times, systemd-coredump file names, the records workers send back, and
+// times and --since/--until arguments, systemd-coredump file names and
+// journal fields (cgroup paths, timestamps), the records workers send back, and
 // crashlog lines, package captures and source map rules.
 // The first byte picks the parser.
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include "dataset/core_record.h"
 #include "core/crash_line.h"
 #include "source/byte_source.h"
+#include "dataset/journal_metadata.h"
 #include "dataset/metadata.h"
 #include "dataset/timestamps.h"
 #include "provenance/inventory.h"
@@ -50,10 +52,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 1:
       if (auto t = coroner::ParseIso8601(text)) coroner::FormatIso8601(*t);
+      (void)coroner::ParseTimeArgument(text, 1791947520);
       break;
     case 2: {
       coroner::Metadata md;
       coroner::ParseCoredumpFileName(text, md);
+      // The same bytes as a journal entry's cgroup and timestamp.
+      coroner::CoredumpEntry e;
+      e.fields = {{"COREDUMP_CGROUP", text}, {"COREDUMP_TIMESTAMP", text}};
+      (void)coroner::JournalMetadata(e);
       break;
     }
     case 3: {

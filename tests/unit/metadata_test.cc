@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "dataset/core_record.h"
+#include "dataset/journal_metadata.h"
 #include "dataset/metadata.h"
 #include "unit/run_coroner.h"
 #include "processor/signature.h"
@@ -15,6 +16,79 @@
 
 namespace coroner {
 namespace {
+
+// --since and --until, as systemd.time(7) spells them; `now` is
+// 2026-10-14T03:12:00Z (date -u -d @1791947520).
+TEST(Timestamps, ParsesTimeArguments) {
+  const int64_t now = 1791947520;
+  EXPECT_EQ(ParseTimeArgument("now", now), now);
+  EXPECT_EQ(ParseTimeArgument("today", now), 1791936000);  // 2026-10-14T00:00:00Z
+  EXPECT_EQ(ParseTimeArgument("yesterday", now), 1791936000 - 86400);
+  EXPECT_EQ(ParseTimeArgument("-2h", now), now - 7200);
+  EXPECT_EQ(ParseTimeArgument("-5min", now), now - 300);
+  EXPECT_EQ(ParseTimeArgument("+1d", now), now + 86400);
+  EXPECT_EQ(ParseTimeArgument("@1700000000", now), 1700000000);
+  EXPECT_EQ(ParseTimeArgument("2026-10-14 03:12", now), now);
+  EXPECT_EQ(ParseTimeArgument("2026-10-14", now), 1791936000);
+  for (const char* bad : {"", "-", "-2", "-2fortnights", "@", "@12x", "soon", "2026-13-01"})
+    EXPECT_FALSE(ParseTimeArgument(bad, now)) << bad;
+}
+
+// The cgroup paths of the runtimes, as their documentation gives them.
+TEST(JournalMetadata, NamesTheContainerOfACgroup) {
+  const std::string id = "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b";
+  auto check = [](std::string_view cgroup, std::string runtime, std::string container, std::string pod) {
+    CgroupContainer c = ContainerOfCgroup(cgroup);
+    EXPECT_EQ(c.runtime, runtime) << cgroup;
+    EXPECT_EQ(c.container, container) << cgroup;
+    EXPECT_EQ(c.pod, pod) << cgroup;
+  };
+  check("/system.slice/docker-" + id + ".scope", "docker", id.substr(0, 12), "");
+  check("/docker/" + id, "docker", id.substr(0, 12), "");
+  check("/machine.slice/libpod-" + id + ".scope/container", "podman", id.substr(0, 12), "");
+  check("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod12345678_9abc_def0_1234_56789abcdef0.slice/"
+        "cri-containerd-" + id + ".scope",
+        "containerd", id.substr(0, 12), "12345678-9abc-def0-1234-56789abcdef0");
+  check("/kubepods.slice/kubepods-pod12345678_9abc_def0_1234_56789abcdef0.slice/crio-" + id + ".scope", "cri-o",
+        id.substr(0, 12), "12345678-9abc-def0-1234-56789abcdef0");
+  check("/kubepods/burstable/pod12345678-9abc-def0-1234-56789abcdef0/" + id, "kubernetes", id.substr(0, 12),
+        "12345678-9abc-def0-1234-56789abcdef0");
+  check("/machine.slice/machine-build\\x2dbox.scope/payload", "systemd-nspawn", "build-box", "");
+  check("/machine.slice/systemd-nspawn@web.service/payload", "systemd-nspawn", "web", "");
+  // No container: a service, a user's session, a short or odd id.
+  check("/system.slice/nginx.service", "", "", "");
+  check("/user.slice/user-1000.slice/session-3.scope", "", "", "");
+  check("/system.slice/docker-1234.scope", "", "", "");
+  check("/system.slice/docker-" + id + "0.scope", "", "", "");
+  check("", "", "", "");
+  check("////", "", "", "");
+  check("/kubepods/pod", "", "", "");
+}
+
+// An entry's fields under the dataset's keys; never its environment or
+// command line; its crash time from COREDUMP_TIMESTAMP.
+TEST(JournalMetadata, KeepsTheAllowlistedFields) {
+  CoredumpEntry e;
+  e.realtime_us = 1791947521000000;
+  e.fields = {{"_HOSTNAME", "node-9"}, {"COREDUMP_PID", "77"}, {"COREDUMP_UNIT", "trainer.service"},
+              {"COREDUMP_TIMESTAMP", "1791947520123456"}, {"COREDUMP_PACKAGE_VERSION", "2.4-1"},
+              {"COREDUMP_ENVIRON", "TOKEN=secret"}};
+  Metadata md = JournalMetadata(e);
+  EXPECT_EQ(*md.Get("host"), "node-9");
+  EXPECT_EQ(*md.Get("host_source"), "journal");
+  EXPECT_EQ(*md.Get("pid"), "77");
+  EXPECT_EQ(*md.Get("unit"), "trainer.service");
+  EXPECT_EQ(*md.Get("package_version"), "2.4-1");
+  EXPECT_EQ(md.time, 1791947520);
+  EXPECT_EQ(md.time_source, "journal");
+  for (const auto& [k, v] : md.attributes) EXPECT_EQ(v.find("secret"), std::string::npos) << k;
+  // Without a timestamp field, the entry's own time.
+  e.fields.erase(e.fields.begin() + 3);
+  EXPECT_EQ(JournalMetadata(e).time, 1791947521);
+  // A malformed timestamp is not taken.
+  e.fields.push_back({"COREDUMP_TIMESTAMP", "12x"});
+  EXPECT_EQ(JournalMetadata(e).time, 1791947521);
+}
 
 TEST(Timestamps, ParsesTheFormsMetadataUses) {
   EXPECT_EQ(ParseIso8601("2026-10-14T03:12:00Z"), 1791947520);
