@@ -50,13 +50,25 @@ Expected<SourceOptions> MakeSourceOptions(const SourceFlags& flags) {
   return so;
 }
 
+namespace {
+
+// A module's package: the captured inventory's, else the one its package
+// metadata note names (a container's module whose dpkg database is not at
+// hand still says which package and version it is).
+std::optional<Package> PackageOf(const Module& m, const SourceOptions& options) {
+  if (options.inventory)
+    if (auto p = options.inventory->For(m.path)) return p;
+  if (m.package && !m.package->version.empty()) return Package{m.package->name, m.package->version, "package-note"};
+  return std::nullopt;
+}
+
+}  // namespace
+
 SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
                                const SourceOptions& options) {
   SourceReport r;
-  if (options.inventory) {
-    for (const auto& m : core.modules()) {
-      if (auto p = options.inventory->For(m.path)) r.packages[m.path] = *p;
-    }
+  for (const auto& m : core.modules()) {
+    if (auto p = PackageOf(m, options)) r.packages[m.path] = *p;
   }
   const Module* exe = core.executable();
   std::map<const MappedModule*, size_t> module_index;
@@ -79,7 +91,7 @@ SourceReport BuildSourceReport(const Core& core, const Backtrace& crashing,
           mv.comp_dir = cu->comp_dir;
         }
       }
-      if (options.inventory) mv.package = options.inventory->For(m.path);
+      mv.package = PackageOf(m, options);
       r.modules.push_back(std::move(mv));
     }
     if (f.file.empty()) continue;

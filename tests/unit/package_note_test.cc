@@ -97,6 +97,17 @@ TEST(PackageNote, TheExecutablesPackageAsReadelfReadsIt) {
   EXPECT_EQ(json::parse(q.out), json::parse(R"([{"key": "package", "value": ")" + theirs["name"].get<std::string>() +
                                             R"("}, {"key": "package_version", "value": ")" +
                                             theirs["version"].get<std::string>() + R"("}])"));
+
+  // `sources`, without a captured inventory: the note names the executable's package.
+  auto src = Coroner("sources --json " + core);
+  ASSERT_EQ(src.status, 0) << src.err;
+  json sj = json::parse(src.out);
+  const json* sexe = nullptr;
+  for (const auto& m : sj["modules"])
+    if (m["path"] == bin) sexe = &m;
+  ASSERT_TRUE(sexe) << sj["modules"].dump();
+  EXPECT_EQ((*sexe)["package"], json::parse(R"({"name": ")" + theirs["name"].get<std::string>() + R"(", "version": ")" +
+                                            theirs["version"].get<std::string>() + R"(", "manager": "package-note"})"));
 }
 
 TEST(PackageNote, AProgramWithoutOneHasNone) {
