@@ -254,6 +254,23 @@ else
   "$coroner" list --json --journal "$real/journal" > "$real/list.json"
   python3 "$src/tests/journal/compare_with_coredumpctl.py" "$real/coredumpctl.json" "$real/list.json" ||
     failures=$((failures + 1))
+  # The system journal, as `--journal` alone reads it (coredumpctl's
+  # default): the files where journald keeps them, in a private mount
+  # namespace whose /var/log/journal is the test's; --boot alone is this boot.
+  unshare --mount --propagation private bash -c '
+    set -e
+    mount -t tmpfs coroner-test /var/log/journal
+    mkdir "/var/log/journal/$(cat /etc/machine-id)"
+    cp "$1/journal/ext.journal" "/var/log/journal/$(cat /etc/machine-id)/system.journal"
+    cp "$1/journal/jrn.journal" "/var/log/journal/$(cat /etc/machine-id)/system@0123-4567.journal~"
+    "$2" scan --journal --boot --db "$1/system.db" "$1/ext/coredump" > /dev/null 2>&1
+    "$2" list --json --journal --boot > "$1/system-list.json"
+    "$2" list --json --journal --boot ffffffffffffffffffffffffffffffff > "$1/other-boot.json"' _ "$real" "$coroner"
+  check "the system journal: this boot's crashes" "$(q "$real/system.db" "SELECT group_concat(status, ' ') AS s FROM cores" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["s"])')" "ok ok"
+  check "the system journal: the same rows" "$(q "$real/system.db" "SELECT group_concat(signature, ';') AS s FROM (SELECT signature FROM cores ORDER BY signature)" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["s"])')" \
+    "$(q "$real/d.db" "SELECT group_concat(signature, ';') AS s FROM (SELECT signature FROM cores ORDER BY signature)" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["s"])')"
+  check "the system journal: list" "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$real/system-list.json")" 2
+  check "the system journal: another boot's list" "$(cat "$real/other-boot.json")" "[]"
 fi
 
 [ "$failures" -eq 0 ] || { echo "$failures checks failed"; exit 1; }
