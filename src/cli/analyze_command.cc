@@ -89,6 +89,7 @@ int RunAnalyze(const AnalyzeOptions& options) {
   process.unwind.max_frames = options.max_frames;
   process.python_frames = options.python_frames;
   process.environment.allow = rules.environment_allow;
+  process.environment.host = rules.environment_host;
   CoreOptions core_options = CoreOptionsFor(process);
   core_options.sysroot = options.sysroot;
   core_options.check_module_files = options.check_module_files;

@@ -34,6 +34,7 @@ int RunScanCommand(ScanOptions options, const std::string& rules_file) {
       return 2;
     }
     options.environment_allow = rules->environment_allow;
+    options.environment_host = rules->environment_host;
   }
   auto summary = RunScan(options);
   if (!summary.ok()) {

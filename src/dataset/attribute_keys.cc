@@ -31,6 +31,8 @@ constexpr AttributeKey kKeys[] = {
     {"gpu_state", W::kCore, R::kUntested},
     // A live snapshot's: how long its threads were held, in milliseconds.
     {"stopped_ms", W::kCore, R::kUntested},
+    // The host a rules file's [environment] host variable names: `host` carries it.
+    {"node_name", W::kCore, R::kUntested},
     {"pid", W::kSource, R::kPid},
     // Values of one core each: never a population's.
     {"time", W::kSource, R::kUntested},

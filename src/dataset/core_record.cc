@@ -128,6 +128,18 @@ void FillLabels(CoreRecord& r, Core& core, const RecordOptions& options, SymbolP
     for (size_t i = 0; i < keys.size() && i < std::size(values); ++i)
       if (!values[i].empty()) r.attributes.push_back({keys[i], ValidUtf8(values[i])});
   }
+  // The host a rules file's [environment] host variable names (Kubernetes'
+  // node name), first present first: `node_name`, which places the core
+  // when nothing before it does (HostFromCore).
+  if (analysis.identity) {
+    const auto& env = analysis.identity->environment;
+    for (const auto& name : options.environment.host) {
+      auto it = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+      if (it == env.end() || it->second.empty() || it->second == kHiddenValue) continue;
+      r.attributes.push_back({"node_name", ValidUtf8(it->second)});
+      break;
+    }
+  }
   const std::optional<FaultContext>& fault = analysis.fault_context;
   if (analysis.diagnosis) {
     r.syndrome = SyndromeName(analysis.diagnosis->syndrome);
@@ -255,19 +267,22 @@ namespace {
 
 // Where neither a sidecar nor the journal names the host, the core's own
 // environment may: the node Slurm ran the rank on (SLURMD_NODENAME), else
-// the HOSTNAME a rank's process exported — the job's `job_node`; it wins
-// over systemd-coredump's hostname xattr, which is only the crashing
-// process's UTS name. `host_source` says where the host came from; the
-// inventory then joins by it as by any host.
+// the HOSTNAME a rank's process exported — the job's `job_node` — else the
+// variable a rules file names as the host (`node_name`); it wins over
+// systemd-coredump's hostname xattr, which is only the crashing process's
+// UTS name (a container's, in a container). `host_source` says where the
+// host came from; the inventory then joins by it as by any host.
 void HostFromCore(const CoreRecord& r, Metadata& md) {
   const std::string* source = md.Get("host_source");
   if (md.Get("host") && !(source && *source == "xattr")) return;
-  for (const auto& a : r.attributes) {
-    if (a.key != "job_node" || a.value.empty()) continue;
-    std::erase_if(md.attributes, [](const auto& kv) { return kv.first == "host" || kv.first == "host_source"; });
-    md.Add("host", a.value);
-    md.Add("host_source", "environment");
-    return;
+  for (const char* key : {"job_node", "node_name"}) {
+    for (const auto& a : r.attributes) {
+      if (a.key != key || a.value.empty()) continue;
+      std::erase_if(md.attributes, [](const auto& kv) { return kv.first == "host" || kv.first == "host_source"; });
+      md.Add("host", a.value);
+      md.Add("host_source", "environment");
+      return;
+    }
   }
 }
 

@@ -138,6 +138,7 @@ class ScratchDirectory {
   record_options.exe_files = ctx.options->exe_files;
   record_options.inventory = ctx.inventory;
   record_options.environment.allow = ctx.options->environment_allow;
+  record_options.environment.host = ctx.options->environment_host;
   record_options.journal = ctx.journal;
   RecordOptions notes_options = record_options;
   notes_options.notes_only = true;
@@ -563,6 +564,7 @@ class Scan {
     record_options.exe_files = options_.exe_files;
     record_options.inventory = inventory_;
     record_options.environment.allow = options_.environment_allow;
+    record_options.environment.host = options_.environment_host;
     SymbolOptions symbol_options;
     symbol_options.sysroot = options_.sysroot;
     symbol_options.extra_files = options_.exe_files;
@@ -602,6 +604,7 @@ class Scan {
     record_options.exe_files = options_.exe_files;
     record_options.inventory = inventory_;
     record_options.environment.allow = options_.environment_allow;
+    record_options.environment.host = options_.environment_host;
     std::optional<Error> failed;
     AnalyzeLogLines(todo, record_options, jobs, [&](std::vector<CoreRecord>& records) {
       for (auto& r : records) Record(std::move(r));

@@ -47,6 +47,7 @@ struct ScanOptions {
   // for symbols.
   std::vector<std::string> exe_files;
   std::vector<std::string> environment_allow;  // identity variables kept besides the built-in ones
+  std::vector<std::string> environment_host;   // variables naming the host (rules' [environment] host)
   FILE* progress = nullptr;  // a live progress line goes here (a terminal), or nowhere
 };
 

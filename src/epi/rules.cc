@@ -5,6 +5,8 @@
 
 #include <toml++/toml.h>
 
+#include "processor/process_identity.h"
+
 namespace coroner {
 
 Expected<Rules> ParseRules(const std::string& text) {
@@ -22,14 +24,27 @@ Expected<Rules> ParseRules(const std::string& text) {
     if (section == "environment") {
       // [environment] allow = ["POD_NAME", "MY_JOB_*"]: identity variables
       // analyze and scan keep besides the built-in ones.
+      // host = ["NODE_NAME"]: variables whose value is the process's host.
       const toml::table* t = node.as_table();
-      const toml::array* a = t ? (*t)["allow"].as_array() : nullptr;
-      if (!a || t->size() != 1) return MakeError(ErrorKind::kMalformed, "rules: [environment] has one list, allow");
-      for (const auto& item : *a) {
-        auto entry = item.value<std::string>();
-        if (!entry || entry->empty() || *entry == "*")
-          return MakeError(ErrorKind::kMalformed, "rules: [environment] allow holds names or prefixes like \"POD_*\"");
-        rules.environment_allow.push_back(*entry);
+      if (!t) return MakeError(ErrorKind::kMalformed, "rules: [environment] must be a table");
+      for (auto&& [k, v] : *t) {
+        std::string name(k.str());
+        const toml::array* a = v.as_array();
+        if (name != "allow" && name != "host")
+          return MakeError(ErrorKind::kMalformed, "rules: [environment] has two lists, allow and host, not " + name);
+        if (!a) return MakeError(ErrorKind::kMalformed, "rules: [environment] " + name + " is a list of names");
+        for (const auto& item : *a) {
+          auto entry = item.value<std::string>();
+          if (name == "allow") {
+            if (!entry || entry->empty() || *entry == "*")
+              return MakeError(ErrorKind::kMalformed, "rules: [environment] allow holds names or prefixes like \"POD_*\"");
+            rules.environment_allow.push_back(*entry);
+          } else {
+            if (!entry || entry->empty() || entry->find('*') != std::string::npos || LooksSecret(*entry))
+              return MakeError(ErrorKind::kMalformed, "rules: [environment] host holds variable names like \"NODE_NAME\"");
+            rules.environment_host.push_back(*entry);
+          }
+        }
       }
       continue;
     }

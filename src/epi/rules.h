@@ -17,6 +17,7 @@
 //
 //   [environment]          # identity variables analyze and scan keep (with --rules)
 //   allow = ["POD_NAME", "MY_JOB_*"]
+//   host = ["NODE_NAME"]   # variables naming the host (Kubernetes' downward API)
 #pragma once
 
 #include <string>
@@ -42,6 +43,8 @@ struct Rules {
   // names, or prefixes ending in '*' (which never admit a name that looks
   // like a secret: processor/process_identity.h).
   std::vector<std::string> environment_allow;
+  // Variables whose value is the host the process ran on, first present first.
+  std::vector<std::string> environment_host;
 };
 
 // Parses the TOML text; a one-line error names what is wrong.

@@ -34,20 +34,6 @@ std::string Upper(std::string_view s) {
   return upper;
 }
 
-bool LooksSecret(std::string_view name) {
-  std::string upper = Upper(name);
-  for (std::string_view word : kSecretWords)
-    if (upper.find(word) != std::string::npos) return true;
-  for (size_t start = 0; start <= upper.size();) {
-    size_t end = std::min(upper.find('_', start), upper.size());
-    std::string_view part(upper.data() + start, end - start);
-    if (part.rfind("PASS", 0) == 0) return true;
-    for (std::string_view p : kSecretParts)
-      if (part == p) return true;
-    start = end + 1;
-  }
-  return false;
-}
 
 bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
@@ -138,6 +124,21 @@ std::optional<std::string> Id(const std::map<std::string, std::string>& env, con
 }
 
 }  // namespace
+
+bool LooksSecret(std::string_view name) {
+  std::string upper = Upper(name);
+  for (std::string_view word : kSecretWords)
+    if (upper.find(word) != std::string::npos) return true;
+  for (size_t start = 0; start <= upper.size();) {
+    size_t end = std::min(upper.find('_', start), upper.size());
+    std::string_view part(upper.data() + start, end - start);
+    if (part.rfind("PASS", 0) == 0) return true;
+    for (std::string_view p : kSecretParts)
+      if (part == p) return true;
+    start = end + 1;
+  }
+  return false;
+}
 
 const std::vector<std::string>& EnvironmentPolicy::BuiltIn() {
   static const std::vector<std::string> kNames = {
@@ -301,6 +302,7 @@ std::string ScrubbedPsargs(const std::string& psargs) {
 bool EnvironmentPolicy::Keeps(const std::string& name) const {
   static const std::unordered_set<std::string_view> kBuiltIn(BuiltIn().begin(), BuiltIn().end());
   if (kBuiltIn.count(name)) return true;
+  if (std::find(host.begin(), host.end(), name) != host.end()) return true;
   for (const auto& a : allow) {
     if (a == name) return true;
     if (!a.empty() && a.back() == '*' && name.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0 &&

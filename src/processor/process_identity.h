@@ -30,9 +30,17 @@ struct EnvironmentPolicy {
   // The user's additions to the built-in identity variables: exact names,
   // or prefixes ending in '*' ("POD_*", for Kubernetes' downward API).
   std::vector<std::string> allow;
+  // Variables whose value names the host the process ran on (a rules
+  // file's [environment] host: Kubernetes' node name from the downward
+  // API), first present first; kept like `allow`'s names.
+  std::vector<std::string> host;
   bool Keeps(const std::string& name) const;
   static const std::vector<std::string>& BuiltIn();
 };
+
+// Whether a variable's name says it holds a credential (TOKEN, SECRET,
+// PASSWORD, KEY, …: docs/analyze-json.md, "What is hidden").
+bool LooksSecret(std::string_view name);
 
 // What stands where a credential was.
 inline constexpr std::string_view kHiddenValue = "<hidden>";

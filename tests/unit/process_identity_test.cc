@@ -514,6 +514,37 @@ TEST(ProcessIdentity, CredentialsInTheCommandLineAndKeptVariablesAreHidden) {
   expect_none("epi --md", testing::ReadAll(dir + "/r.md"));
 }
 
+// A pod's process, no job's rank: the node Kubernetes' downward API put in
+// NODE_NAME places its core when a rules file names that variable as the
+// host (and not otherwise); a name that looks like a credential is refused
+// as a host variable.
+TEST(ProcessIdentity, ARulesFilesHostVariablePlacesTheCore) {
+  std::string dir = Work() + "/nodename";
+  fs::create_directories(dir);
+  std::string core = dir + "/pod.core";
+  std::string cmd = "env -i PATH=/usr/bin:/bin NODE_NAME=aks-gpu-17 HOSTNAME=trainer-7f9c bash " +
+                    std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/fixtures/make_core.sh " +
+                    testing::ZooDir() + "/bin/null_deref-O0 " + core;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::string rules = dir + "/rules.toml";
+  std::ofstream(rules) << "[environment]\nhost = [\"K8S_NODE\", \"NODE_NAME\"]\n";
+  auto host_of = [&](const std::string& flags, const std::string& db) {
+    fs::remove(db);
+    EXPECT_EQ(testing::Coroner("scan " + flags + core + " --db " + db).status, 0);
+    auto q = testing::Coroner("query --json --db " + db +
+                              " \"SELECT host, host_source FROM cores_with_attributes\"");
+    return json::parse(q.out);
+  };
+  EXPECT_EQ(host_of("--rules " + rules + " ", dir + "/with.db"),
+            json::parse(R"([{"host": "aks-gpu-17", "host_source": "environment"}])"));
+  // Without the rule: no host (a pod's HOSTNAME is the pod's, not a node's).
+  EXPECT_EQ(host_of("", dir + "/without.db"), json::parse(R"([{"host": null, "host_source": null}])"));
+  std::ofstream(dir + "/bad.toml") << "[environment]\nhost = [\"NODE_TOKEN\"]\n";
+  auto bad = testing::Coroner("scan --rules " + dir + "/bad.toml " + core + " --db " + dir + "/bad.db");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("[environment] host holds variable names"), std::string::npos) << bad.err;
+}
+
 // A secret from the environment in the crashing frame's locals: the
 // pointer getenv returned, a std::string copy, a char array copy, and in
 // an uncaught exception's message. gdb on the same core shows it (the
@@ -596,7 +627,7 @@ TEST(ProcessIdentity, RulesAddVariablesButPatternsNoSecrets) {
   std::ofstream(rules) << "[environment]\nallow = \"PATH\"\n";
   auto bad = testing::Coroner("analyze --rules " + rules + " " + c.path);
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.err.find("[environment] has one list, allow"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("[environment] allow is a list of names"), std::string::npos) << bad.err;
 }
 
 // A real process that stores through 8 bytes of its secret as if they were
