@@ -17,6 +17,20 @@ std::string CloneBase(const std::string& f) {
   return f;
 }
 
+// The words glibc's IFUNC variants of its string and memory functions end
+// in, each naming an instruction set, a CPU or a way of moving memory:
+// x86_64's (sysdeps/x86_64/multiarch: __memmove_avx_unaligned_erms_rtm,
+// __strchr_sse2_no_bsf, __wcsnlen_sse4_1) and aarch64's (sysdeps/aarch64/
+// multiarch: __memcpy_thunderx2, __strlen_asimd, __memset_zva64).
+constexpr std::string_view kVariantWords[] = {
+    "sse2",  "ssse3",  "sse4",     "sse42",    "avx",      "avx2",   "avx512",  "avx512f", "avx512bw",
+    "avx512vl", "evex", "evex512", "rtm",      "erms",     "unaligned", "aligned", "nt",    "back", "movbe",
+    "no",    "vzeroupper", "bsf",  "fsrm",     "generic",  "simd",   "asimd",   "sve",     "mte",
+    "thunderx", "thunderx2", "falkor", "a64fx", "kunpeng", "emag",   "oryon1",  "zva",     "zva64",
+    "nozva", "lasx",   "lsx"};
+
+std::string FunctionForSignature(const std::string& f) { return IfuncVariantBase(CloneBase(f)); }
+
 
 // CPython and what it calls through on the way to native code: in a thread
 // running Python code, a frame here says which interpreter path was taken,
@@ -76,10 +90,35 @@ bool SkipList::Skips(const std::string& f) const {
   return false;
 }
 
+std::string IfuncVariantBase(const std::string& function) {
+  std::string_view f = function;
+  if (!f.starts_with("__") || f.size() > 128) return function;
+  std::vector<std::string_view> words;
+  for (size_t at = 2; at <= f.size();) {
+    size_t end = std::min(f.find('_', at), f.size());
+    words.push_back(f.substr(at, end - at));
+    at = end + 1;
+  }
+  auto variant = [&](size_t i) {
+    std::string_view w = words[i];
+    // sse4_1, sse4_2: a digit after sse4.
+    if ((w == "1" || w == "2") && i > 0 && words[i - 1] == "sse4") return true;
+    return std::find(std::begin(kVariantWords), std::end(kVariantWords), w) != std::end(kVariantWords);
+  };
+  size_t kept = words.size();
+  while (kept > 1 && variant(kept - 1)) --kept;
+  if (kept == words.size() || words[0].empty()) return function;
+  std::string base;
+  for (size_t i = 0; i < kept; ++i) base += (i ? "_" : "") + std::string(words[i]);
+  // The entry points whose own name has glibc's prefix keep it: the
+  // fortified ones (__memcpy_chk) and __memcmpeq, which compilers call.
+  return base.ends_with("_chk") || base == "chk" || base == "memcmpeq" ? "__" + base : base;
+}
+
 std::string MakeSignature(const std::string& syndrome, const std::vector<SignatureFrame>& frames,
                           const SkipList& skip, size_t depth) {
   auto name = [](const SignatureFrame& f) {
-    if (!f.function.empty()) return CloneBase(f.function);
+    if (!f.function.empty()) return FunctionForSignature(f.function);
     std::string m = f.module.substr(f.module.rfind('/') + 1);
     return "?? (" + (m.empty() ? std::string("?") : m) + ")";
   };
@@ -104,7 +143,7 @@ std::string MakeSignature(const std::string& syndrome, const std::vector<Signatu
       if (f.scanned && !allow_scanned) continue;
       if (python && !f.python && PythonRuntime(f.module)) continue;
       if (stopped && !f.python && IsRuntimeLibrary(f.module)) continue;
-      if (!f.function.empty() && skip.Skips(CloneBase(f.function))) continue;
+      if (!f.function.empty() && skip.Skips(FunctionForSignature(f.function))) continue;
       // A pc in no module (a call through NULL) or unnamed runtime code says nothing of the program.
       // The terminate and unwind paths of a libstdc++ without symbols.
       if (f.function.empty() && (f.module.empty() || IsRuntimeLibrary(f.module))) continue;

@@ -47,6 +47,14 @@ struct SkipList {
   bool Skips(const std::string& function) const;
 };
 
+// The function users know behind one of glibc's IFUNC variants of a string
+// or memory function: __strlen_evex, __strlen_avx2 and __strlen_sse2 are
+// strlen, __memmove_avx_unaligned_erms is memmove, __memcpy_chk_evex is
+// __memcpy_chk. Which variant runs depends on the CPU, so a signature names
+// the function (the frame keeps the variant): a fleet of mixed CPUs does
+// not split one bug by CPU model. Any other name is returned as it is.
+std::string IfuncVariantBase(const std::string& function);
+
 constexpr size_t kSignatureFrames = 3;
 
 std::string MakeSignature(const std::string& syndrome, const std::vector<SignatureFrame>& frames,
