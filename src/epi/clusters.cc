@@ -122,6 +122,7 @@ Clusters MakeClusters(const Population& pop, const Incidents& incidents, const C
     cl.id = "c" + std::to_string(rank + 1);
     cl.syndrome = pop.cluster_syndromes[k];
     cl.signature = pop.cluster_keys[k];
+    cl.syndromes = pop.cluster_syndrome_counts[k];
     cl.label = pop.cluster_labels[k];
     cl.count = m.size();
     cl.share = static_cast<double>(m.size()) / static_cast<double>(crashes.size());

@@ -136,7 +136,10 @@ struct Population {
   Features features;
   std::vector<Crash> crashes;           // in core id order
   FlatLists feature_lists;              // by crash
-  std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster
+  std::vector<std::string> cluster_keys, cluster_syndromes;  // by Crash::cluster: its signature, its syndrome
+  // by Crash::cluster: each syndrome's cores, when its cores have several
+  // (a pointer fault whose pointer was NULL in some, garbage in others)
+  std::vector<std::map<std::string, uint64_t>> cluster_syndrome_counts;
   std::vector<std::string> cluster_labels;  // by Crash::cluster: the rules' label that made it, or empty
   std::vector<std::string> job_keys;                         // by Crash::job
   std::vector<std::string> wait_keys;                        // by Crash::wait: "read | read_shard | load_batch"

@@ -74,7 +74,11 @@ struct Finding {
 
 struct Cluster {
   std::string id;              // "c1", "c2", ... by size
-  std::string syndrome, signature;
+  std::string syndrome, signature;  // its cores' commonest
+  // Each syndrome's cores, when they have several: one pointer fault whose
+  // pointer was NULL in some cores and garbage in others (the same frames,
+  // the same faulting instruction). Empty when they agree.
+  std::map<std::string, uint64_t> syndromes;
   std::string label;           // the rule's label, when a rule named it
   uint64_t count = 0;
   double share = 0;

@@ -118,6 +118,34 @@ Expected<std::unordered_map<int64_t, std::string>> Resign(Dataset& dataset, cons
   return resigned;
 }
 
+// The syndromes of a fault through a pointer: one bug whose pointer is
+// sometimes NULL and sometimes garbage gets either from the same
+// instruction, and is one population.
+bool PointerFault(std::string_view syndrome) {
+  std::optional<Syndrome> s = SyndromeFromName(syndrome);
+  return s == Syndrome::kNullDeref || s == Syndrome::kBadPointer || s == Syndrome::kWriteToReadonly;
+}
+
+// Where each pointer fault of the population faulted: the crashing
+// thread's first frame, as its module's file name and offset (the same
+// instruction of the same build), by core id.
+Expected<std::unordered_map<int64_t, std::string>> PointerFaultSites(Dataset& dataset, const std::string& population) {
+  std::unordered_map<int64_t, std::string> sites;
+  auto f = dataset.ForEachRow(
+      "SELECT f.core, f.module, f.build_id, f.offset FROM frames f JOIN threads t ON t.core = f.core AND "
+      "t.thread = f.thread AND t.crashing = 1 WHERE f.\"index\" = 0 AND f.offset IS NOT NULL AND f.core IN "
+      "(SELECT id FROM cores WHERE syndrome IN ('null-deref', 'bad-pointer', 'write-to-readonly') AND " +
+          population + ")",
+      [&](const QueryRow& r) {
+        std::string_view module = r.Text(1);
+        sites[r.Integer(0)] = std::string(module.substr(module.rfind('/') + 1)) + "@" + std::string(r.Text(2)) +
+                              "+" + std::to_string(r.Integer(3));
+        return true;
+      });
+  if (!f.ok()) return MakeError(f.error().kind, "reading crash sites: " + f.error().message);
+  return sites;
+}
+
 // The cores: each one's cluster key (its label, its signature made again,
 // or its signature) and the features its row gives (uptime and CPU-time
 // buckets, build-id, executable), into `derived`.
@@ -131,7 +159,9 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
                  const std::unordered_map<int64_t, std::string>& resigned, Population& pop, FlatLists& derived) {
   Features& features = pop.features;
   std::unordered_map<std::string, uint32_t> cluster_ids, wait_ids;
-  std::vector<StringMap<uint64_t>> syndrome_votes;
+  std::vector<StringMap<uint64_t>> syndrome_votes, signature_votes;
+  auto sites = PointerFaultSites(dataset, query.population);
+  if (!sites.ok()) return sites.error();
   uint32_t k_uptime = features.Key("uptime_bucket"), k_cpu = features.Key("cpu_time_bucket");
   pop.k_build = features.Key("build_id");
   pop.k_exe = features.Key("exe");
@@ -155,17 +185,29 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         if (!r.IsNull(Col::kLabel)) key.assign("label: ").append(r.Text(Col::kLabel));
         else if (again != resigned.end()) key = again->second;
         else key = r.IsNull(Col::kSignature) ? syndrome : r.Text(Col::kSignature);
+        // A pointer fault groups by its frames and the instruction that
+        // faulted, whatever the pointer held: its signature is its cores'
+        // commonest (the dataset's are unchanged).
+        std::string signature = key;
+        auto site = sites->find(c.id);
+        if (r.IsNull(Col::kLabel) && PointerFault(syndrome) && site != sites->end() && key.starts_with(syndrome)) {
+          std::string frames = key.substr(syndrome.size());
+          key.assign("pointer-fault").append(frames).append(" @ ").append(site->second);
+        }
         auto [it, added] = cluster_ids.try_emplace(key, static_cast<uint32_t>(pop.cluster_keys.size()));
         if (added) {
-          pop.cluster_keys.push_back(key);
+          pop.cluster_keys.push_back(signature);
           pop.cluster_labels.emplace_back(r.IsNull(Col::kLabel) ? std::string_view() : r.Text(Col::kLabel));
           syndrome_votes.emplace_back();
+          signature_votes.emplace_back();
         }
         c.cluster = it->second;
-        auto& votes = syndrome_votes[c.cluster];
-        auto vote = votes.find(syndrome);
-        if (vote == votes.end()) vote = votes.emplace(syndrome, 0).first;
-        ++vote->second;
+        for (auto [votes, value] : {std::pair{&syndrome_votes[c.cluster], std::string_view(syndrome)},
+                                    std::pair{&signature_votes[c.cluster], std::string_view(signature)}}) {
+          auto vote = votes->find(value);
+          if (vote == votes->end()) vote = votes->emplace(value, 0).first;
+          ++vote->second;
+        }
         std::optional<Syndrome> label = SyndromeFromName(syndrome);
         c.external = label == Syndrome::kExternalSignal;
         c.stopped = c.external || label == Syndrome::kSnapshot || label == Syndrome::kDeadlock;
@@ -200,12 +242,23 @@ Status ReadCores(Dataset& dataset, const PopulationQuery& query,
         return true;
       });
   if (!rows.ok()) return MakeError(rows.error().kind, "reading cores: " + rows.error().message);
-  // A cluster's syndrome is the one most of its cores have.
+  // A cluster's syndrome and signature are the ones most of its cores
+  // have; its syndromes are counted when there are several.
   pop.cluster_syndromes.resize(pop.cluster_keys.size());
-  for (size_t i = 0; i < pop.cluster_keys.size(); ++i) {
+  pop.cluster_syndrome_counts.resize(pop.cluster_keys.size());
+  auto majority = [](const StringMap<uint64_t>& votes, std::string& out) {
     uint64_t best = 0;
-    for (const auto& [s, n] : syndrome_votes[i])
-      if (n > best || (n == best && s < pop.cluster_syndromes[i])) best = n, pop.cluster_syndromes[i] = s;
+    for (const auto& [s, n] : votes)
+      if (n > best || (n == best && s < out)) best = n, out = s;
+  };
+  for (size_t i = 0; i < pop.cluster_keys.size(); ++i) {
+    majority(syndrome_votes[i], pop.cluster_syndromes[i]);
+    if (signature_votes[i].size() > 1) {
+      pop.cluster_keys[i].clear();
+      majority(signature_votes[i], pop.cluster_keys[i]);
+    }
+    if (syndrome_votes[i].size() > 1)
+      for (const auto& [s, n] : syndrome_votes[i]) pop.cluster_syndrome_counts[i][std::string(s)] = n;
   }
   return Ok{};
 }

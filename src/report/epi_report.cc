@@ -64,6 +64,15 @@ std::string RateRatio(const Finding& f) {
   return fmt::format("{:.1f}", f.rate / f.rate_without);
 }
 
+// A cluster's syndromes with their cores, most first: "null-deref 8, bad-pointer 3".
+std::string SyndromeCounts(const Cluster& c) {
+  std::vector<std::pair<std::string, uint64_t>> counts(c.syndromes.begin(), c.syndromes.end());
+  std::stable_sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [s, n] : counts) out += (out.empty() ? "" : ", ") + ValidUtf8(s) + " " + std::to_string(n);
+  return out;
+}
+
 // How many findings a summary shows per cluster.
 constexpr size_t kShown = 3;
 
@@ -190,6 +199,7 @@ std::string EpiToText(const EpiResult& r) {
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
       if (c->began_with) out += "      " + ValidUtf8(OnsetWords(*c->began_with)) + "\n";
+      if (!c->syndromes.empty()) out += "      syndromes: " + SyndromeCounts(*c) + "\n";
       if (c->incidents < c->count) out += fmt::format("      {} incidents\n", c->incidents);
       if (c->collateral) out += "      " + ValidUtf8(CollateralWords(*c)) + "\n";
       // The findings that stand on their own; those the strongest explains
@@ -280,6 +290,7 @@ nlohmann::json ClusterJson(const Cluster& c) {
                   {"reading", ValidUtf8(OnsetWords(*o))}};
   return {{"id", c.id},
           {"syndrome", ValidUtf8(c.syndrome)},
+          {"syndromes", c.syndromes.empty() ? json(nullptr) : json(c.syndromes)},
           {"signature", ValidUtf8(c.signature)},
           {"label", c.label.empty() ? json(nullptr) : json(ValidUtf8(c.label))},
           {"count", c.count},

@@ -1357,3 +1357,67 @@ const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
 
 }  // namespace
 }  // namespace coroner::testing
+
+namespace coroner::testing {
+namespace {
+
+// One bug whose pointer is sometimes garbage and sometimes NULL: the same
+// load in bad_pointer.c's `load`, run with and without a pointer argument
+// (kernel cores, or gdb's). Its cores sign as bad-pointer or null-deref
+// (gdb reads the same faulting pc in both), and epi makes one population of
+// them with both syndromes counted; a NULL dereference elsewhere (null_deref.c's
+// walk) stays a population of its own, and the dataset's signatures stay
+// as the cores said.
+TEST(Epi, APointerFaultIsOnePopulationWhateverItsPointerHeld) {
+  std::string dir = Work() + "/pointer-faults";
+  fs::create_directories(dir);
+  const std::string bin = ZooDir() + "/bin/bad_pointer-O2";
+  std::vector<std::string> cores;
+  for (int i = 0; i < 5; ++i) {
+    std::string arg = i < 2 ? "0" : "";
+    std::string core = dir + "/bp-" + std::to_string(i) + ".core";
+    if (!fs::exists(core)) {
+      auto r = coroner::testing::Run("bash " + std::string(std::getenv("CORONER_SOURCE_DIR")) + "/tests/fixtures/make_core.sh " + bin +
+                   " " + core + (arg.empty() ? "" : " " + arg) + " > /dev/null 2>&1");
+      ASSERT_EQ(r.status, 0);
+    }
+    cores.push_back(core);
+  }
+  // gdb: the NULL and the garbage cores faulted at the same instruction
+  // (the same function and offset: the loads are at other addresses).
+  auto pc = [&](const std::string& core) {
+    auto r = coroner::testing::Run("gdb -nx -batch -ex 'info symbol $pc' " + bin + " " + core + " 2>/dev/null | grep section");
+    return r.out;
+  };
+  ASSERT_FALSE(pc(cores[0]).empty());
+  ASSERT_EQ(pc(cores[0]), pc(cores[4]));
+  std::string db = dir + "/d.db";
+  fs::remove(db);
+  std::string inputs;
+  for (const auto& c : cores) inputs += c + " ";
+  inputs += ZooDir() + "/cores/null_deref-O2.core";
+  ASSERT_EQ(Coroner("scan --db " + db + " " + inputs).status, 0);
+  auto stored = Coroner("query --json --db " + db + " \"SELECT signature, count(*) AS n FROM cores GROUP BY 1 ORDER BY 1\"");
+  EXPECT_EQ(nlohmann::json::parse(stored.out),
+            nlohmann::json::parse(R"([{"signature": "bad-pointer | load | main", "n": 3},
+                                      {"signature": "null-deref | load | main", "n": 2},
+                                      {"signature": "null-deref | walk | main", "n": 1}])"));
+  auto e = Coroner("epi --json --db " + db);
+  ASSERT_EQ(e.status, 0) << e.err;
+  std::map<std::string, nlohmann::json> by_signature;
+  const nlohmann::json report = nlohmann::json::parse(e.out);
+  for (const auto& c : report["clusters"]) by_signature[c["signature"].get<std::string>()] = c;
+  ASSERT_EQ(by_signature.size(), 2u) << e.out.substr(0, 2000);
+  const auto& load = by_signature["bad-pointer | load | main"];
+  EXPECT_EQ(load["count"], 5);
+  EXPECT_EQ(load["syndrome"], "bad-pointer");
+  EXPECT_EQ(load["syndromes"], nlohmann::json::parse(R"({"bad-pointer": 3, "null-deref": 2})"));
+  const auto& walk = by_signature["null-deref | walk | main"];
+  EXPECT_EQ(walk["count"], 1);
+  EXPECT_TRUE(walk["syndromes"].is_null());
+  auto text = Coroner("epi --db " + db);
+  EXPECT_NE(text.out.find("syndromes: bad-pointer 3, null-deref 2"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace coroner::testing
