@@ -46,13 +46,16 @@ std::string Span(const Cluster& c) {
   return c.first_seen == c.last_seen ? c.first_seen : c.first_seen + " .. " + c.last_seen;
 }
 
+// "1 core", "5 cores".
+std::string Cores(uint64_t n) { return fmt::format("{} core{}", n, n == 1 ? "" : "s"); }
+
 // The reports' opening sentence; numbers and days only.
 std::string Overview(const EpiResult& r) {
-  std::string out = fmt::format("{} cores", r.cores);
+  std::string out = Cores(r.cores);
   if (r.first_day) out += " from " + FormatDay(*r.first_day) + " to " + FormatDay(*r.last_day);
   out += fmt::format(" in {} clusters; {} tests, Benjamini-Hochberg adjusted.", r.clusters.size(), r.tests);
-  if (r.excluded) out += fmt::format(" {} cores excluded by rules.", r.excluded);
-  if (r.errors) out += fmt::format(" {} unreadable cores left out.", r.errors);
+  if (r.excluded) out += " " + Cores(r.excluded) + " excluded by rules.";
+  if (r.errors) out += fmt::format(" {} unreadable core{} left out.", r.errors, r.errors == 1 ? "" : "s");
   return out;
 }
 
@@ -76,9 +79,13 @@ std::string SyndromeCounts(const Cluster& c) {
 // How many findings a summary shows per cluster.
 constexpr size_t kShown = 3;
 
-std::string FindingLine(const Finding& f) {
-  std::string s = fmt::format("{} = {}: {} of cluster ({}, fleet {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
-                              ValidUtf8(f.value), f.count, Pct(f.share), Pct(f.baseline_share), f.lift,
+// A finding counts a cluster's incidents (a job's ranks are one): where
+// they are fewer than its cores, the line says so.
+std::string FindingLine(const Finding& f, const Cluster& c) {
+  std::string of = c.incidents < c.count ? fmt::format("{} of {} incidents ({})", f.count, c.incidents, Cores(c.count))
+                                         : fmt::format("{} of cluster", f.count);
+  std::string s = fmt::format("{} = {}: {} ({}, fleet {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
+                              ValidUtf8(f.value), of, Pct(f.share), Pct(f.baseline_share), f.lift,
                               PValue(f.p_adjusted));
   if (f.rated) s += ", rate ratio " + RateRatio(f);
   if (f.reading) s += " — " + ValidUtf8(FindingWords(f));
@@ -177,7 +184,7 @@ std::string HostsText(const EpiResult& r) {
 }
 
 std::string EpiToText(const EpiResult& r) {
-  std::string out = fmt::format("{} cores", r.cores);
+  std::string out = Cores(r.cores);
   if (r.first_day) out += ", " + FormatDay(*r.first_day) + " .. " + FormatDay(*r.last_day);
   out += fmt::format(", {} clusters, {} tests", r.clusters.size(), r.tests);
   if (r.excluded) out += fmt::format(", {} excluded by rules", r.excluded);
@@ -186,7 +193,7 @@ std::string EpiToText(const EpiResult& r) {
   out += "\n";
   for (const auto& w : r.warnings) out += "warning: " + ValidUtf8(w) + "\n";
   for (const auto& g : BySyndrome(r)) {
-    out += fmt::format("\n{}: {} cores in {} cluster{}\n", ValidUtf8(g.syndrome), g.count, g.clusters.size(),
+    out += fmt::format("\n{}: {} in {} cluster{}\n", ValidUtf8(g.syndrome), Cores(g.count), g.clusters.size(),
                        g.clusters.size() == 1 ? "" : "s");
     size_t shown = 0;
     for (const Cluster* c : g.clusters) {
@@ -194,7 +201,7 @@ std::string EpiToText(const EpiResult& r) {
         out += fmt::format("  ... {} smaller clusters (see --json)\n", g.clusters.size() - 10);
         break;
       }
-      out += fmt::format("  {}  {}  {} cores ({}), {}", c->id, ValidUtf8(c->signature), c->count, Pct(c->share),
+      out += fmt::format("  {}  {}  {} ({}), {}", c->id, ValidUtf8(c->signature), Cores(c->count), Pct(c->share),
                          Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
       out += "\n";
@@ -207,7 +214,7 @@ std::string EpiToText(const EpiResult& r) {
       size_t listed = 0, explained = 0;
       for (const auto& f : c->findings) {
         if (!f.explained_by_attribute.empty()) ++explained;
-        else if (listed++ < kShown) out += "      " + FindingLine(f) + "\n";
+        else if (listed++ < kShown) out += "      " + FindingLine(f, *c) + "\n";
       }
       if (explained)
         out += fmt::format("      ({} more explained by {} = {})\n", explained,
@@ -403,11 +410,11 @@ std::string EpiToMarkdown(const EpiResult& r) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", md(g.syndrome), c->id, md(c->signature),
                          c->count, Pct(c->share), c->first_seen, c->last_seen, c->onset);
   for (const auto& g : groups) {
-    out += fmt::format("\n## {} ({} cores, {} cluster{})\n", md(g.syndrome), g.count, g.clusters.size(),
+    out += fmt::format("\n## {} ({}, {} cluster{})\n", md(g.syndrome), Cores(g.count), g.clusters.size(),
                        g.clusters.size() == 1 ? "" : "s");
     for (const Cluster* c : g.clusters) {
       if (c->findings.empty() && c->count < 3) continue;
-      out += fmt::format("\n### {} — {}\n\n{} cores ({}), {}", c->id, md(c->signature), c->count,
+      out += fmt::format("\n### {} — {}\n\n{} ({}), {}", c->id, md(c->signature), Cores(c->count),
                          Pct(c->share), Span(*c));
       if (!c->onset.empty()) out += ", onset " + c->onset;
       if (!c->example.empty()) out += ". Example: " + MarkdownCode(c->example);
@@ -695,8 +702,8 @@ std::string EpiToHtml(const EpiResult& r) {
     }
   out += "</tbody></table>\n" + IncidentsTable(r) + HostsTable(r) + "<h2>Hosts by cluster</h2>\n" + HeatmapSvg(r) + "\n";
   for (const auto& g : groups) {
-    out += fmt::format("<h2>{} <span class=\"tag\">{} cores, {} cluster{}</span></h2>\n", HtmlEscape(g.syndrome),
-                       g.count, g.clusters.size(), g.clusters.size() == 1 ? "" : "s");
+    out += fmt::format("<h2>{} <span class=\"tag\">{}, {} cluster{}</span></h2>\n", HtmlEscape(g.syndrome),
+                       Cores(g.count), g.clusters.size(), g.clusters.size() == 1 ? "" : "s");
     size_t shown = 0;
     for (const Cluster* c : g.clusters) {
       if (++shown > 25) {
@@ -704,17 +711,20 @@ std::string EpiToHtml(const EpiResult& r) {
                            g.clusters.size() - 25);
         break;
       }
-      out += fmt::format("<div class=\"card\" id=\"{}\"><h3>{} <code>{}</code></h3>\n<p>{} cores ({}), {}", c->id,
-                         c->id, HtmlEscape(c->signature), c->count, Pct(c->share), HtmlEscape(Span(*c)));
+      out += fmt::format("<div class=\"card\" id=\"{}\"><h3>{} <code>{}</code></h3>\n<p>{} ({}), {}", c->id,
+                         c->id, HtmlEscape(c->signature), Cores(c->count), Pct(c->share), HtmlEscape(Span(*c)));
       if (!c->onset.empty()) out += ", onset <b>" + c->onset + "</b>";
       if (!c->example.empty()) out += ". Example: <code>" + HtmlEscape(c->example) + "</code>";
       out += ".</p>\n";
       if (c->began_with) out += "<p class=\"flag\">" + HtmlEscape(OnsetWords(*c->began_with)) + "</p>\n";
       if (c->incidents < c->count) out += fmt::format("<p>{} incidents.</p>\n", c->incidents);
       if (c->collateral) out += "<p class=\"flag\">" + HtmlEscape(CollateralWords(*c)) + "</p>\n";
-      for (const auto& f : c->findings)
-        if (f.reading && f.p_adjusted < 0.01 && f.explained_by_attribute.empty())
+      // A finding's flag, unless the onset's line above already says it.
+      for (const auto& f : c->findings) {
+        bool onset = c->began_with && c->began_with->attribute == f.attribute && c->began_with->value == f.value;
+        if (f.reading && f.p_adjusted < 0.01 && f.explained_by_attribute.empty() && !onset)
           out += "<p class=\"flag\">" + HtmlEscape(FindingWords(f)) + "</p>\n";
+      }
       out += "<div class=\"charts\"><div>" + DailySvg(*c, days) + "</div><div>" + UptimeSvg(*c) + "</div></div>\n";
       if (!c->findings.empty()) {
         // The findings that stand on their own; those the strongest one

@@ -308,7 +308,20 @@ bool SaysHardware(const json& cluster) {
 
 TEST(Epi, DemoFleetFindsTheBadMachineTheReleaseAndTheKernel) {
   CheckPlantedCauses(DemoScenario());
-  const json& r = Scan(DemoScenario()).report;
+  const Scanned& scanned = Scan(DemoScenario());
+  const json& r = scanned.report;
+  // The HTML card says what the cluster began with once, not again as a finding's flag.
+  {
+    std::string html = Work() + "/demo-report.html";
+    auto h = Coroner("epi --db " + scanned.db + " --inventory " + scanned.fleet.inventory + " --html " + html);
+    ASSERT_EQ(h.status, 0) << h.err;
+    std::string page = ReadAll(html);
+    size_t flags = 0;
+    for (size_t at = page.find("<p class=\"flag\">began with release"); at != std::string::npos;
+         at = page.find("<p class=\"flag\">began with release", at + 1))
+      ++flags;
+    EXPECT_EQ(flags, 1u);
+  }
   // One syndrome hiding two clusters: the release's and the kernel's null-derefs.
   size_t null_derefs = 0;
   for (const auto& c : r["clusters"]) null_derefs += c["syndrome"] == "null-deref";
@@ -1417,6 +1430,7 @@ TEST(Epi, APointerFaultIsOnePopulationWhateverItsPointerHeld) {
   EXPECT_TRUE(walk["syndromes"].is_null());
   auto text = Coroner("epi --db " + db);
   EXPECT_NE(text.out.find("syndromes: bad-pointer 3, null-deref 2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("null-deref | walk | main  1 core ("), std::string::npos) << text.out;
 }
 
 }  // namespace
