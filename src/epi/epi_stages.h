@@ -225,7 +225,20 @@ struct Test {
   int64_t window_first = INT64_MIN, window_last = INT64_MIN;  // days, when restricted
   bool rated = false;
   double host_days = 0, rate = 0, rate_without = 0, p_rate = 1;
+  std::vector<uint32_t> left_out;  // the clusters (ranks) Fisher's reference left out
 };
+
+// The clusters each attribute's reference leaves out, by attribute key
+// (Features::keys' index), ranks sorted: a cluster with a strong finding
+// on the attribute (its own cause), or on a host or machine (which fixes
+// every attribute of its crashes), does not stand in for the others'
+// baseline. Empty: every other crash is the reference.
+using References = std::vector<std::vector<uint32_t>>;
+// The p (adjusted) under which a finding makes its cluster a cause on its
+// attribute, for the others' references.
+inline constexpr double kStrongFinding = 0.01;
+// Rounds of the fixed point: tests, findings, references, tests again.
+inline constexpr int kReferenceRounds = 5;
 
 // The stages, in the order RunEpidemiology runs them: each a function of
 // the previous ones' results.
@@ -236,7 +249,10 @@ Calendar MakeCalendar(const Population& pop, const Incidents& incidents, const E
 Clusters MakeClusters(const Population& pop, const Incidents& incidents, const Calendar& cal,
                       const EpiOptions& options, EpiResult& result);
 std::vector<Test> MakeTests(const Population& pop, const Incidents& incidents, const Calendar& cal,
-                            const Clusters& clusters, const EpiOptions& options, const EpiResult& result);
+                            const Clusters& clusters, const EpiOptions& options, const EpiResult& result,
+                            const References& left_out);
+// The references the strong findings among `tests` call for.
+References ReferencesFrom(const std::vector<Test>& tests, const std::vector<double>& adjusted, const Population& pop);
 std::vector<double> AdjustFamily(const std::vector<Test>& tests, const Population& pop, double alpha,
                                  EpiResult& result);
 void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adjusted, const Population& pop,

@@ -76,8 +76,19 @@ Expected<EpiResult> RunEpidemiology(Dataset& dataset, const EpiOptions& options)
   Incidents incidents = FindIncidents(pop, options);
   Calendar calendar = MakeCalendar(pop, incidents, options, result);
   Clusters clusters = MakeClusters(pop, incidents, calendar, options, result);
-  std::vector<Test> tests = MakeTests(pop, incidents, calendar, clusters, options, result);
-  std::vector<double> adjusted = AdjustFamily(tests, pop, options.report_p_adjusted, result);
+  // The tests against references without other clusters' causes, to a
+  // fixed point: the strong findings name the causes, the causes shape the
+  // references, the references the tests (docs/epi-json.md, "The reference").
+  References left_out;
+  std::vector<Test> tests;
+  std::vector<double> adjusted;
+  for (int round = 0; round < kReferenceRounds; ++round) {
+    tests = MakeTests(pop, incidents, calendar, clusters, options, result, left_out);
+    adjusted = AdjustFamily(tests, pop, options.report_p_adjusted, result);
+    References next = ReferencesFrom(tests, adjusted, pop);
+    if (next == left_out) break;
+    left_out = std::move(next);
+  }
   AddFindings(tests, adjusted, pop, calendar, clusters, options, result);
   ExplainFindings(pop, incidents, calendar, clusters, options, result);
   FindChangeOnsets(pop, incidents, calendar, clusters, options, result);

@@ -51,7 +51,12 @@ struct Finding {
   uint64_t count = 0;          // cores of the cluster with the value (in the window, when there is one)
   uint64_t in_cluster = 0;     // every core of the cluster with the value
   double share = 0;            // count / cluster cores
-  double baseline_share = 0;   // share of all cores with the value
+  double baseline_share = 0;   // share of the reference's cores with the value
+  // Fisher's reference: the crashes the cluster is compared with (the
+  // others, less those of clusters that are causes on this attribute or
+  // sit on one host or machine), and those clusters' ids.
+  uint64_t reference = 0;
+  std::vector<std::string> left_out;
   double lift = 0;             // share / baseline_share
   double p_value = 1;          // Fisher: the cluster against the other crashes (within `window_*` when set)
   double p_adjusted = 1;       // Benjamini-Hochberg, of p_rate when there is one, else of p_value

@@ -26,11 +26,78 @@ namespace coroner::epi_stages {
 // crashes (Fisher; within the cluster's window for the calendar's values)
 // or, with an inventory, against the host-days at risk.
 
+namespace {
+
+// What a left-out cluster takes from a reference: its counted crashes, and
+// each value's, overall and by day (timed crashes only, as the calendar's).
+struct Tally {
+  uint64_t counted = 0;
+  std::vector<int64_t> days;
+  std::unordered_map<uint32_t, uint64_t> with;
+  std::unordered_map<uint32_t, std::vector<int64_t>> days_with;
+};
+
+std::unordered_map<uint32_t, Tally> TallyLeftOut(const Population& pop, const Incidents& incidents,
+                                                 const Calendar& cal, const Clusters& clusters,
+                                                 const References& left_out) {
+  std::unordered_map<uint32_t, Tally> out;
+  for (const auto& ranks : left_out)
+    for (uint32_t r : ranks) out.try_emplace(r);
+  for (auto& [rank, tally] : out) {
+    for (uint32_t i : clusters.Of(rank)) {
+      if (!incidents.counted[i]) continue;
+      ++tally.counted;
+      std::optional<int64_t> day;
+      if (pop.crashes[i].time) day = std::max(DayOf(*pop.crashes[i].time), cal.min_day);
+      if (day) tally.days.push_back(*day);
+      auto [from, to] = pop.FeaturesOf(i);
+      for (const uint32_t* f = from; f != to; ++f) {
+        ++tally.with[*f];
+        if (day && cal.windowed[*f]) tally.days_with[*f].push_back(*day);
+      }
+    }
+    std::sort(tally.days.begin(), tally.days.end());
+    for (auto& [f, d] : tally.days_with) std::sort(d.begin(), d.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+References ReferencesFrom(const std::vector<Test>& tests, const std::vector<double>& adjusted, const Population& pop) {
+  const auto& features = pop.features;
+  References by_key(features.keys.size());
+  std::vector<uint32_t> everywhere;  // clusters on one host or machine
+  for (size_t i = 0; i < tests.size(); ++i) {
+    if (adjusted[i] >= kStrongFinding) continue;
+    uint32_t key = features.features[tests[i].feature].first;
+    auto rank = static_cast<uint32_t>(tests[i].cluster);
+    (PlaceOfKey(features.keys[key]) != KeyPlace::kNone ? everywhere : by_key[key]).push_back(rank);
+  }
+  for (size_t key = 0; key < by_key.size(); ++key) {
+    auto& ranks = by_key[key];
+    // A bad host's crashes carry the hardware evidence the evidence keys
+    // measure (errors in its kernel log, bit flips, impossible states): the
+    // reference of those keys keeps them, or every other cluster would
+    // look as bad as the host.
+    const std::string& name = features.keys[key];
+    KeyRole role = RoleOfKey(name);
+    bool evidence = name.starts_with("hw_errors_") || role == KeyRole::kBitFlip || role == KeyRole::kImpossibleState;
+    if (!evidence) ranks.insert(ranks.end(), everywhere.begin(), everywhere.end());
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  }
+  if (std::all_of(by_key.begin(), by_key.end(), [](const auto& r) { return r.empty(); })) by_key.clear();
+  return by_key;
+}
+
 std::vector<Test> MakeTests(const Population& pop, const Incidents& incidents, const Calendar& cal,
-                            const Clusters& clusters, const EpiOptions& options, const EpiResult& result) {
+                            const Clusters& clusters, const EpiOptions& options, const EpiResult& result,
+                            const References& left_out) {
   std::vector<Test> tests;
   const auto& features = pop.features;
   size_t n_features = features.features.size();
+  const std::unordered_map<uint32_t, Tally> tallies = TallyLeftOut(pop, incidents, cal, clusters, left_out);
   std::vector<uint64_t> counter(n_features, 0), timed_counter(n_features, 0), placed_counter(n_features, 0);
   std::vector<uint32_t> touched;
   uint64_t all_crashes = cal.observations;
@@ -61,6 +128,27 @@ std::vector<Test> MakeTests(const Population& pop, const Incidents& incidents, c
         with = Calendar::InWindow(cal.days_with.at(f), span.first, span.last);
         all = Calendar::InWindow(cal.all_days, span.first, span.last);
         t.window_first = span.first, t.window_last = span.last;
+      }
+      // The reference without the clusters that are causes on this
+      // attribute (ReferencesFrom); this cluster stays in its own.
+      if (key < left_out.size()) {
+        for (uint32_t other : left_out[key]) {
+          if (other == rank) continue;
+          const Tally& tally = tallies.at(other);
+          auto w = tally.with.find(f);
+          uint64_t other_with = 0, other_all = 0;
+          if (t.window_first != INT64_MIN) {
+            auto d = tally.days_with.find(f);
+            if (d != tally.days_with.end()) other_with = Calendar::InWindow(d->second, span.first, span.last);
+            other_all = Calendar::InWindow(tally.days, span.first, span.last);
+          } else {
+            other_with = w == tally.with.end() ? 0 : w->second;
+            other_all = tally.counted;
+          }
+          with -= std::min(with, other_with);
+          all -= std::min(all, other_all);
+          t.left_out.push_back(other);
+        }
       }
       t.n = n, t.with = with, t.all = all;
       t.fisher = t.p = FisherGreater(t.both, n, with, all);
@@ -151,6 +239,8 @@ void AddFindings(const std::vector<Test>& tests, const std::vector<double>& adju
     f.in_cluster = t.in_cluster;
     f.share = t.n ? static_cast<double>(t.both) / static_cast<double>(t.n) : 0;
     f.baseline_share = t.all ? static_cast<double>(t.with) / static_cast<double>(t.all) : 0;
+    f.reference = t.all - std::min(t.all, t.n);
+    for (uint32_t r : t.left_out) f.left_out.push_back(result.clusters[r].id);
     f.lift = f.baseline_share > 0 ? f.share / f.baseline_share : 0;
     f.p_value = t.fisher;
     f.p_adjusted = adjusted[i];

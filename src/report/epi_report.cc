@@ -84,9 +84,11 @@ constexpr size_t kShown = 3;
 std::string FindingLine(const Finding& f, const Cluster& c) {
   std::string of = c.incidents < c.count ? fmt::format("{} of {} incidents ({})", f.count, c.incidents, Cores(c.count))
                                          : fmt::format("{} of cluster", f.count);
-  std::string s = fmt::format("{} = {}: {} ({}, fleet {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
-                              ValidUtf8(f.value), of, Pct(f.share), Pct(f.baseline_share), f.lift,
-                              PValue(f.p_adjusted));
+  // "fleet": every other crash; "reference": without the clusters that are
+  // causes of their own on the attribute.
+  std::string s = fmt::format("{} = {}: {} ({}, {} {}), lift {:.1f}, p_adj {}", ValidUtf8(f.attribute),
+                              ValidUtf8(f.value), of, Pct(f.share), f.left_out.empty() ? "fleet" : "reference",
+                              Pct(f.baseline_share), f.lift, PValue(f.p_adjusted));
   if (f.rated) s += ", rate ratio " + RateRatio(f);
   if (f.reading) s += " — " + ValidUtf8(FindingWords(f));
   return s;
@@ -250,6 +252,7 @@ nlohmann::json FindingJson(const Finding& f) {
           {"count", f.count},
           {"share", f.share},
           {"baseline_share", f.baseline_share},
+          {"reference", json{{"crashes", f.reference}, {"left_out", f.left_out}}},
           {"lift", f.lift},
           {"p_value", f.p_value},
           {"p_adjusted", f.p_adjusted},
