@@ -29,4 +29,22 @@ std::optional<ChangeOnset> TestChangeOnset(const Exposure& exposure, const std::
   return o;
 }
 
+std::optional<ChangeOnset> TestCrashClockOnset(const std::string& attribute, const std::string& value,
+                                               const CrashClock& k) {
+  if (k.mine_after == 0 || k.others_before == 0 || k.all_with == 0) return std::nullopt;
+  ChangeOnset o;
+  o.attribute = attribute;
+  o.value = value;
+  o.crash_clock = true;
+  o.crashes_before = k.mine_before;
+  o.crashes_after = k.mine_after;
+  o.other_crashes_before = k.others_before;
+  o.lag_crashes = k.lag_crashes;
+  double share = static_cast<double>(k.mine_after) / static_cast<double>(k.mine_after + k.others_after);
+  o.p_value = BinomialLess(k.mine_before, k.others_before + k.mine_before, share);
+  double share_with = static_cast<double>(k.mine_with) / static_cast<double>(k.all_with);
+  o.p_lag = std::pow(1 - std::min(1.0, share_with), static_cast<double>(k.lag_crashes));
+  return o;
+}
+
 }  // namespace coroner

@@ -32,6 +32,11 @@ struct ChangeOnset {
   double p_adjusted = 1;     // Bonferroni over every onset test epi made
   double lag_host_days = 0;  // host-days with the value before the first crash with it
   double p_lag = 1;          // exp(-rate after * lag_host_days)
+  // Judged without an inventory, against the other crashes (the crash
+  // clock): then the host-days are 0, and these count crashes instead.
+  bool crash_clock = false;
+  uint64_t other_crashes_before = 0;  // the other clusters', before the value first appeared
+  uint64_t lag_crashes = 0;           // other crashes with the value before the cluster's first
 };
 
 // The smallest p_lag at which the change may still have started the cluster.
@@ -43,5 +48,24 @@ constexpr double kMinOnsetLag = 0.01;
 std::optional<ChangeOnset> TestChangeOnset(const Exposure& exposure, const std::string& attribute,
                                            const std::string& value, int64_t begin, int64_t end,
                                            uint64_t crashes_before, uint64_t crashes_after, int64_t first_after);
+
+// Without an inventory, the fleet's other crashes are the clock. Before the
+// value's first appearance the fleet had `others_before` crashes of other
+// clusters and `mine_before` of this one; from it on, `others_after` and
+// `mine_after`. Rate: with the cluster's share of the crashes after,
+// s = mine_after / (mine_after + others_after), P(at most mine_before of
+// the crashes before are its) — Binomial(others_before + mine_before, s).
+// Lag: the wait from the value's first appearance to the cluster's first
+// crash with it, in other crashes carrying the value (`lag_crashes`), at
+// the cluster's share of the crashes carrying it once begun
+// (`mine_with` of `all_with`): P = (1 - share)^lag. Assumes the other
+// clusters' crash rate did not change when the value came, which the
+// reference (no other cluster's own cause) makes likelier.
+struct CrashClock {
+  uint64_t others_before = 0, mine_before = 0, others_after = 0, mine_after = 0;
+  uint64_t lag_crashes = 0, mine_with = 0, all_with = 0;
+};
+std::optional<ChangeOnset> TestCrashClockOnset(const std::string& attribute, const std::string& value,
+                                               const CrashClock& clock);
 
 }  // namespace coroner

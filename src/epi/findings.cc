@@ -342,11 +342,81 @@ void ExplainFindings(const Population& pop, const Incidents& incidents, const Ca
 // (epi/change_onset.h). Bonferroni over every such test; the strongest that
 // passes both questions is the cluster's.
 
+namespace {
+
+// Other clusters' crashes that must carry a value for it to be a change of
+// the fleet.
+constexpr uint64_t kMinOthersWithChange = 3;
+
+bool Carries(const Population& pop, size_t i, uint32_t f) {
+  auto [from, to] = pop.FeaturesOf(i);
+  return std::find(from, to, f) != to;
+}
+
+// Without an inventory: each value of a calendar key (a release, a kernel)
+// that 90% of a cluster's crashes carry, judged by the other crashes'
+// clock (TestCrashClockOnset).
+std::vector<std::pair<size_t, ChangeOnset>> CrashClockOnsets(const Population& pop, const Incidents& incidents,
+                                                             const Calendar& cal, const Clusters& clusters,
+                                                             const EpiOptions& options) {
+  std::vector<std::pair<size_t, ChangeOnset>> tested;
+  const auto& crashes = pop.crashes;
+  for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
+    if (clusters.spans[rank].counted < options.min_cluster_for_tests) continue;
+    const uint32_t key = static_cast<uint32_t>(clusters.order[rank]);
+    uint64_t timed = 0;
+    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
+    for (uint32_t i : clusters.Of(rank)) {
+      if (!incidents.counted[i] || !crashes[i].time) continue;
+      ++timed;
+      auto [from, to] = pop.FeaturesOf(i);
+      for (const uint32_t* f = from; f != to; ++f) {
+        if (!cal.windowed[*f]) continue;
+        auto [it, added] = carried.try_emplace(*f, 0, *crashes[i].time);
+        ++it->second.first;
+        it->second.second = std::min(it->second.second, *crashes[i].time);
+      }
+    }
+    for (const auto& [f, seen] : carried) {
+      if (seen.first * 10 < timed * 9 || cal.first_time[f] == INT64_MAX) continue;
+      const int64_t appeared = cal.first_time[f], first_mine = seen.second;
+      CrashClock k;
+      for (size_t i = 0; i < crashes.size(); ++i) {
+        if (!incidents.counted[i] || !crashes[i].time) continue;
+        const int64_t t = *crashes[i].time;
+        const bool mine = crashes[i].cluster == key;
+        if (t < appeared) {
+          ++(mine ? k.mine_before : k.others_before);
+          continue;
+        }
+        ++(mine ? k.mine_after : k.others_after);
+        if (!Carries(pop, i, f)) continue;
+        if (t < first_mine) {
+          k.lag_crashes += !mine;
+        } else {
+          ++k.all_with;
+          k.mine_with += mine;
+        }
+      }
+      const auto& feature = pop.features.features[f];
+      // A change of the fleet, which other clusters' crashes carry too; not
+      // the cluster's own program or build, which first appears with it.
+      uint64_t others_with = k.all_with - k.mine_with + k.lag_crashes;
+      if (feature.first == pop.k_exe || feature.first == pop.k_build || others_with < kMinOthersWithChange) continue;
+      if (auto o = TestCrashClockOnset(pop.features.keys[feature.first], feature.second, k))
+        tested.emplace_back(rank, std::move(*o));
+    }
+  }
+  return tested;
+}
+
+}  // namespace
+
 void FindChangeOnsets(const Population& pop, const Incidents& incidents, const Calendar& cal, const Clusters& clusters,
                       const EpiOptions& options, EpiResult& result) {
-  if (!cal.exposure) return;
   std::vector<std::pair<size_t, ChangeOnset>> tested;  // cluster rank, test
-  for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
+  if (!cal.exposure) tested = CrashClockOnsets(pop, incidents, cal, clusters, options);
+  for (size_t rank = 0; cal.exposure && rank < clusters.order.size(); ++rank) {
     if (clusters.spans[rank].counted < options.min_cluster_for_tests) continue;
     uint64_t n_placed = 0;
     std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time

@@ -59,6 +59,18 @@ double FisherGreater(uint64_t both, uint64_t in_cluster, uint64_t with_value, ui
   return std::clamp(1.0 - lower, 0.0, 1.0);
 }
 
+double BinomialLess(uint64_t successes, uint64_t trials, double q) {
+  if (successes >= trials || !(q > 0)) return 1.0;
+  if (q >= 1) return 0.0;
+  double n = static_cast<double>(trials), sum = 0;
+  for (uint64_t x = 0; x <= successes; ++x) {
+    double k = static_cast<double>(x);
+    sum += std::exp(std::lgamma(n + 1) - std::lgamma(k + 1) - std::lgamma(n - k + 1) + k * std::log(q) +
+                    (n - k) * std::log1p(-q));
+  }
+  return std::min(1.0, sum);
+}
+
 double BinomialGreater(uint64_t successes, uint64_t trials, double q) {
   if (successes == 0 || !(q > 0)) return successes == 0 ? 1.0 : 0.0;
   if (successes > trials) return 0.0;

@@ -37,6 +37,10 @@ double MantelHaenszelGreater(const std::vector<Stratum>& strata);
 // probability q. Exact to double precision, like FisherGreater.
 double BinomialGreater(uint64_t successes, uint64_t trials, double q);
 
+// P(X <= successes) for X ~ Binomial(trials, q), summed term by term in
+// logs: exact where 1 - BinomialGreater would round a tiny tail to 0.
+double BinomialLess(uint64_t successes, uint64_t trials, double q);
+
 // Benjamini-Hochberg adjusted p-values, in the order given.
 std::vector<double> BenjaminiHochberg(const std::vector<double>& p);
 

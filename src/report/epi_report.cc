@@ -296,6 +296,9 @@ nlohmann::json ClusterJson(const Cluster& c) {
                   {"p_value", o->p_value},
                   {"p_adjusted", o->p_adjusted},
                   {"lag_host_days", o->lag_host_days},
+                  {"clock", o->crash_clock ? "crashes" : "host-days"},
+                  {"other_crashes_before", o->crash_clock ? json(o->other_crashes_before) : json(nullptr)},
+                  {"lag_crashes", o->crash_clock ? json(o->lag_crashes) : json(nullptr)},
                   {"p_lag", o->p_lag},
                   {"reading", ValidUtf8(OnsetWords(*o))}};
   return {{"id", c.id},

@@ -83,6 +83,11 @@ std::string FindingWords(const std::string& attribute, const std::string& value,
 }
 
 std::string OnsetWords(const ChangeOnset& o) {
+  if (o.crash_clock)
+    return fmt::format("began with {} {} ({} of the {} crashes before it, {} after; no inventory: judged against the "
+                       "other crashes)",
+                       o.attribute, o.value, o.crashes_before, o.crashes_before + o.other_crashes_before,
+                       o.crashes_after);
   return fmt::format("began with {} {} ({} {} in {:.0f} host-days before, {} after)", o.attribute, o.value,
                      o.crashes_before, o.crashes_before == 1 ? "crash" : "crashes", o.host_days_before,
                      o.crashes_after);

@@ -959,7 +959,12 @@ TEST(Epi, AmdFleetNamesTheBadGpuNotTheApplicationAndTheRelease) {
   const PlantedPopulation& release = scenario.populations[2];
   ASSERT_TRUE(release.onset_cause);
   CheckBeganWith(s, ClusterOf(r, signatures.at(release.name)), release);
-  EXPECT_TRUE(ClusterOf(s.cases, signatures.at(release.name))["began_with"].is_null());  // no inventory, no host-days
+  // Without an inventory, no host-days: the other crashes are the clock, and name the same release.
+  const json& clock = ClusterOf(s.cases, signatures.at(release.name))["began_with"];
+  ASSERT_FALSE(clock.is_null());
+  EXPECT_EQ(clock["attribute"], release.cause_attribute);
+  EXPECT_EQ(clock["value"], release.cause_value);
+  EXPECT_EQ(clock["clock"], "crashes");
 }
 
 // Per core: the impossible state of the misaligned-stack rules, the GPU
@@ -1540,6 +1545,56 @@ TEST(Epi, TheReferenceLeavesOutTheKernelsOwnCluster) {
   for (const auto& f : c3["findings"])
     kernel_cause |= f["attribute"] == "kernel" && f["value"] == "6.8.0-1021-azure" && f["p_adjusted"].get<double>() < 1e-6;
   EXPECT_TRUE(kernel_cause) << c3["findings"].dump();
+}
+
+}  // namespace
+}  // namespace coroner::testing
+
+namespace coroner::testing {
+namespace {
+
+// Without an inventory, the fleet-wide release the demo's population began
+// with is named from the crashes themselves: none of its crashes among the
+// M the fleet had before the release first appeared, against its share of
+// the crashes after (recomputed here: (1 - s)^M). No population that began
+// before a change, or without one, is said to begin with one.
+TEST(Epi, WithoutAnInventoryTheCrashClockNamesTheRelease) {
+  for (const Scenario& scenario : {DemoScenario(), GpuScenario(), RegionScenario(), ExposureScenario()}) {
+    SCOPED_TRACE(scenario.name);
+    const Scanned& s = Scan(scenario);
+    auto signatures = Signatures(s);
+    for (const auto& p : scenario.populations) {
+      const json& cluster = ClusterOf(s.cases, signatures.at(p.name));
+      const json& began = cluster["began_with"];
+      if (!p.onset_cause) {
+        // A kernel a population alone runs on may be what it began with; a background never is.
+        if (p.cause_attribute.empty()) EXPECT_TRUE(began.is_null()) << p.name << ": " << began.dump();
+        continue;
+      }
+      ASSERT_FALSE(began.is_null()) << p.name;
+      EXPECT_EQ(began["attribute"], p.cause_attribute);
+      EXPECT_EQ(began["value"], p.cause_value);
+      EXPECT_EQ(began["clock"], "crashes");
+      EXPECT_EQ(began["crashes_before"], 0);
+      // The crashes before the value's first appearance, and the cluster's share after, from the dataset.
+      auto q = Coroner("query --json --db " + s.db + " \"SELECT min(time) AS t FROM cores_with_attributes WHERE status = 'ok' AND \\\"" +
+                       p.cause_attribute + "\\\" = '" + p.cause_value + "'\"");
+      ASSERT_EQ(q.status, 0) << q.err;
+      std::string appeared = json::parse(q.out)[0]["t"];
+      auto n = [&](const std::string& where) {
+        auto r = Coroner("query --json --db " + s.db + " \"SELECT count(*) AS n FROM cores WHERE status = 'ok' AND " + where + "\"");
+        return json::parse(r.out)[0]["n"].get<uint64_t>();
+      };
+      uint64_t before = n("time < '" + appeared + "'");
+      uint64_t mine_after = n("time >= '" + appeared + "' AND signature = '" + signatures.at(p.name) + "'");
+      uint64_t after = n("time >= '" + appeared + "'");
+      EXPECT_EQ(began["other_crashes_before"], before);
+      EXPECT_EQ(began["crashes_after"], mine_after);
+      double share = static_cast<double>(mine_after) / static_cast<double>(after);
+      EXPECT_NEAR(std::log(began["p_value"].get<double>()), static_cast<double>(before) * std::log(1 - share), 1e-6);
+      EXPECT_NE(began["reading"].get<std::string>().find("no inventory: judged against the other crashes"), std::string::npos);
+    }
+  }
 }
 
 }  // namespace
