@@ -1569,7 +1569,9 @@ TEST(Epi, WithoutAnInventoryTheCrashClockNamesTheRelease) {
       const json& began = cluster["began_with"];
       if (!p.onset_cause) {
         // A kernel a population alone runs on may be what it began with; a background never is.
-        if (p.cause_attribute.empty()) EXPECT_TRUE(began.is_null()) << p.name << ": " << began.dump();
+        if (p.cause_attribute.empty()) {
+          EXPECT_TRUE(began.is_null()) << p.name << ": " << began.dump();
+        }
         continue;
       }
       ASSERT_FALSE(began.is_null()) << p.name;

@@ -49,8 +49,11 @@ TEST(IfuncNames, EveryVariantOfDebiansLibcIsAFunctionItExports) {
   EXPECT_GT(variants, 150u);
   // Every strlen libc carries (sse2, avx2, evex, ...): one name.
   EXPECT_GE(strlens.size(), 3u);
-  for (const char* v : {"__strlen_sse2", "__strlen_avx2", "__strlen_evex"})
-    if (functions.count(v)) EXPECT_TRUE(strlens.count(v)) << v;
+  for (const char* v : {"__strlen_sse2", "__strlen_avx2", "__strlen_evex"}) {
+    if (functions.count(v)) {
+      EXPECT_TRUE(strlens.count(v)) << v;
+    }
+  }
 }
 
 TEST(IfuncNames, OtherNamesAreLeftAlone) {
