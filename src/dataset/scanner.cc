@@ -91,7 +91,8 @@ std::string JournalLabel(const CoredumpEntry& e, const Metadata& md) {
     std::snprintf(micros, sizeof micros, ".%06u", static_cast<unsigned>(usec % 1000000));
     iso = iso.substr(0, iso.size() - 1) + micros + "Z";
   }
-  return "journal:" + (host ? *host : std::string("unknown")) + ":" + (pid ? *pid : std::string("0")) + ":" + iso;
+  // The host and pid are the journal's, untrusted: the label is valid UTF-8 as every path the dataset keeps.
+  return ValidUtf8("journal:" + (host ? *host : std::string("unknown")) + ":" + (pid ? *pid : std::string("0")) + ":" + iso);
 }
 
 // A directory of the scan's own for the cores taken out of the journal,
