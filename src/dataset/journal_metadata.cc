@@ -101,6 +101,15 @@ CgroupContainer ContainerOfCgroup(std::string_view cgroup) {
   return c;
 }
 
+uint64_t CrashTimeUs(const CoredumpEntry& entry) {
+  if (const std::string* t = entry.Get("COREDUMP_TIMESTAMP")) {
+    uint64_t parsed = 0;
+    auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), parsed);
+    if (ec == std::errc() && end == t->data() + t->size() && parsed > 0) return parsed;
+  }
+  return entry.realtime_us;
+}
+
 Metadata JournalMetadata(const CoredumpEntry& entry) {
   // The journal's field and the attribute it becomes; the names are
   // systemd-coredump's own xattrs' where it writes one (pid, uid, signal…).
@@ -138,15 +147,7 @@ Metadata JournalMetadata(const CoredumpEntry& entry) {
       if (!c.runtime.empty()) md.Add("container_runtime", c.runtime);
     }
   }
-  // The crash's time: systemd-coredump's timestamp (microseconds), else
-  // when the entry was written, a moment after.
-  uint64_t usec = entry.realtime_us;
-  if (const std::string* t = entry.Get("COREDUMP_TIMESTAMP")) {
-    uint64_t parsed = 0;
-    auto [end, ec] = std::from_chars(t->data(), t->data() + t->size(), parsed);
-    if (ec == std::errc() && end == t->data() + t->size() && parsed > 0) usec = parsed;
-  }
-  if (usec) {
+  if (uint64_t usec = CrashTimeUs(entry)) {
     md.time = static_cast<int64_t>(usec / 1000000);
     md.time_source = "journal";
   }

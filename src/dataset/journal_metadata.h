@@ -25,6 +25,10 @@ struct CgroupContainer {
 };
 CgroupContainer ContainerOfCgroup(std::string_view cgroup);
 
+// When the crash happened, in microseconds since the epoch: systemd-coredump's
+// COREDUMP_TIMESTAMP, else the entry's own time (written a moment after).
+uint64_t CrashTimeUs(const CoredumpEntry& entry);
+
 // The entry's facts as metadata: attributes under the dataset's keys, the
 // crash time (COREDUMP_TIMESTAMP, else the entry's own) with time_source
 // "journal", and host_source "journal" with the host.

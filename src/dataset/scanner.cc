@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cinttypes>
 #include <cstdlib>
 #include <filesystem>
 #include <cstring>
@@ -79,12 +78,7 @@ constexpr uint64_t kMaxStoredCore = uint64_t{1} << 30;
 std::string JournalLabel(const CoredumpEntry& e, const Metadata& md) {
   const std::string* host = md.Get("host");
   const std::string* pid = md.Get("pid");
-  uint64_t usec = e.realtime_us;
-  if (md.time) usec = static_cast<uint64_t>(*md.time) * 1000000 + (usec % 1000000);
-  if (const std::string* t = e.Get("COREDUMP_TIMESTAMP")) {
-    uint64_t parsed = 0;
-    if (std::sscanf(t->c_str(), "%20" SCNu64, &parsed) == 1 && parsed) usec = parsed;
-  }
+  const uint64_t usec = CrashTimeUs(e);
   std::string iso = FormatIso8601(static_cast<int64_t>(usec / 1000000));
   if (!iso.empty() && iso.back() == 'Z') {
     char micros[16];

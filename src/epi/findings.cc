@@ -348,64 +348,103 @@ namespace {
 // the fleet.
 constexpr uint64_t kMinOthersWithChange = 3;
 
-bool Carries(const Population& pop, size_t i, uint32_t f) {
-  auto [from, to] = pop.FeaturesOf(i);
-  return std::find(from, to, f) != to;
+// The calendar values a cluster's crashes carry: value -> (crashes, the
+// first one's time), over the counted, timed crashes `take` admits (their
+// number in `n`) and the values `keep` admits.
+template <typename Take, typename Keep>
+std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> CarriedValues(const Population& pop, const Incidents& incidents,
+                                                                         const Clusters& clusters, size_t rank,
+                                                                         Take take, Keep keep, uint64_t& n) {
+  std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;
+  n = 0;
+  for (uint32_t i : clusters.Of(rank)) {
+    if (!incidents.counted[i] || !pop.crashes[i].time || !take(i)) continue;
+    ++n;
+    auto [from, to] = pop.FeaturesOf(i);
+    for (const uint32_t* f = from; f != to; ++f) {
+      if (!keep(*f)) continue;
+      auto [it, added] = carried.try_emplace(*f, 0, *pop.crashes[i].time);
+      ++it->second.first;
+      it->second.second = std::min(it->second.second, *pop.crashes[i].time);
+    }
+  }
+  return carried;
+}
+
+// How many of sorted `times` are in [from, to).
+uint64_t Between(const std::vector<int64_t>& times, int64_t from, int64_t to) {
+  if (from >= to) return 0;
+  return static_cast<uint64_t>(std::lower_bound(times.begin(), times.end(), to) -
+                               std::lower_bound(times.begin(), times.end(), from));
 }
 
 // Without an inventory: each value of a calendar key (a release, a kernel)
 // that 90% of a cluster's crashes carry, judged by the other crashes'
-// clock (TestCrashClockOnset).
+// clock (TestCrashClockOnset). The candidates first; then one pass over the
+// crashes gathers the times each count needs, which binary searches read.
 std::vector<std::pair<size_t, ChangeOnset>> CrashClockOnsets(const Population& pop, const Incidents& incidents,
                                                              const Calendar& cal, const Clusters& clusters,
                                                              const EpiOptions& options) {
-  std::vector<std::pair<size_t, ChangeOnset>> tested;
-  const auto& crashes = pop.crashes;
+  struct Candidate {
+    size_t rank;
+    uint32_t feature;
+    uint64_t mine_with;
+    int64_t first_mine;
+  };
+  std::vector<Candidate> candidates;
   for (size_t rank = 0; rank < clusters.order.size(); ++rank) {
     if (clusters.spans[rank].counted < options.min_cluster_for_tests) continue;
-    const uint32_t key = static_cast<uint32_t>(clusters.order[rank]);
     uint64_t timed = 0;
-    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
-    for (uint32_t i : clusters.Of(rank)) {
-      if (!incidents.counted[i] || !crashes[i].time) continue;
-      ++timed;
-      auto [from, to] = pop.FeaturesOf(i);
-      for (const uint32_t* f = from; f != to; ++f) {
-        if (!cal.windowed[*f]) continue;
-        auto [it, added] = carried.try_emplace(*f, 0, *crashes[i].time);
-        ++it->second.first;
-        it->second.second = std::min(it->second.second, *crashes[i].time);
-      }
-    }
-    for (const auto& [f, seen] : carried) {
-      if (seen.first * 10 < timed * 9 || cal.first_time[f] == INT64_MAX) continue;
-      const int64_t appeared = cal.first_time[f], first_mine = seen.second;
-      CrashClock k;
-      for (size_t i = 0; i < crashes.size(); ++i) {
-        if (!incidents.counted[i] || !crashes[i].time) continue;
-        const int64_t t = *crashes[i].time;
-        const bool mine = crashes[i].cluster == key;
-        if (t < appeared) {
-          ++(mine ? k.mine_before : k.others_before);
-          continue;
-        }
-        ++(mine ? k.mine_after : k.others_after);
-        if (!Carries(pop, i, f)) continue;
-        if (t < first_mine) {
-          k.lag_crashes += !mine;
-        } else {
-          ++k.all_with;
-          k.mine_with += mine;
-        }
-      }
-      const auto& feature = pop.features.features[f];
-      // A change of the fleet, which other clusters' crashes carry too; not
-      // the cluster's own program or build, which first appears with it.
-      uint64_t others_with = k.all_with - k.mine_with + k.lag_crashes;
-      if (feature.first == pop.k_exe || feature.first == pop.k_build || others_with < kMinOthersWithChange) continue;
-      if (auto o = TestCrashClockOnset(pop.features.keys[feature.first], feature.second, k))
-        tested.emplace_back(rank, std::move(*o));
-    }
+    auto carried = CarriedValues(
+        pop, incidents, clusters, rank, [](uint32_t) { return true; },
+        [&](uint32_t f) {
+          uint32_t key = pop.features.features[f].first;
+          return cal.windowed[f] && key != pop.k_exe && key != pop.k_build;
+        },
+        timed);
+    for (const auto& [f, seen] : carried)
+      if (seen.first * 10 >= timed * 9 && cal.first_time[f] != INT64_MAX)
+        candidates.push_back({rank, f, seen.first, seen.second});
+  }
+  if (candidates.empty()) return {};
+  std::vector<int64_t> all;  // every counted, timed crash
+  std::unordered_map<uint32_t, std::vector<int64_t>> with;     // a candidate value's crashes
+  std::unordered_map<uint32_t, std::vector<int64_t>> of_rank;  // a candidate cluster's crashes
+  for (const auto& c : candidates) with[c.feature], of_rank[static_cast<uint32_t>(c.rank)];
+  std::vector<uint32_t> rank_of_key(clusters.order.size());
+  for (size_t rank = 0; rank < clusters.order.size(); ++rank) rank_of_key[clusters.order[rank]] = static_cast<uint32_t>(rank);
+  for (size_t i = 0; i < pop.crashes.size(); ++i) {
+    if (!incidents.counted[i] || !pop.crashes[i].time) continue;
+    const int64_t t = *pop.crashes[i].time;
+    all.push_back(t);
+    if (auto r = of_rank.find(rank_of_key[pop.crashes[i].cluster]); r != of_rank.end()) r->second.push_back(t);
+    auto [from, to] = pop.FeaturesOf(i);
+    for (const uint32_t* f = from; f != to; ++f)
+      if (auto w = with.find(*f); w != with.end()) w->second.push_back(t);
+  }
+  std::sort(all.begin(), all.end());
+  for (auto& [f, t] : with) std::sort(t.begin(), t.end());
+  for (auto& [r, t] : of_rank) std::sort(t.begin(), t.end());
+  std::vector<std::pair<size_t, ChangeOnset>> tested;
+  for (const auto& c : candidates) {
+    const int64_t appeared = cal.first_time[c.feature];
+    const auto& mine = of_rank.at(static_cast<uint32_t>(c.rank));
+    const auto& carrying = with.at(c.feature);
+    CrashClock k;
+    k.mine_before = Between(mine, INT64_MIN, appeared);
+    k.others_before = Between(all, INT64_MIN, appeared) - k.mine_before;
+    k.mine_after = mine.size() - k.mine_before;
+    k.others_after = all.size() - k.mine_before - k.others_before - k.mine_after;
+    // The cluster carries the value from its first crash with it on.
+    k.lag_crashes = Between(carrying, appeared, c.first_mine);
+    k.all_with = static_cast<uint64_t>(carrying.end() - std::lower_bound(carrying.begin(), carrying.end(), c.first_mine));
+    k.mine_with = c.mine_with;
+    // A change of the fleet, which other clusters' crashes carry too; not
+    // the cluster's own program or build, which first appears with it.
+    if (carrying.size() - c.mine_with < kMinOthersWithChange) continue;
+    const auto& feature = pop.features.features[c.feature];
+    if (auto o = TestCrashClockOnset(pop.features.keys[feature.first], feature.second, k))
+      tested.emplace_back(c.rank, std::move(*o));
   }
   return tested;
 }
@@ -419,18 +458,9 @@ void FindChangeOnsets(const Population& pop, const Incidents& incidents, const C
   for (size_t rank = 0; cal.exposure && rank < clusters.order.size(); ++rank) {
     if (clusters.spans[rank].counted < options.min_cluster_for_tests) continue;
     uint64_t n_placed = 0;
-    std::unordered_map<uint32_t, std::pair<uint64_t, int64_t>> carried;  // feature -> crashes, first time
-    for (uint32_t i : clusters.Of(rank)) {
-      if (!cal.placed[i] || !incidents.counted[i]) continue;
-      ++n_placed;
-      auto [from, to] = pop.FeaturesOf(i);
-      for (const uint32_t* f = from; f != to; ++f) {
-        if (!cal.windowed[*f] || !cal.rated[*f]) continue;
-        auto [it, added] = carried.try_emplace(*f, 0, *pop.crashes[i].time);
-        ++it->second.first;
-        it->second.second = std::min(it->second.second, *pop.crashes[i].time);
-      }
-    }
+    auto carried = CarriedValues(
+        pop, incidents, clusters, rank, [&](uint32_t i) { return cal.placed[i] != 0; },
+        [&](uint32_t f) { return cal.windowed[f] && cal.rated[f]; }, n_placed);
     for (const auto& [f, seen] : carried) {
       if (seen.first * 10 < n_placed * 9) continue;
       const auto& feature = pop.features.features[f];

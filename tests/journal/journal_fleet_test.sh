@@ -11,10 +11,7 @@
 set -euo pipefail
 src=$CORONER_SOURCE_DIR coroner=$CORONER_BIN
 . "$src/tests/fixtures/systemd_tools.sh"
-if ! systemd_tools "$CORONER_SYSTEMD_TOOLS"; then
-  echo "SKIPPED: Debian's systemd-journal-remote could not be fetched: $(tail -n 1 "$CORONER_SYSTEMD_TOOLS/apt.log")"
-  exit 77
-fi
+systemd_tools_or_skip "$CORONER_SYSTEMD_TOOLS"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 CORONER_ZOO=$CORONER_ZOO "$coroner" demo --scenario hardware --out "$dir/demo" > /dev/null
